@@ -1,0 +1,241 @@
+// Flag parsing in two steps: parse_flags() checks that every value has its flag's kind, so "--frames abc"
+// fails with the flag named before anything runs; the getters then check ranges, so each command states
+// its limits once, where it reads the value.
+#include "app/cli.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <sstream>
+
+#include "pipeline/error.h"
+
+namespace rtvd::cli {
+
+namespace {
+
+// from_chars over the whole text: no leading '+' or spaces, nothing after the number.
+template <class T>
+std::optional<T> parse_number(const std::string& text) {
+  T value{};
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end || text.empty()) return std::nullopt;
+  if constexpr (std::is_floating_point_v<T>) {
+    if (!std::isfinite(value)) return std::nullopt;
+  }
+  return value;
+}
+
+std::string kind_expected(ValueKind kind) {
+  switch (kind) {
+    case ValueKind::Int: return "an integer";
+    case ValueKind::Float: return "a number";
+    case ValueKind::UInt64: return "a non-negative integer";
+    default: return "a value";
+  }
+}
+
+void check_kind(const FlagSpec& spec, const std::string& value) {
+  const bool ok = spec.kind == ValueKind::Int      ? parse_number<long long>(value).has_value()
+                  : spec.kind == ValueKind::Float  ? parse_number<double>(value).has_value()
+                  : spec.kind == ValueKind::UInt64 ? parse_number<uint64_t>(value).has_value()
+                                                   : true;
+  if (!ok) fail("flag '--", spec.name, "': expected ", kind_expected(spec.kind), ", got '", value, "'");
+}
+
+std::string value_name(const FlagSpec& spec) {
+  if (!spec.value_name.empty()) return spec.value_name;
+  switch (spec.kind) {
+    case ValueKind::None: return "";
+    case ValueKind::Int:
+    case ValueKind::UInt64: return "N";
+    case ValueKind::Float: return "X";
+    case ValueKind::String: return "TEXT";
+  }
+  return "";
+}
+
+std::string number_text(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+// "in [1, 100]", ">= 1", "< 1", "" (unbounded): what a range allows, in the words of an error message.
+std::string range_text(const Range& r) {
+  const bool has_min = std::isfinite(r.min), has_max = std::isfinite(r.max);
+  if (has_min && has_max)
+    return cat("in ", r.min_open ? "(" : "[", number_text(r.min), ", ", number_text(r.max), r.max_open ? ")" : "]");
+  if (has_min) return cat(r.min_open ? "> " : ">= ", number_text(r.min));
+  if (has_max) return cat(r.max_open ? "< " : "<= ", number_text(r.max));
+  return "";
+}
+
+bool in_range(double v, const Range& r) {
+  return (r.min_open ? v > r.min : v >= r.min) && (r.max_open ? v < r.max : v <= r.max);
+}
+
+std::optional<FrameSize> parse_size(const std::string& text) {
+  const size_t x = text.find('x');
+  const auto w = parse_number<int>(text.substr(0, x));
+  const auto h = x == std::string::npos ? w : parse_number<int>(text.substr(x + 1));
+  if (!w || !h || *w <= 0 || *h <= 0) return std::nullopt;
+  return FrameSize{*w, *h};
+}
+
+}  // namespace
+
+int Flags::get_int(const std::string& name, int fallback, int min, int max) const {
+  const auto it = values_.find(name);
+  if (it == values_.end()) return fallback;
+  const long long v = parse_number<long long>(it->second).value_or(LLONG_MIN);
+  if (v < min || v > max) {
+    const Range r{min == INT_MIN ? -INFINITY : double(min), max == INT_MAX ? INFINITY : double(max)};
+    fail("flag '--", name, "': expected an integer ", range_text(r), ", got ", it->second);
+  }
+  return int(v);
+}
+
+uint64_t Flags::get_uint64(const std::string& name, uint64_t fallback) const {
+  const auto it = values_.find(name);
+  return it == values_.end() ? fallback : parse_number<uint64_t>(it->second).value_or(fallback);
+}
+
+double Flags::get_float(const std::string& name, double fallback, const Range& range) const {
+  const auto it = values_.find(name);
+  if (it == values_.end()) return fallback;
+  const double v = parse_number<double>(it->second).value_or(NAN);
+  if (!in_range(v, range)) fail("flag '--", name, "': expected a number ", range_text(range), ", got ", it->second);
+  return v;
+}
+
+std::string Flags::get_string(const std::string& name, const std::string& fallback) const {
+  const auto it = values_.find(name);
+  return it == values_.end() ? fallback : it->second;
+}
+
+std::string Flags::get_choice(const std::string& name, const std::string& fallback,
+                              const std::vector<std::string>& choices) const {
+  const std::string v = get_string(name, fallback);
+  if (std::find(choices.begin(), choices.end(), v) != choices.end()) return v;
+  std::string list;
+  for (size_t i = 0; i < choices.size(); ++i)
+    list += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + choices[i];
+  fail("flag '--", name, "': expected ", list, ", got '", v, "'");
+}
+
+Flags parse_flags(const std::string& command, const std::vector<FlagSpec>& specs,
+                  const std::vector<std::string>& args) {
+  const std::string see = cat(" for 'rtvd ", command, "' (see rtvd ", command, " --help)");
+  Flags flags;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg.size() < 2 || arg[0] != '-') {
+      flags.positional_.push_back(arg);
+      continue;
+    }
+    const bool is_long = arg[1] == '-';
+    const size_t eq = is_long ? arg.find('=') : std::string::npos;
+    const std::string written = arg.substr(0, eq);
+    const auto spec = std::find_if(specs.begin(), specs.end(), [&](const FlagSpec& s) {
+      return is_long ? written == "--" + s.name : written.size() == 2 && s.short_name == written[1];
+    });
+    if (spec == specs.end()) fail("unknown flag '", written, "'", see);
+
+    std::string value;
+    if (spec->kind == ValueKind::None) {
+      if (eq != std::string::npos) fail("flag '--", spec->name, "' takes no value");
+    } else if (eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+    } else if (i + 1 < args.size()) {
+      value = args[++i];  // taken whatever it looks like, so "--seed -1" reports the value, not a flag
+    } else {
+      fail("flag '--", spec->name, "' needs a value");
+    }
+    check_kind(*spec, value);
+    flags.values_[spec->name] = value;
+  }
+  return flags;
+}
+
+std::string flags_help(const std::vector<FlagSpec>& specs) {
+  std::vector<std::string> left;
+  size_t width = 0;
+  for (const FlagSpec& s : specs) {
+    std::string l = s.short_name ? cat("-", s.short_name, ", --", s.name) : "    --" + s.name;
+    if (const std::string v = value_name(s); !v.empty()) l += " " + v;
+    width = std::max(width, l.size());
+    left.push_back(std::move(l));
+  }
+  std::string out;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    out += "  " + left[i] + std::string(width - left[i].size() + 2, ' ') + specs[i].help;
+    if (!specs[i].default_text.empty()) out += " (default " + specs[i].default_text + ")";
+    out += "\n";
+  }
+  return out;
+}
+
+const std::vector<FlagSpec>& render_flags() {
+  using K = ValueKind;
+  static const std::vector<FlagSpec> specs = {
+      {"output", 'o', K::String, "video file (.mp4 .mkv .avi), directory/ or %05d.png pattern for PNG frames",
+       "out/rtvd.mp4", "PATH"},
+      {"frames", 'n', K::Int, "frames to render", "48, or the length of a video source", ""},
+      {"fps", 0, K::Float, "frame rate of the output", "24", "F"},
+      {"size", 0, K::String, "frame size, width x height or square", "the model's sample size", "WxH|N"},
+      {"seed", 0, K::UInt64, "random seed: same seed and flags, same frames", "0", ""},
+      {"steps", 0, K::Int, "denoising steps per frame, 1 to 100", "4", "K"},
+      {"guidance", 0, K::Float, "classifier-free guidance scale, >= 0", "3.0", "G"},
+      {"strength", 0, K::Float, "how far each frame is re-noised, 0 to 1", "0.6", "S"},
+      {"blend", 0, K::Float, "share of the previous frame kept, 0 to below 1", "0.5", "B"},
+      {"class", 0, K::String, "class to render, by name or id", "the model's first class", "NAME|ID"},
+      {"source", 0, K::String, "noise, image:PATH, video:PATH, webcam or webcam:N", "noise", "SPEC"},
+      {"model", 0, K::String, "model directory (config.json + weights.safetensors)", "embedded", "DIR"},
+      {"device", 0, K::String, "auto, cpu or cuda", "auto", "D"},
+      {"threads", 0, K::Int, "CPU threads, 0 = all cores", "0", ""},
+      {"kernels", 0, K::String, "auto, custom or cudnn", "auto", "K"},
+      {"profile", 0, K::String, "write per-kernel GPU times as JSON", "", "FILE.json"},
+      {"quiet", 'q', K::None, "no progress output", "", ""},
+      {"help", 'h', K::None, "show this help", "", ""},
+  };
+  return specs;
+}
+
+RenderOptions parse_render_options(const std::vector<std::string>& args) {
+  const Flags flags = parse_flags("render", render_flags(), args);
+  RenderOptions o;
+  if (flags.has("help")) {
+    o.help = true;
+    return o;
+  }
+  if (!flags.positional().empty())
+    fail("unexpected argument '", flags.positional().front(), "' for 'rtvd render' (see rtvd render --help)");
+
+  o.output = flags.get_string("output", o.output);
+  if (o.output.empty()) fail("flag '--output': expected a path, got ''");
+  if (flags.has("frames")) o.frames = flags.get_int("frames", kDefaultFrames, 1);
+  o.fps = flags.get_float("fps", o.fps, {.min = 0, .min_open = true});
+  if (flags.has("size")) {
+    o.size = parse_size(flags.get_string("size", ""));
+    if (!o.size)
+      fail("flag '--size': expected WxH or N with positive integers, got '", flags.get_string("size", ""), "'");
+  }
+  o.seed = flags.get_uint64("seed", o.seed);
+  o.steps = flags.get_int("steps", o.steps, 1, 100);
+  o.guidance = flags.get_float("guidance", o.guidance, {.min = 0});
+  o.strength = flags.get_float("strength", o.strength, {.min = 0, .max = 1});
+  o.blend = flags.get_float("blend", o.blend, {.min = 0, .max = 1, .max_open = true});
+  o.class_name = flags.get_string("class", o.class_name);
+  o.source = flags.get_string("source", o.source);
+  o.model_dir = flags.get_string("model", o.model_dir);
+  o.device = flags.get_choice("device", o.device, {"auto", "cpu", "cuda"});
+  o.threads = flags.get_int("threads", o.threads, 0);
+  o.kernels = flags.get_choice("kernels", o.kernels, {"auto", "custom", "cudnn"});
+  o.profile_path = flags.get_string("profile", o.profile_path);
+  o.quiet = flags.has("quiet");
+  return o;
+}
+
+}  // namespace rtvd::cli

@@ -1,0 +1,39 @@
+#include "commands.h"
+
+#include <cstdio>
+
+#include "build_config.h"
+#include "pipeline/error.h"
+
+namespace rtvd {
+
+namespace {
+
+constexpr const char* kUsage =
+    "rtvd " RTVD_VERSION " - real-time video diffusion\n"
+    "\n"
+    "usage: rtvd <command> [flags]\n"
+    "\n"
+    "commands:\n"
+    "  render   render frames headless to an MP4 or a PNG sequence\n"
+    "  info     print the build's features, the devices and the model\n"
+    "  help     this text; `rtvd <command> --help` for a command's flags\n";
+
+}  // namespace
+
+int run_command(const std::vector<std::string>& args) {
+  if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (args[0] == "--version") {
+    std::printf("rtvd %s\n", RTVD_VERSION);
+    return 0;
+  }
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (args[0] == "render") return render_command(rest);
+  if (args[0] == "info") return info_command(rest);
+  fail("unknown command '", args[0], "' (expected render, info or help)");
+}
+
+}  // namespace rtvd

@@ -1,0 +1,91 @@
+// rtvd info: what this build can do, which devices it sees, and the model it would run.
+#include <cstdio>
+#include <map>
+#include <thread>
+
+#include "build_config.h"
+#include "cli.h"
+#include "commands.h"
+#include "pipeline/device.h"
+#include "pipeline/engine.h"
+#include "pipeline/recorder.h"
+
+namespace rtvd {
+
+namespace {
+
+const std::vector<cli::FlagSpec>& info_flags() {
+  using K = cli::ValueKind;
+  static const std::vector<cli::FlagSpec> specs = {
+      {"model", 0, K::String, "model directory (config.json + weights.safetensors)", "embedded", "DIR"},
+      {"device", 0, K::String, "auto | cpu | cuda", "auto", ""},
+      {"help", 'h', K::None, "show this help", "", ""},
+  };
+  return specs;
+}
+
+std::string yes_no(bool b) { return b ? "yes" : "no"; }
+
+// Parameter count per top-level module ("down_blocks.0", "mid_block", ...), in checkpoint order.
+std::vector<std::pair<std::string, int64_t>> parameters_by_module(const SafeTensorsFile& file) {
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (const TensorView& t : file.tensors()) {
+    std::string module = t.name.substr(0, t.name.find('.'));
+    if (module == "down_blocks" || module == "up_blocks") module = t.name.substr(0, t.name.find('.', module.size() + 1));
+    if (out.empty() || out.back().first != module) out.emplace_back(module, 0);
+    out.back().second += t.numel();
+  }
+  return out;
+}
+
+}  // namespace
+
+int info_command(const std::vector<std::string>& args) {
+  const cli::Flags flags = cli::parse_flags("info", info_flags(), args);
+  if (flags.has("help")) {
+    std::printf("usage: rtvd info [flags]\n\n%s", cli::flags_help(info_flags()).c_str());
+    return 0;
+  }
+  std::printf("rtvd %s\n", RTVD_VERSION);
+  std::printf("build:   CUDA backend %s (archs %s), video I/O (OpenCV) %s, GUI %s\n", yes_no(RTVD_HAS_CUDA).c_str(),
+              RTVD_CUDA_ARCHITECTURES, yes_no(RTVD_HAS_OPENCV).c_str(), yes_no(RTVD_HAS_GUI).c_str());
+  std::printf("cpu:     %u hardware threads\n", std::thread::hardware_concurrency());
+  std::string why_not;
+  const auto gpus = cuda_devices(&why_not);
+  if (gpus.empty()) std::printf("cuda:    none (%s)\n", why_not.c_str());
+  for (const GpuInfo& g : gpus)
+    std::printf("cuda:    #%d %s, sm_%d, %.1f GiB\n", g.index, g.name.c_str(), g.sm, g.memory_bytes / 1073741824.0);
+
+  EngineOptions eo;
+  eo.model_dir = flags.get_string("model", "");
+  eo.device = flags.get_choice("device", "auto", {"auto", "cpu", "cuda"});
+  Engine engine(eo);
+  const ModelConfig& c = engine.config();
+  const WeightStore& w = *engine.model().weights;
+  std::printf("\nmodel:   %s (%s)\n", c.name.c_str(), engine.model().source.c_str());
+  std::printf("  weights      %lld parameters, %s\n", (long long)w.checkpoint_parameters(), dtype_name(c.dtype));
+  std::printf("  frame        %dx%dx%d (multiples of %d)\n", c.sample_size, c.sample_size, c.in_channels, c.size_multiple());
+  std::string channels;
+  for (size_t i = 0; i < c.block_out_channels.size(); ++i)
+    channels += (i ? "/" : "") + std::to_string(c.block_out_channels[i]) + (c.attention_levels[i] ? "+attn" : "");
+  std::printf("  levels       %s, %d ResNets per level, %s norm%s\n", channels.c_str(), c.layers_per_block,
+              c.norm == NormKind::Batch ? "batch (conv-BN-SiLU, FiLM)" : "group", c.mid_attention ? ", mid attention" : "");
+  if (c.num_class_embeds > 0) {
+    std::string names;
+    for (const auto& n : c.class_names) names += (names.empty() ? "" : ", ") + n;
+    std::printf("  classes      %d + null: %s\n", c.num_class_embeds - 1, names.c_str());
+  }
+  if (c.cross_attention_dim > 0) std::printf("  context      %dx%d\n", c.context_length, c.cross_attention_dim);
+  for (const auto& [module, n] : parameters_by_module(w.file()))
+    std::printf("    %-16s %10lld\n", module.c_str(), (long long)n);
+  std::printf("backend: %s\n", engine.backend().describe().c_str());
+  std::printf("  memory       weights %.1f MiB, activations %.1f MiB at %dx%d, batch %d\n",
+              engine.backend().weight_bytes() / 1048576.0, engine.backend().arena_bytes() / 1048576.0, engine.width(),
+              engine.height(), engine.plan().batch);
+  std::printf("  ops/frame    %zu (%d steps), setup ops %zu\n", engine.plan().graph.frame.size(),
+              engine.settings().steps, engine.plan().graph.setup.size());
+  std::printf("  recording    MP4 %s, PNG yes\n", yes_no(video_recording_available()).c_str());
+  return 0;
+}
+
+}  // namespace rtvd

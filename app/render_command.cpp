@@ -1,0 +1,83 @@
+// rtvd render: the frame loop, headless. Source -> engine -> recorder, with progress and a summary.
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <memory>
+
+#include "cli.h"
+#include "commands.h"
+#include "pipeline/engine.h"
+#include "pipeline/error.h"
+#include "pipeline/recorder.h"
+#include "pipeline/source.h"
+#include "progress.h"
+
+namespace rtvd {
+
+namespace {
+
+volatile std::sig_atomic_t g_interrupted = 0;
+void on_interrupt(int) { g_interrupted = 1; }
+
+}  // namespace
+
+int render_command(const std::vector<std::string>& args) {
+  const cli::RenderOptions o = cli::parse_render_options(args);
+  if (o.help) {
+    std::printf("usage: rtvd render [flags]\n\nRenders frames headless to an MP4 (H.264) or a PNG sequence.\n\n%s",
+                cli::flags_help(cli::render_flags()).c_str());
+    return 0;
+  }
+
+  std::unique_ptr<FrameSource> source = open_source(o.source);
+  EngineOptions eo;
+  eo.model_dir = o.model_dir;
+  eo.device = o.device;
+  eo.threads = o.threads;
+  eo.kernels = o.kernels;
+  if (o.size) eo.width = o.size->width, eo.height = o.size->height;
+  Engine engine(eo);
+
+  FrameSettings s;
+  s.seed = o.seed;
+  s.steps = o.steps;
+  s.guidance = float(o.guidance);
+  s.strength = float(o.strength);
+  s.blend = float(o.blend);
+  if (engine.config().num_class_embeds > 0) s.class_id = engine.class_id(o.class_name);
+  else if (!o.class_name.empty()) fail("--class ", o.class_name, ": this model has no classes");
+  engine.configure(s, source->has_images());
+
+  const int frames = o.frames ? *o.frames : (source->frame_count() > 0 ? source->frame_count() : cli::kDefaultFrames);
+  std::unique_ptr<Recorder> recorder = open_recorder(o.output, engine.width(), engine.height(), o.fps);
+  if (!o.quiet) {
+    if (!engine.device_note().empty()) std::fprintf(stderr, "note: %s\n", engine.device_note().c_str());
+    std::fprintf(stderr, "rendering %d frames of %dx%d from %s with %s on %s\n", frames, engine.width(),
+                 engine.height(), source->describe().c_str(), engine.model().source.c_str(),
+                 engine.backend().describe().c_str());
+  }
+
+  // Ctrl-C stops after the current frame and finalises what was rendered, so the file stays playable.
+  g_interrupted = 0;
+  auto previous_handler = std::signal(SIGINT, on_interrupt);
+  Progress progress(frames, o.quiet);
+  std::vector<float> image;
+  const auto start = std::chrono::steady_clock::now();
+  int done = 0;
+  for (; done < frames && !g_interrupted; ++done) {
+    if (source->has_images() && !source->next(engine.width(), engine.height(), image)) break;
+    recorder->write(engine.render(source->has_images() ? &image : nullptr));
+    progress.update(done + 1);
+  }
+  progress.finish();
+  std::signal(SIGINT, previous_handler);
+  if (done == 0) fail(source->describe(), ": no frame could be read");
+  recorder->finish();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("%s %d frames (%dx%d, %d steps) to %s in %.1f s: %.2f frames/s\n",
+              g_interrupted ? "interrupted: wrote" : "wrote", done, engine.width(), engine.height(), s.steps,
+              recorder->path().c_str(), seconds, done / seconds);
+  return g_interrupted ? 130 : 0;
+}
+
+}  // namespace rtvd

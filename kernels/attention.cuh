@@ -1,0 +1,18 @@
+// attention on the GPU: flash attention (fp16 in/out, fp32 softmax and accumulation), attention.h's layout.
+#pragma once
+#include <string>
+
+#include "attention.h"
+#include "cuda_context.cuh"
+
+namespace rtvd {
+
+// Whether the flash kernel handles p; if not and why is given, *why names the unmet requirement.
+// Needs: head_dim a multiple of 8 up to 160; q, k, v 16-byte aligned with strides a multiple of 8;
+// o 4-byte aligned with an even stride; scale positive and finite; all sizes positive.
+bool attention_can_implement(const AttentionParams& p, std::string* why = nullptr);
+
+// o = softmax(q k^T * scale) v on ctx.stream. Throws rtvd::Error when !attention_can_implement(p).
+void attention(const AttentionParams& p, const CudaContext& ctx);
+
+}  // namespace rtvd

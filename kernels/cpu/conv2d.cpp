@@ -1,0 +1,133 @@
+// conv2d on the CPU: im2col + OpenBLAS sgemm, fp32, NHWC activations and OHWI weights.
+// The GEMM is y(M = n h_out w_out, c_out) = cols(M, K = kh kw c_in) * w^T: OHWI weights already are
+// (c_out, K) row-major with K ordered (ky, kx, c) like an im2col row, so nothing is repacked.
+// Workspace, in this order: pre(x) when the GroupNorm+SiLU prologue is on (computed once, so that each
+// input element is normalised once rather than kh kw times), then one chunk of im2col rows.
+// A 1x1, stride 1, unpadded conv needs no im2col: the GEMM reads x (or pre(x)) itself.
+#include "kernels/conv2d.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/cpu/gemm_epilogue.h"
+#include "kernels/cpu/vector_math.h"
+#include "kernels/error.h"
+
+namespace rtvd {
+namespace {
+
+// im2col rows gathered per sgemm call: at least kMinChunkRows so that packing w once per call is
+// amortised, else as many as fit kChunkFloats so that the chunk is still in cache when the GEMM reads it.
+constexpr int64_t kChunkFloats = int64_t(1) << 20;  // 4 MiB
+constexpr int64_t kMinChunkRows = 256;
+constexpr int64_t kParallelElements = 1 << 15;
+
+struct Plan {
+  int64_t m = 0, k = 0;        // GEMM rows (output pixels) and depth
+  int64_t normalized = 0;      // floats of pre(x); 0 without the prologue
+  int64_t chunk_rows = 0;      // im2col rows per GEMM; 0 when the GEMM reads its input directly
+  size_t workspace_bytes() const { return sizeof(float) * size_t(normalized + chunk_rows * k); }
+};
+
+Plan plan_for(const Conv2dParams& p) {
+  Plan plan;
+  plan.m = int64_t(p.n) * p.h_out * p.w_out;
+  plan.k = int64_t(p.kh) * p.kw * p.c_in;
+  if (p.gn_stats) plan.normalized = int64_t(p.n) * p.h * p.w * p.c_in;
+  const bool pointwise = p.kh == 1 && p.kw == 1 && p.stride == 1 && p.pad == 0;
+  if (!pointwise) plan.chunk_rows = std::min(plan.m, std::max(kMinChunkRows, kChunkFloats / plan.k));
+  return plan;
+}
+
+// out = silu((x - mean[n, g]) * rstd[n, g] * gamma[c] + beta[c]) over the whole input.
+void apply_prologue(const Conv2dParams& p, const float* x, float* out) {
+  const int64_t pixels = int64_t(p.n) * p.h * p.w, hw = int64_t(p.h) * p.w;
+  const int c = p.c_in, per_group = p.c_in / p.gn_groups;
+#pragma omp parallel for schedule(static) if (pixels * c >= kParallelElements)
+  for (int64_t px = 0; px < pixels; ++px) {
+    const float* stats = p.gn_stats + (px / hw) * p.gn_groups * 2;
+    const float* xr = x + px * c;
+    float* yr = out + px * c;
+    for (int g = 0; g < p.gn_groups; ++g) {
+      const float mean = stats[2 * g], rstd = stats[2 * g + 1];
+      const int c0 = g * per_group;
+#pragma omp simd
+      for (int i = c0; i < c0 + per_group; ++i)
+        yr[i] = cpu::silu_fast((xr[i] - mean) * rstd * p.gn_gamma[i] + p.gn_beta[i]);
+    }
+  }
+}
+
+// Rows [row0, row0 + rows) of the im2col matrix into cols. For each kernel row ky the in-bounds taps
+// kx are adjacent pixels of one input row, so they are one memcpy; padded taps are zeros.
+void im2col(const Conv2dParams& p, const float* src, int64_t row0, int64_t rows, float* cols) {
+  const int64_t hw_out = int64_t(p.h_out) * p.w_out, k = int64_t(p.kh) * p.kw * p.c_in;
+  const int64_t tap_row = int64_t(p.kw) * p.c_in;  // floats per kernel row
+#pragma omp parallel for schedule(static) if (rows * k >= kParallelElements)
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t m = row0 + r, image = m / hw_out;
+    const int oy = int((m % hw_out) / p.w_out), ox = int(m % p.w_out);
+    const int iy0 = oy * p.stride - p.pad, ix0 = ox * p.stride - p.pad;
+    const int kx_lo = std::clamp(-ix0, 0, p.kw), kx_hi = std::clamp(p.w - ix0, kx_lo, p.kw);
+    float* dst = cols + r * k;
+    for (int ky = 0; ky < p.kh; ++ky, dst += tap_row) {
+      const int iy = iy0 + ky;
+      if (iy < 0 || iy >= p.h || kx_lo == kx_hi) {
+        std::memset(dst, 0, sizeof(float) * tap_row);
+        continue;
+      }
+      const float* in = src + ((image * p.h + iy) * p.w + ix0 + kx_lo) * int64_t(p.c_in);
+      std::memset(dst, 0, sizeof(float) * kx_lo * p.c_in);
+      std::memcpy(dst + kx_lo * p.c_in, in, sizeof(float) * (kx_hi - kx_lo) * p.c_in);
+      std::memset(dst + kx_hi * p.c_in, 0, sizeof(float) * (p.kw - kx_hi) * p.c_in);
+    }
+  }
+}
+
+}  // namespace
+
+size_t conv2d_cpu_workspace_bytes(const Conv2dParams& p) { return plan_for(p).workspace_bytes(); }
+
+void conv2d_cpu(const Conv2dParams& p) {
+  const Plan plan = plan_for(p);
+  if (p.workspace_bytes < plan.workspace_bytes())
+    fail("conv2d_cpu: workspace of ", p.workspace_bytes, " bytes, needs ", plan.workspace_bytes());
+  const auto* x = static_cast<const float*>(p.x);
+  const auto* w = static_cast<const float*>(p.weight);  // (c_out, K) row-major
+  auto* y = static_cast<float*>(p.y);
+  auto* normalized = static_cast<float*>(p.workspace);
+  float* cols = normalized + plan.normalized;
+
+  cpu::GemmEpilogue epilogue;
+  epilogue.scale = p.scale;
+  epilogue.bias = p.bias;
+  epilogue.scale_stride = p.scale_batch_stride;
+  epilogue.bias_stride = p.bias_batch_stride;
+  epilogue.act = p.act;
+  epilogue.residual = static_cast<const float*>(p.residual);
+  epilogue.rows_per_image = int64_t(p.h_out) * p.w_out;
+  epilogue.cols = p.c_out;
+
+  const float* src = x;
+  if (p.gn_stats) {
+    apply_prologue(p, x, normalized);
+    src = normalized;
+  }
+  const int64_t chunk = plan.chunk_rows ? plan.chunk_rows : plan.m;
+  for (int64_t row0 = 0; row0 < plan.m; row0 += chunk) {
+    const int64_t rows = std::min(chunk, plan.m - row0);
+    const float* a = src + row0 * plan.k;  // (rows, K)
+    if (plan.chunk_rows) {
+      im2col(p, src, row0, rows, cols);
+      a = cols;
+    }
+    const float beta = cpu::prepare_gemm_output(epilogue, y, row0, rows);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rows), p.c_out, int(plan.k), 1.0f, a,
+                int(plan.k), w, int(plan.k), beta, y + row0 * p.c_out, p.c_out);
+    cpu::finish_gemm_output(epilogue, y, row0, rows);
+  }
+}
+
+}  // namespace rtvd

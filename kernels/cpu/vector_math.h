@@ -1,0 +1,34 @@
+// exp and SiLU for the CPU ops' hot loops, written so that `#pragma omp simd` loops vectorise them.
+// glibc's expf is a scalar call the compiler cannot vectorise without -ffast-math, and softmax, SiLU and
+// the GroupNorm prologue spend most of their time in it. Relative error below 1e-7 (about 1 ulp).
+#pragma once
+#include <bit>
+#include <cstdint>
+
+namespace rtvd::cpu {
+
+#pragma omp declare simd
+inline float exp_fast(float x) {
+  // e^x = 2^n e^r with n = round(x / ln 2), |r| <= ln(2) / 2; the clamp keeps 2^n a normal float
+  // (below -87 the result is ~1e-38, which every caller treats as 0).
+  x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
+  constexpr float kRoundMagic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+  const float n = (x * 1.44269504f + kRoundMagic) - kRoundMagic;
+  const float r = (x - n * 0.693145752f) - n * 1.42860677e-6f;  // ln 2 split in two for exactness
+  // Taylor series of e^r to degree 7: truncation error below 1e-8 on |r| <= 0.347.
+  float p = 1.0f / 5040.0f;
+  p = p * r + 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const float two_n = std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
+  return p * two_n;
+}
+
+#pragma omp declare simd
+inline float silu_fast(float x) { return x / (1.0f + exp_fast(-x)); }
+
+}  // namespace rtvd::cpu

@@ -1,0 +1,279 @@
+// linear: cuBLASLt for aligned shapes, a tiled fallback kernel for the rest (see linear.cuh).
+//
+// Row-major through column-major cuBLASLt: y (m, n) row-major is D = y^T (n x m) column-major with
+// ld n, and D = w x^T where w (n, k) row-major is the column-major (k x n) matrix A used transposed
+// (ld k) and x (m, k) row-major is the column-major (k x m) matrix B (ld k). The bias then runs along
+// D's rows, as CUBLASLT_EPILOGUE_BIAS wants.
+#include <cuda_fp16.h>
+
+#include <array>
+#include <cstdint>
+#include <mutex>
+#include <nvtx3/nvtx3.hpp>
+
+#include "kernels/linear.cuh"
+
+namespace rtvd {
+namespace {
+
+// ---- device code ---------------------------------------------------------------------------------
+
+__device__ __forceinline__ float fast_silu(float x) { return __fdividef(x, 1.0f + __expf(-x)); }
+
+// Fallback GEMM tile: 64 x 64 outputs per block of 256 threads, 4 x 4 per thread, k in steps of 16.
+struct FallbackTile {
+  static constexpr int kM = 64, kN = 64, kK = 16, kThreads = 256, kPerThread = 4;
+  static_assert((kM / kPerThread) * (kN / kPerThread) == kThreads, "one thread per 4 x 4 outputs");
+  static_assert(kM * kK == 4 * kThreads && kN * kK == 4 * kThreads, "each thread loads 4 elements of each tile");
+};
+
+// y = act(x w^T + bias) + residual for any shape and alignment; scalar loads, fp32 FMA. residual and y
+// may alias (each output element is read and written by the same thread).
+__global__ void __launch_bounds__(FallbackTile::kThreads)
+    fallback_gemm_kernel(const __half* __restrict__ x, const __half* __restrict__ w, const float* __restrict__ bias,
+                         const __half* residual, __half* y, int m, int n, int k, bool silu) {
+  using T = FallbackTile;
+  // (k, rows) so the inner loop reads along rows; + 1 spreads the column-wise stores over the banks.
+  __shared__ float xs[T::kK][T::kM + 1];
+  __shared__ float ws[T::kK][T::kN + 1];
+  const int tx = threadIdx.x % (T::kN / T::kPerThread), ty = threadIdx.x / (T::kN / T::kPerThread);
+  const int row0 = blockIdx.y * T::kM, col0 = blockIdx.x * T::kN;
+  float acc[T::kPerThread][T::kPerThread] = {};
+  for (int k0 = 0; k0 < k; k0 += T::kK) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int kk = threadIdx.x % T::kK, r = threadIdx.x / T::kK + i * (T::kThreads / T::kK), gk = k0 + kk;
+      xs[kk][r] = row0 + r < m && gk < k ? __half2float(x[int64_t(row0 + r) * k + gk]) : 0.0f;
+      ws[kk][r] = col0 + r < n && gk < k ? __half2float(w[int64_t(col0 + r) * k + gk]) : 0.0f;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < T::kK; ++kk) {
+      float a[T::kPerThread], b[T::kPerThread];
+#pragma unroll
+      for (int i = 0; i < T::kPerThread; ++i) {
+        a[i] = xs[kk][ty * T::kPerThread + i];
+        b[i] = ws[kk][tx * T::kPerThread + i];
+      }
+#pragma unroll
+      for (int i = 0; i < T::kPerThread; ++i)
+#pragma unroll
+        for (int j = 0; j < T::kPerThread; ++j) acc[i][j] += a[i] * b[j];
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < T::kPerThread; ++i) {
+    const int r = row0 + ty * T::kPerThread + i;
+#pragma unroll
+    for (int j = 0; j < T::kPerThread; ++j) {
+      const int c = col0 + tx * T::kPerThread + j;
+      if (r >= m || c >= n) continue;
+      float v = acc[i][j] + (bias ? bias[c] : 0.0f);
+      if (silu) v = fast_silu(v);
+      const int64_t e = int64_t(r) * n + c;
+      if (residual) v += __half2float(residual[e]);
+      y[e] = __float2half_rn(v);
+    }
+  }
+}
+
+// After a cuBLASLt GEMM that already added the bias: y = silu(y) + residual, 8 elements per thread
+// (the cuBLASLt path guarantees n % 8 == 0 and 16-byte alignment).
+__global__ void __launch_bounds__(256)
+    silu_residual_kernel(__half* __restrict__ y, const __half* __restrict__ residual, int64_t vectors) {
+  const int64_t i = int64_t(blockIdx.x) * 256 + threadIdx.x;
+  if (i >= vectors) return;
+  uint4 raw = reinterpret_cast<const uint4*>(y)[i];
+  uint4 res = residual ? reinterpret_cast<const uint4*>(residual)[i] : make_uint4(0, 0, 0, 0);
+  auto* h = reinterpret_cast<__half2*>(&raw);
+  const auto* r = reinterpret_cast<const __half2*>(&res);
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const float2 v = __half22float2(h[k]), add = __half22float2(r[k]);
+    h[k] = __floats2half2_rn(fast_silu(v.x) + add.x, fast_silu(v.y) + add.y);
+  }
+  reinterpret_cast<uint4*>(y)[i] = raw;
+}
+
+// fp32 bias -> fp16, for a cuBLASLt that accepts the bias only in the output type.
+__global__ void __launch_bounds__(256) bias_to_half_kernel(const float* __restrict__ bias, __half* __restrict__ out, int n) {
+  const int i = blockIdx.x * 256 + threadIdx.x;
+  if (i < n) out[i] = __float2half_rn(bias[i]);
+}
+
+// ---- cuBLASLt plans --------------------------------------------------------------------------------
+
+constexpr int kPlanCapacity = 128;
+constexpr uint32_t kHasBias = 1, kHasResidual = 2, kSilu = 4;
+constexpr size_t kStagingAlign = 256;
+
+struct PlanKey {
+  int m = 0, n = 0, k = 0;
+  uint32_t flags = 0;
+  size_t workspace_bytes = 0;
+  int sm_version = 0;
+  bool operator==(const PlanKey&) const = default;
+};
+
+enum class BiasPath : uint8_t {
+  None,      // no bias
+  Float,     // fp32 bias straight into the epilogue
+  Staged16,  // fp16 copy at the start of the workspace
+};
+
+// Everything cublasLtMatmul needs besides the pointers. The descriptors are cuBLASLt's semi-opaque
+// structs initialised in place: no allocation, nothing to destroy.
+struct Plan {
+  PlanKey key;
+  bool found = false;  // false: cuBLASLt has no algorithm, use the fallback kernel
+  BiasPath bias = BiasPath::None;
+  bool residual_in_gemm = false;  // C = residual, beta = 1
+  size_t staging_bytes = 0;       // workspace bytes in front of cuBLASLt's part
+  cublasLtMatmulDescOpaque_t desc{};
+  cublasLtMatrixLayoutOpaque_t a{}, b{}, d{};  // d serves as C's layout too
+  cublasLtMatmulAlgo_t algo{};
+};
+
+struct PlanCache {
+  std::mutex mutex;
+  std::array<Plan, kPlanCapacity> plans;
+  int size = 0;
+};
+
+PlanCache& plan_cache() {
+  static PlanCache cache;
+  return cache;
+}
+
+// The heuristic reads the bias pointer only for its alignment: promise exactly 16 bytes, which the
+// launcher checks on every call.
+const void* const kAlignmentProbe = reinterpret_cast<const void*>(uintptr_t{16});
+
+// Tries one bias path; true when cuBLASLt returned an algorithm.
+bool try_configure(Plan& plan, const CudaContext& ctx, BiasPath bias) {
+  const PlanKey& key = plan.key;
+  plan.bias = bias;
+  plan.staging_bytes = bias == BiasPath::Staged16 ? (size_t(key.n) * 2 + kStagingAlign - 1) / kStagingAlign * kStagingAlign : 0;
+  if (plan.staging_bytes > key.workspace_bytes) return false;
+  RTVD_CUBLAS_CHECK(cublasLtMatmulDescInit(&plan.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasOperation_t transa = CUBLAS_OP_T, transb = CUBLAS_OP_N;
+  RTVD_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(&plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, &transa, sizeof(transa)));
+  RTVD_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(&plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof(transb)));
+  if (bias != BiasPath::None) {
+    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    const int32_t type = bias == BiasPath::Float ? CUDA_R_32F : CUDA_R_16F;
+    RTVD_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(&plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+    RTVD_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(&plan.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &type, sizeof(type)));
+    RTVD_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(&plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &kAlignmentProbe,
+                                                     sizeof(kAlignmentProbe)));
+  }
+  RTVD_CUBLAS_CHECK(cublasLtMatrixLayoutInit(&plan.a, CUDA_R_16F, key.k, key.n, key.k));  // w: (k x n), ld k
+  RTVD_CUBLAS_CHECK(cublasLtMatrixLayoutInit(&plan.b, CUDA_R_16F, key.k, key.m, key.k));  // x: (k x m), ld k
+  RTVD_CUBLAS_CHECK(cublasLtMatrixLayoutInit(&plan.d, CUDA_R_16F, key.n, key.m, key.n));  // y: (n x m), ld n
+
+  cublasLtMatmulPreferenceOpaque_t pref{};
+  RTVD_CUBLAS_CHECK(cublasLtMatmulPreferenceInit(&pref));
+  const uint64_t workspace = key.workspace_bytes - plan.staging_bytes;
+  const uint32_t alignment = 16;
+  RTVD_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(&pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+                                                         sizeof(workspace)));
+  for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+    RTVD_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(&pref, attr, &alignment, sizeof(alignment)));
+
+  cublasLtMatmulHeuristicResult_t result{};
+  int returned = 0;
+  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(ctx.cublaslt, &plan.desc, &plan.a, &plan.b, &plan.d,
+                                                               &plan.d, &pref, 1, &result, &returned);
+  if (status != CUBLAS_STATUS_SUCCESS || returned < 1 || result.state != CUBLAS_STATUS_SUCCESS) return false;
+  plan.algo = result.algo;
+  return true;
+}
+
+Plan make_plan(const PlanKey& key, const CudaContext& ctx) {
+  Plan plan;
+  plan.key = key;
+  plan.residual_in_gemm = (key.flags & kHasResidual) && !(key.flags & kSilu);
+  if (key.flags & kHasBias)
+    plan.found = try_configure(plan, ctx, BiasPath::Float) || try_configure(plan, ctx, BiasPath::Staged16);
+  else
+    plan.found = try_configure(plan, ctx, BiasPath::None);
+  return plan;
+}
+
+// The plan for `key`, built on first use. The caller holds the cache's mutex.
+Plan& find_plan(PlanCache& cache, const PlanKey& key, const CudaContext& ctx) {
+  for (int i = 0; i < cache.size; ++i)
+    if (cache.plans[i].key == key) return cache.plans[i];
+  if (cache.size == kPlanCapacity)
+    fail("linear: more than ", kPlanCapacity, " distinct (m, n, k, flags) keys; raise kPlanCapacity in linear.cu");
+  cache.plans[cache.size] = make_plan(key, ctx);
+  return cache.plans[cache.size++];
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// Runs the GEMM through `plan`; false if the plan has no algorithm. The mutex stays held through the
+// enqueue because the cached descriptor carries this call's bias pointer.
+bool run_cublaslt(const LinearParams& p, const CudaContext& ctx, const PlanKey& key) {
+  PlanCache& cache = plan_cache();
+  std::lock_guard lock(cache.mutex);
+  Plan& plan = find_plan(cache, key, ctx);
+  if (!plan.found) return false;
+  auto* workspace = static_cast<char*>(ctx.workspace);
+  if (plan.bias != BiasPath::None) {
+    const void* bias = p.bias;
+    if (plan.bias == BiasPath::Staged16) {
+      bias_to_half_kernel<<<(p.n + 255) / 256, 256, 0, ctx.stream>>>(p.bias, reinterpret_cast<__half*>(workspace), p.n);
+      RTVD_CHECK_LAUNCH("linear (bias to fp16)");
+      bias = workspace;
+    }
+    RTVD_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(&plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+  }
+  const float alpha = 1.0f, beta = plan.residual_in_gemm ? 1.0f : 0.0f;
+  const void* c = plan.residual_in_gemm ? p.residual : p.y;
+  RTVD_CUBLAS_CHECK(cublasLtMatmul(ctx.cublaslt, &plan.desc, &alpha, p.w, &plan.a, p.x, &plan.b, &beta, c, &plan.d, p.y,
+                                   &plan.d, &plan.algo, workspace + plan.staging_bytes,
+                                   key.workspace_bytes - plan.staging_bytes, ctx.stream));
+  return true;
+}
+
+}  // namespace
+
+void linear(const LinearParams& p, const CudaContext& ctx) {
+  nvtx3::scoped_range range{"linear"};
+  if (p.m < 0 || p.n < 0 || p.k < 0) fail("linear: negative shape m ", p.m, " n ", p.n, " k ", p.k);
+  if (p.m == 0 || p.n == 0) return;
+  if (!p.y || (p.k > 0 && (!p.x || !p.w))) fail("linear: x, w and y must be set");
+  const bool silu = p.act == Activation::Silu;
+  if (silu && p.residual == p.y) fail("linear: y aliases the residual under an activation");
+
+  const bool lt_shape = ctx.cublaslt && p.k > 0 && p.k % 8 == 0 && p.n % 8 == 0 && aligned16(p.x) && aligned16(p.w) &&
+                        aligned16(p.y) && aligned16(p.residual) && aligned16(p.bias);
+  if (lt_shape) {
+    PlanKey key;
+    key.m = p.m, key.n = p.n, key.k = p.k;
+    key.flags = (p.bias ? kHasBias : 0) | (p.residual ? kHasResidual : 0) | (silu ? kSilu : 0);
+    key.workspace_bytes = ctx.workspace ? ctx.workspace_bytes : 0;
+    key.sm_version = ctx.sm_version;
+    if (run_cublaslt(p, ctx, key)) {
+      if (silu) {
+        const int64_t vectors = int64_t(p.m) * p.n / 8;
+        silu_residual_kernel<<<unsigned((vectors + 255) / 256), 256, 0, ctx.stream>>>(
+            static_cast<__half*>(p.y), static_cast<const __half*>(p.residual), vectors);
+        RTVD_CHECK_LAUNCH("linear (SiLU epilogue)");
+      }
+      return;
+    }
+  }
+  using T = FallbackTile;
+  const dim3 grid((p.n + T::kN - 1) / T::kN, (p.m + T::kM - 1) / T::kM);
+  if (grid.y > 65535) fail("linear: m ", p.m, " exceeds the fallback kernel's grid");
+  fallback_gemm_kernel<<<grid, T::kThreads, 0, ctx.stream>>>(
+      static_cast<const __half*>(p.x), static_cast<const __half*>(p.w), p.bias, static_cast<const __half*>(p.residual),
+      static_cast<__half*>(p.y), p.m, p.n, p.k, silu);
+  RTVD_CHECK_LAUNCH("linear (fallback GEMM)");
+}
+
+}  // namespace rtvd

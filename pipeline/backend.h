@@ -1,0 +1,42 @@
+// A backend owns device memory and runs a graph's ops. Callers (the engine, tests, benchmarks) see only
+// this interface; the CPU backend runs the fp32 references, the CUDA backend the fused fp16 kernels.
+// Everything that allocates happens in upload_weights() and prepare(); run_*, write and read never do.
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "graph.h"
+#include "weights.h"
+
+namespace rtvd {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string describe() const = 0;  // "cpu: 2 threads, OpenBLAS" / "cuda: NVIDIA H100 80GB HBM3 (sm_90)"
+  virtual bool is_cuda() const = 0;
+  virtual size_t act_bytes() const = 0;      // bytes of one activation element
+
+  // Copies every weight of the store to backend memory (converted to the activation type where Act).
+  virtual void upload_weights(const WeightStore& weights) = 0;
+  // Plans the arena for this graph (growing it if needed) and binds every op to memory. The graph must
+  // outlive its use; a later prepare() replaces it.
+  virtual void prepare(Graph& graph) = 0;
+
+  virtual void run_setup() = 0;  // the graph's setup ops, once per plan
+  virtual void run_frame() = 0;  // the graph's frame ops
+
+  // Host <-> tensor. write: F32/Act tensors from float, I32 from int32. read: F32/Act to float,
+  // U8 to bytes, I32 to int32. count in elements, from the tensor's start.
+  virtual void write(Ref tensor, const void* host, size_t count) = 0;
+  virtual void read(Ref tensor, void* host, size_t count) = 0;
+  virtual void synchronize() {}
+
+  virtual size_t arena_bytes() const = 0;
+  virtual size_t weight_bytes() const = 0;
+};
+
+std::unique_ptr<Backend> make_cpu_backend(int threads);  // threads 0 = all cores
+
+}  // namespace rtvd

@@ -1,0 +1,149 @@
+// The CPU backend: fp32 everywhere, every op through its reference in kernels/cpu (BLAS + OpenMP).
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "backend.h"
+#include "bind.h"
+#include "error.h"
+#include "planner.h"
+
+namespace rtvd {
+
+namespace {
+
+struct FreeDeleter {
+  void operator()(uint8_t* p) const { std::free(p); }
+};
+using HostBuffer = std::unique_ptr<uint8_t[], FreeDeleter>;
+
+HostBuffer allocate(size_t bytes) {
+  void* p = std::aligned_alloc(64, (std::max<size_t>(bytes, 64) + 63) / 64 * 64);
+  if (!p) fail("out of host memory allocating ", bytes, " bytes");
+  return HostBuffer(static_cast<uint8_t*>(p));
+}
+
+template <class... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(int threads) : threads_(threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency())) {
+    omp_set_num_threads(threads_);
+  }
+
+  std::string describe() const override { return cat("cpu: ", threads_, " threads, fp32, OpenBLAS"); }
+  bool is_cuda() const override { return false; }
+  size_t act_bytes() const override { return 4; }
+
+  void upload_weights(const WeightStore& store) override {
+    const auto& ws = store.tensors();
+    size_t total = 0;
+    for (const auto& w : ws) total += (w.data.size() * 4 + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+    weights_ = allocate(total);
+    weight_bytes_ = total;
+    memory_.weights.clear();
+    memory_.weight_elems.clear();
+    size_t offset = 0;
+    for (const auto& w : ws) {
+      uint8_t* p = weights_.get() + offset;
+      std::memcpy(p, w.data.data(), w.data.size() * 4);
+      memory_.weights.push_back(p);
+      memory_.weight_elems.push_back(w.elem);
+      offset += (w.data.size() * 4 + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+    }
+  }
+
+  void prepare(Graph& graph) override {
+    graph_ = &graph;
+    plan_ = plan_arena(graph, 4);
+    if (plan_.bytes > arena_bytes_) {
+      arena_ = allocate(plan_.bytes);
+      arena_bytes_ = plan_.bytes;
+    }
+    memory_.arena = arena_.get();
+    memory_.plan = &plan_;
+    memory_.act_bytes = 4;
+    bind_ops(graph, graph.setup, memory_);
+    bind_ops(graph, graph.frame, memory_);
+
+    // One scratch buffer serves every op's workspace: ops run one at a time.
+    size_t scratch = 0;
+    for (auto* list : {&graph.setup, &graph.frame})
+      for (Op& op : *list) {
+        if (auto* c = std::get_if<ConvOp>(&op.body)) scratch = std::max(scratch, conv2d_cpu_workspace_bytes(c->p));
+        if (auto* a = std::get_if<AttentionOp>(&op.body)) scratch = std::max(scratch, attention_cpu_workspace_bytes(a->p));
+      }
+    if (scratch > scratch_bytes_) {
+      scratch_ = allocate(scratch);
+      scratch_bytes_ = scratch;
+    }
+    for (auto* list : {&graph.setup, &graph.frame})
+      for (Op& op : *list) {
+        if (auto* c = std::get_if<ConvOp>(&op.body)) c->p.workspace = scratch_.get(), c->p.workspace_bytes = scratch_bytes_;
+        if (auto* a = std::get_if<AttentionOp>(&op.body)) a->p.workspace = scratch_.get(), a->p.workspace_bytes = scratch_bytes_;
+      }
+  }
+
+  void run_setup() override { run(graph().setup); }
+  void run_frame() override { run(graph().frame); }
+
+  void write(Ref tensor, const void* host, size_t count) override {
+    std::memcpy(resolve(graph(), memory_, tensor), host, count * 4);
+  }
+
+  void read(Ref tensor, void* host, size_t count) override {
+    const Elem e = graph().tensors.at(tensor.id).elem;
+    std::memcpy(host, resolve(graph(), memory_, tensor), count * elem_bytes(e, 4));
+  }
+
+  size_t arena_bytes() const override { return arena_bytes_; }
+  size_t weight_bytes() const override { return weight_bytes_; }
+
+ private:
+  Graph& graph() {
+    if (!graph_) fail("cpu backend: no graph prepared");
+    return *graph_;
+  }
+
+  static void run(std::vector<Op>& ops) {
+    for (Op& op : ops)
+      std::visit(Overloaded{
+                     [](ConvOp& o) { conv2d_cpu(o.p); },
+                     [](GroupNormOp& o) { group_norm_cpu(o.p); },
+                     [](LayerNormOp& o) { layer_norm_cpu(o.p); },
+                     [](LinearOp& o) { linear_cpu(o.p); },
+                     [](AttentionOp& o) { attention_cpu(o.p); },
+                     [](GegluOp& o) { geglu_cpu(o.p); },
+                     [](SiluOp& o) { silu_cpu(o.p); },
+                     [](Upsample2xOp& o) { upsample2x_cpu(o.p); },
+                     [](ConcatOp& o) { concat_cpu(o.p); },
+                     [](TimestepEmbeddingOp& o) { timestep_embedding_cpu(o.p); },
+                     [](EmbeddingOp& o) { embedding_cpu(o.p); },
+                     [](FilmOp& o) { film_cpu(o.p); },
+                     [](CastOp& o) { cast_cpu(o.p); },
+                     [](GuidanceStepOp& o) { guidance_step_cpu(o.p); },
+                     [](TemporalBlendOp& o) { temporal_blend_cpu(o.p); },
+                     [](ToRgba8Op& o) { to_rgba8_cpu(o.p); },
+                 },
+                 op.body);
+  }
+
+  int threads_;
+  Graph* graph_ = nullptr;
+  ArenaPlan plan_;
+  BackendMemory memory_;
+  HostBuffer arena_, weights_, scratch_;
+  size_t arena_bytes_ = 0, weight_bytes_ = 0, scratch_bytes_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend(int threads) { return std::make_unique<CpuBackend>(threads); }
+
+}  // namespace rtvd

@@ -1,0 +1,25 @@
+// Backend selection: --device auto|cpu|cuda. auto takes a usable CUDA GPU (sm_80 or newer, a driver
+// new enough) and otherwise the CPU, saying why in `note`; cuda asked for but unusable is an Error.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend.h"
+
+namespace rtvd {
+
+struct GpuInfo {
+  int index;
+  std::string name;
+  int sm;  // 90 for sm_90
+  size_t memory_bytes;
+};
+
+// Usable CUDA devices; why_not says why there are none (no CUDA build, no device, old driver or GPU).
+std::vector<GpuInfo> cuda_devices(std::string* why_not);
+
+std::unique_ptr<Backend> make_backend(const std::string& device, int threads, const std::string& kernels,
+                                      std::string* note);
+
+}  // namespace rtvd

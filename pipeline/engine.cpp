@@ -1,0 +1,96 @@
+#include "engine.h"
+
+#include <cstdlib>
+
+#include "build_config.h"
+#include "device.h"
+#include "error.h"
+#include "noise_walk.h"
+
+namespace rtvd {
+
+Engine::Engine(const EngineOptions& o) : model_(load_model(o.model_dir)) {
+  const ModelConfig& c = model_.config;
+  width_ = o.width > 0 ? o.width : c.sample_size;
+  height_ = o.height > 0 ? o.height : c.sample_size;
+  const int m = c.size_multiple();
+  if (width_ % m || height_ % m)
+    fail("--size ", width_, "x", height_, ": width and height must be multiples of ", m, " for this model");
+  backend_ = make_backend(o.device, o.threads, o.kernels, &device_note_);
+  // The first plan builds every weight; the checkpoint must hold exactly those tensors.
+  configure(FrameSettings{}, false);
+  model_.weights->check_all_read();
+}
+
+void Engine::configure(const FrameSettings& s, bool img2img) {
+  if (s.steps < 1) fail("steps must be >= 1, got ", s.steps);
+  if (model_.config.num_class_embeds > 0 && (s.class_id < 0 || s.class_id >= model_.config.num_class_embeds))
+    fail("class ", s.class_id, " out of range [0, ", model_.config.num_class_embeds, ")");
+  if (configured_ && s == settings_ && img2img == img2img_) return;
+
+  // Keep the blend history across re-plans so a settings change doesn't flash.
+  std::vector<float> previous;
+  if (configured_ && !first_frame_) {
+    previous.resize(size_t(width_) * height_ * model_.config.in_channels);
+    backend_->read(plan_.prev, previous.data(), previous.size());
+  }
+  settings_ = s;
+  img2img_ = img2img;
+  plan_ = build_frame_plan(model_.config, *model_.weights, s, img2img, width_, height_, int(backend_->act_bytes()));
+  backend_->upload_weights(*model_.weights);
+  backend_->prepare(plan_.graph);
+  if (plan_.class_ids) {
+    const int32_t ids[2] = {s.class_id, model_.config.null_class()};
+    backend_->write(plan_.class_ids, ids, plan_.batch);
+  }
+  if (plan_.context) {  // no text encoder yet: a zero context (cond and uncond alike)
+    std::vector<float> zeros(size_t(plan_.batch) * model_.config.context_length * model_.config.cross_attention_dim, 0.0f);
+    backend_->write(plan_.context, zeros.data(), zeros.size());
+  }
+  backend_->run_setup();
+  if (!previous.empty()) backend_->write(plan_.prev, previous.data(), previous.size());
+  configured_ = true;
+}
+
+const ImageRgba8& Engine::render(const std::vector<float>* image) {
+  const size_t count = size_t(width_) * height_ * model_.config.in_channels;
+  sample_.resize(count);
+  noise_walk(settings_.seed, frame_, settings_.noise_period, sample_.data(), count);
+  if (img2img_) {
+    if (!image || image->size() != count) fail("img2img frame: expected ", count, " values, got ", image ? image->size() : 0);
+    const float s = plan_.start_t;
+    for (size_t i = 0; i < count; ++i) sample_[i] = (1.0f - s) * (*image)[i] + s * sample_[i];
+  }
+  backend_->write(plan_.sample, sample_.data(), count);
+  auto& blend = std::get<TemporalBlendOp>(plan_.graph.frame[plan_.blend_op].body);
+  blend.p.first = first_frame_;
+  backend_->run_frame();
+  image_.width = width_;
+  image_.height = height_;
+  image_.pixels.resize(size_t(width_) * height_ * 4);
+  backend_->read(plan_.rgba, image_.pixels.data(), image_.pixels.size());
+  first_frame_ = false;
+  ++frame_;
+  return image_;
+}
+
+void Engine::reset() {
+  first_frame_ = true;
+  frame_ = 0;
+}
+
+int Engine::class_id(const std::string& v) const {
+  const ModelConfig& c = model_.config;
+  if (c.num_class_embeds == 0) fail("--class ", v, ": this model has no classes");
+  if (v.empty()) return 0;
+  for (size_t i = 0; i < c.class_names.size(); ++i)
+    if (c.class_names[i] == v) return int(i);
+  char* end = nullptr;
+  const long id = std::strtol(v.c_str(), &end, 10);
+  if (end && *end == '\0' && id >= 0 && id < c.num_class_embeds - 1) return int(id);
+  std::string names;
+  for (const auto& n : c.class_names) names += (names.empty() ? "" : ", ") + n;
+  fail("--class ", v, ": expected a class name (", names, ") or a number in [0, ", c.num_class_embeds - 1, ")");
+}
+
+}  // namespace rtvd

@@ -1,0 +1,60 @@
+// The frame loop's engine: a model on a backend, a plan for the current settings, and one call per
+// frame. Headless rendering and the GUI drive the same Engine (instant-ngp's `while (frame())`).
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend.h"
+#include "frame_plan.h"
+#include "image.h"
+#include "model.h"
+
+namespace rtvd {
+
+struct EngineOptions {
+  std::string model_dir;         // empty: the embedded default model
+  std::string device = "auto";   // auto | cpu | cuda
+  int threads = 0;               // CPU threads, 0 = all cores
+  std::string kernels = "auto";  // CUDA kernel family: auto | custom | cudnn
+  int width = 0, height = 0;     // 0: the model's sample_size
+};
+
+class Engine {
+ public:
+  explicit Engine(const EngineOptions& options);
+
+  const ModelConfig& config() const { return model_.config; }
+  const Model& model() const { return model_; }
+  Backend& backend() { return *backend_; }
+  const FramePlan& plan() const { return plan_; }
+  int width() const { return width_; }
+  int height() const { return height_; }
+  std::string device_note() const { return device_note_; }  // why this backend (e.g. "no CUDA device")
+
+  // New settings take effect at the next frame; re-plans (no per-frame cost) only when they changed.
+  void configure(const FrameSettings& settings, bool img2img);
+  const FrameSettings& settings() const { return settings_; }
+
+  // One frame. image: (height, width, in_channels) in [-1, 1] for img2img, or null for the noise walk.
+  const ImageRgba8& render(const std::vector<float>* image);
+  void reset();  // restart the blend history (the walk continues from the frame counter)
+  int64_t frame_index() const { return frame_; }
+
+  // Resolves a class given as a name or a number to its id; Error naming the flag value if unknown.
+  int class_id(const std::string& name_or_id) const;
+
+ private:
+  Model model_;
+  std::unique_ptr<Backend> backend_;
+  std::string device_note_;
+  int width_ = 0, height_ = 0;
+  FrameSettings settings_;
+  bool img2img_ = false, configured_ = false, first_frame_ = true;
+  FramePlan plan_;
+  int64_t frame_ = 0;
+  std::vector<float> sample_, noise_;
+  ImageRgba8 image_;
+};
+
+}  // namespace rtvd

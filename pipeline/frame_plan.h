@@ -1,0 +1,42 @@
+// One frame as a graph: rectified-flow Euler sampling with classifier-free guidance.
+//   sample x (t = strength): noise, or (1 - s) image + s noise for img2img   [written by the host]
+//   k steps: v = U-Net(x, t_i) over the batch [cond | uncond]; x -= (t_i - t_{i+1}) * guided(v)
+//   out = blend(x, previous out); rgba = to_rgba8(out)
+// The per-step time embeddings and FiLM depend only on the settings: they are setup ops, run once per plan.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "graph.h"
+#include "model_config.h"
+#include "weights.h"
+
+namespace rtvd {
+
+struct FrameSettings {
+  uint64_t seed = 0;
+  int steps = 4;
+  float guidance = 3.0f;   // 1 = no guidance: the batch shrinks to the conditional image
+  float strength = 0.6f;   // img2img: how far into the noise the source image is pushed
+  float blend = 0.5f;      // weight of the previous frame
+  int class_id = 0;        // for class-conditional models
+  int noise_period = 24;   // frames between key noises of the walk
+  bool operator==(const FrameSettings&) const = default;
+};
+
+struct FramePlan {
+  Graph graph;
+  int batch = 2, width = 0, height = 0;
+  float start_t = 1.0f;        // flow time of the initial sample
+  std::vector<float> times;    // t_0 > t_1 > ... > t_k = 0
+  Ref sample, out, prev, rgba, class_ids, context;
+  size_t blend_op = 0;         // index of the temporal blend in graph.frame (its `first` flag is per frame)
+};
+
+// Flow times of a k-step schedule from t = start down to 0, evenly spaced.
+std::vector<float> flow_schedule(int steps, float start);
+
+FramePlan build_frame_plan(const ModelConfig& cfg, WeightStore& weights, const FrameSettings& s, bool img2img,
+                           int width, int height, int act_bytes);
+
+}  // namespace rtvd

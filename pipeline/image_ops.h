@@ -1,0 +1,24 @@
+// Host image operations the frame sources need: resize an 8-bit RGB/RGBA image to the frame size and
+// convert it to the model's input range.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace rtvd {
+
+// 8-bit interleaved pixels owned elsewhere: RGB (channels 3) or RGBA (channels 4); rows row_bytes apart,
+// so an OpenCV Mat or an ImageRgba8 can be viewed without a copy.
+struct PixelView {
+  const uint8_t* data = nullptr;
+  int width = 0, height = 0, channels = 0;
+  size_t row_bytes = 0;
+};
+
+// Resizes src to (width, height) and writes RGB floats in [-1, 1] (v / 127.5 - 1), (height, width, 3)
+// row-major, into rgb (resized to fit). Each axis on its own: area averaging where it shrinks (every
+// source pixel counts, no aliasing), bilinear where it grows (pixel centres aligned, edges clamped),
+// a copy where the size is equal. Alpha is dropped.
+void resize_to_rgb_float(const PixelView& src, int width, int height, std::vector<float>& rgb);
+
+}  // namespace rtvd

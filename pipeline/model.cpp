@@ -1,0 +1,31 @@
+#include "model.h"
+
+#include <filesystem>
+
+#include "embedded_model.h"
+#include "error.h"
+
+namespace rtvd {
+
+Model load_model(const std::string& dir) {
+  if (dir.empty()) return load_embedded_model();
+  if (!std::filesystem::is_directory(dir)) fail("--model ", dir, ": not a directory (expected config.json and weights.safetensors in it)");
+  Model m;
+  m.source = dir;
+  m.config = load_model_config(dir + "/config.json");
+  m.weights = std::make_unique<WeightStore>(SafeTensorsFile::open(dir + "/weights.safetensors"), m.config.dtype);
+  return m;
+}
+
+Model load_embedded_model() {
+  const EmbeddedModel e = embedded_model();
+  Model m;
+  m.source = "embedded default model";
+  m.config = parse_model_config(std::string(e.config), "embedded default model config.json");
+  m.weights = std::make_unique<WeightStore>(
+      SafeTensorsFile::from_memory(e.weights.data(), e.weights.size(), "embedded default model weights.safetensors"),
+      m.config.dtype);
+  return m;
+}
+
+}  // namespace rtvd

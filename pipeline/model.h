@@ -1,0 +1,21 @@
+// A model = its config and its weights: from a directory (config.json + weights.safetensors) or the
+// default model embedded in the binary.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "model_config.h"
+#include "weights.h"
+
+namespace rtvd {
+
+struct Model {
+  std::string source;  // the directory, or "embedded default model"
+  ModelConfig config;
+  std::unique_ptr<WeightStore> weights;
+};
+
+Model load_model(const std::string& dir);  // empty dir = the embedded default
+Model load_embedded_model();
+
+}  // namespace rtvd

@@ -1,0 +1,67 @@
+// safetensors reader (mmap) and writer. The reader trusts nothing: header length against the file, the
+// JSON, known dtypes, shape x dtype size == byte range, every range inside the data section, ranges
+// sorted, contiguous and non-overlapping, no duplicate names, overflow-checked arithmetic. Each failure is
+// an Error naming the file (and tensor) and what was expected.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rtvd {
+
+enum class DType : uint8_t { F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL };
+
+size_t dtype_size(DType t);
+const char* dtype_name(DType t);  // the safetensors spelling: "F32", "F16", ...
+
+struct TensorView {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> shape;
+  const uint8_t* data;  // inside the mapping; valid while the file object lives
+  size_t bytes;
+  int64_t numel() const;
+};
+
+std::string shape_string(std::span<const int64_t> shape);  // "(320, 4, 3, 3)"
+
+class SafeTensorsFile {
+ public:
+  static SafeTensorsFile open(const std::string& path);  // mmap, read-only
+  // Parses bytes that outlive the object (e.g. the embedded default model); label names it in errors.
+  static SafeTensorsFile from_memory(const void* data, size_t size, std::string label);
+
+  const std::string& label() const { return label_; }
+  const std::vector<TensorView>& tensors() const { return tensors_; }  // in file order
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  const TensorView* find(std::string_view name) const;
+  // The tensor by name with exactly this dtype and shape, else an Error naming the tensor, the expected
+  // and the actual dtype/shape (or that it is missing).
+  const TensorView& get(std::string_view name, DType dtype, std::span<const int64_t> shape) const;
+
+ private:
+  struct Mapping;
+  std::shared_ptr<Mapping> mapping_;  // owns the mmap when opened from a file
+  std::string label_;
+  std::vector<TensorView> tensors_;
+  std::map<std::string, size_t> index_;
+  std::map<std::string, std::string> metadata_;
+  void parse(const uint8_t* data, size_t size);
+};
+
+struct TensorToWrite {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;
+};
+// Writes a valid file (tensors in the given order, contiguous); used by tests and tools.
+void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
+}  // namespace rtvd

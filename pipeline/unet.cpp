@@ -1,0 +1,508 @@
+#include "unet.h"
+
+#include <cmath>
+
+#include "error.h"
+
+namespace rtvd {
+
+namespace {
+
+std::string join(const std::string& a, const std::string& b) { return a.empty() ? b : a + "." + b; }
+double elems(int64_t a) { return static_cast<double>(a); }
+
+}  // namespace
+
+std::vector<std::pair<std::string, int>> unet_resnets(const ModelConfig& cfg) {
+  std::vector<std::pair<std::string, int>> out;
+  const int L = cfg.levels();
+  for (int i = 0; i < L; ++i)
+    for (int j = 0; j < cfg.layers_per_block; ++j)
+      out.emplace_back(cat("down_blocks.", i, ".resnets.", j), cfg.block_out_channels[i]);
+  out.emplace_back("mid_block.resnets.0", cfg.block_out_channels[L - 1]);
+  out.emplace_back("mid_block.resnets.1", cfg.block_out_channels[L - 1]);
+  for (int i = 0; i < L; ++i)
+    for (int j = 0; j <= cfg.layers_per_block; ++j)
+      out.emplace_back(cat("up_blocks.", i, ".resnets.", j), cfg.block_out_channels[L - 1 - i]);
+  return out;
+}
+
+UNetBuilder::UNetBuilder(const ModelConfig& cfg, WeightStore& weights, Graph& graph, int batch, int act_bytes)
+    : cfg_(cfg), weights_(weights), g_(graph), batch_(batch), act_bytes_(act_bytes) {}
+
+// ---- weights ----
+
+Ref UNetBuilder::conv_weight(const std::string& name, int out, int in, int k) {
+  return weights_.get(name, Elem::Act, [&] {
+    return WeightTensor{"", Elem::Act, {out, k, k, in},
+                        conv_weight_to_ohwi(weights_.read(name, {out, in, k, k}), out, in, k, k)};
+  });
+}
+
+Ref UNetBuilder::matrix(const std::string& name, int out, int in) {
+  return weights_.get(name, Elem::Act, [&] { return WeightTensor{"", Elem::Act, {out, in}, weights_.read(name, {out, in})}; });
+}
+
+Ref UNetBuilder::vector(const std::string& name, int n) {
+  return weights_.get(name, Elem::F32, [&] { return WeightTensor{"", Elem::F32, {n}, weights_.read(name, {n})}; });
+}
+
+int UNetBuilder::resnet_proj_width(int out) const { return cfg_.norm == NormKind::Batch ? 2 * out : out; }
+
+// All ResNets' time_emb_proj stacked into one (sum of widths, T) matrix: one linear per step for all FiLM.
+Ref UNetBuilder::time_projection_weight() {
+  return weights_.get("time_emb_proj.all.weight", Elem::Act, [&] {
+    const int T = cfg_.time_embed_dim();
+    WeightTensor t{"", Elem::Act, {0, T}, {}};
+    for (const auto& [prefix, out] : unet_resnets(cfg_)) {
+      const int width = resnet_proj_width(out);
+      auto w = weights_.read(prefix + ".time_emb_proj.weight", {width, T});
+      t.data.insert(t.data.end(), w.begin(), w.end());
+      t.shape[0] += width;
+    }
+    return t;
+  });
+}
+
+Ref UNetBuilder::time_projection_bias() {
+  return weights_.get("time_emb_proj.all.bias", Elem::F32, [&] {
+    WeightTensor t{"", Elem::F32, {0}, {}};
+    for (const auto& [prefix, out] : unet_resnets(cfg_)) {
+      const int width = resnet_proj_width(out);
+      auto b = weights_.read(prefix + ".time_emb_proj.bias", {width});
+      t.data.insert(t.data.end(), b.begin(), b.end());
+      t.shape[0] += width;
+    }
+    return t;
+  });
+}
+
+// Eval-mode BatchNorm as y = x * scale + shift: scale = gamma / sqrt(var + eps), shift = beta - mean * scale.
+std::pair<Ref, Ref> UNetBuilder::folded_batch_norm(const std::string& prefix, int c) {
+  constexpr float kBatchNormEps = 1e-5f;
+  std::vector<float> scale, shift;
+  auto make = [&] {
+    if (scale.empty()) {
+      const auto gamma = weights_.read(prefix + ".weight", {c}), beta = weights_.read(prefix + ".bias", {c});
+      const auto mean = weights_.read(prefix + ".running_mean", {c}), var = weights_.read(prefix + ".running_var", {c});
+      scale.resize(c);
+      shift.resize(c);
+      for (int i = 0; i < c; ++i) {
+        scale[i] = gamma[i] / std::sqrt(var[i] + kBatchNormEps);
+        shift[i] = beta[i] - mean[i] * scale[i];
+      }
+    }
+  };
+  Ref s = weights_.get(prefix + ".folded_scale", Elem::F32, [&] { make(); return WeightTensor{"", Elem::F32, {c}, scale}; });
+  Ref b = weights_.get(prefix + ".folded_shift", Elem::F32, [&] { make(); return WeightTensor{"", Elem::F32, {c}, shift}; });
+  return {s, b};
+}
+
+// ---- op emitters ----
+
+Ref UNetBuilder::new_act(const std::string& name, std::vector<int64_t> shape) {
+  return g_.add_tensor(join(tag_, name), Elem::Act, std::move(shape));
+}
+
+void UNetBuilder::emit(const std::string& layer, OpBody body, double flops, double bytes) {
+  ops_->push_back(Op{layer, std::move(body), flops, bytes});
+}
+
+UNetBuilder::Act4 UNetBuilder::conv(const std::string& layer, const Act4& x, const ConvArgs& a) {
+  ConvOp op;
+  Conv2dParams& p = op.p;
+  p.n = batch_;
+  p.h = x.h;
+  p.w = x.w;
+  p.c_in = x.c;
+  p.c_out = a.out;
+  p.kh = p.kw = a.k;
+  p.stride = a.stride;
+  p.pad = a.pad;
+  p.h_out = conv2d_out_size(x.h, a.k, a.stride, a.pad);
+  p.w_out = conv2d_out_size(x.w, a.k, a.stride, a.pad);
+  p.act = a.act;
+  p.scale_batch_stride = a.scale_batch_stride;
+  p.bias_batch_stride = a.bias_batch_stride;
+  p.gn_groups = a.gn_groups;
+  op.x = x.t;
+  op.w = a.w;
+  op.scale = a.scale;
+  op.bias = a.bias;
+  op.residual = a.residual;
+  op.gn_stats = a.gn_stats;
+  op.gn_gamma = a.gn_gamma;
+  op.gn_beta = a.gn_beta;
+  op.y = new_act(layer, {batch_, p.h_out, p.w_out, a.out});
+  const double m = elems(int64_t(batch_) * p.h_out * p.w_out), k = elems(int64_t(a.k) * a.k * x.c);
+  const double bytes = act_bytes_ * (elems(int64_t(batch_) * x.h * x.w * x.c) + a.out * k + m * a.out * (a.residual ? 2 : 1));
+  Ref y = op.y;
+  emit(layer, std::move(op), 2.0 * m * a.out * k, bytes);
+  return {y, conv2d_out_size(x.h, a.k, a.stride, a.pad), conv2d_out_size(x.w, a.k, a.stride, a.pad), a.out};
+}
+
+Ref UNetBuilder::group_norm_stats(const std::string& layer, const Act4& x, float eps) {
+  GroupNormOp op;
+  op.p = {nullptr, nullptr, nullptr, nullptr, nullptr, batch_, x.h * x.w, x.c, cfg_.norm_num_groups, eps, Activation::None};
+  op.x = x.t;
+  op.stats = g_.add_tensor(join(tag_, layer + ".stats"), Elem::F32, {batch_, cfg_.norm_num_groups, 2});
+  Ref stats = op.stats;
+  emit(layer + ".stats", std::move(op), 0, act_bytes_ * elems(int64_t(batch_) * x.h * x.w * x.c));
+  return stats;
+}
+
+Ref UNetBuilder::linear(const std::string& layer, Ref x, int rows, int in, int out, Ref w, Ref bias, Ref residual,
+                        Activation act) {
+  LinearOp op;
+  op.p.m = rows;
+  op.p.n = out;
+  op.p.k = in;
+  op.p.act = act;
+  op.x = x;
+  op.w = w;
+  op.bias = bias;
+  op.residual = residual;
+  op.y = new_act(layer, {rows, out});
+  Ref y = op.y;
+  const double bytes = act_bytes_ * (elems(int64_t(rows) * in) + elems(int64_t(out) * in) +
+                                     elems(int64_t(rows) * out) * (residual ? 2 : 1));
+  emit(layer, std::move(op), 2.0 * rows * out * elems(in), bytes);
+  return y;
+}
+
+Ref UNetBuilder::layer_norm(const std::string& layer, Ref x, int rows, int c) {
+  LayerNormOp op;
+  op.p.rows = rows;
+  op.p.c = c;
+  op.p.eps = 1e-5f;
+  op.x = x;
+  op.gamma = vector(layer + ".weight", c);
+  op.beta = vector(layer + ".bias", c);
+  op.y = new_act(layer, {rows, c});
+  Ref y = op.y;
+  emit(layer, std::move(op), 0, 2.0 * act_bytes_ * rows * elems(c));
+  return y;
+}
+
+Ref UNetBuilder::attention(const std::string& layer, Ref q, Ref k, Ref v, int q_len, int kv_len, int c, int q_stride,
+                           int kv_stride) {
+  AttentionOp op;
+  AttentionParams& p = op.p;
+  p.batch = batch_;
+  p.heads = cfg_.heads_for(c);
+  p.head_dim = c / p.heads;
+  p.q_len = q_len;
+  p.kv_len = kv_len;
+  p.q_stride = q_stride;
+  p.k_stride = p.v_stride = kv_stride;
+  p.o_stride = c;
+  p.scale = 1.0f / std::sqrt(static_cast<float>(p.head_dim));
+  op.q = q;
+  op.k = k;
+  op.v = v;
+  op.o = new_act(layer, {batch_ * q_len, c});
+  Ref o = op.o;
+  const double flops = 4.0 * batch_ * q_len * elems(kv_len) * c;
+  emit(layer, std::move(op), flops, act_bytes_ * elems(int64_t(batch_) * (2 * q_len + 2 * kv_len) * c));
+  return o;
+}
+
+// ---- conditioning (setup ops) ----
+
+StepConditioning UNetBuilder::conditioning(float t, Ref class_ids, const std::string& tag) {
+  ops_ = &g_.setup;
+  tag_ = tag;
+  const int C0 = cfg_.block_out_channels[0], T = cfg_.time_embed_dim();
+
+  TimestepEmbeddingOp te;
+  te.p = {nullptr, batch_, C0, t * cfg_.timestep_scale, cfg_.flip_sin_to_cos, cfg_.freq_shift, 10000.0f};
+  te.y = new_act("time_proj", {batch_, C0});
+  Ref temb = te.y;
+  emit("time_proj", std::move(te), 0, 0);
+
+  Ref e1 = linear("time_embedding.linear_1", temb, batch_, C0, T, matrix("time_embedding.linear_1.weight", T, C0),
+                  vector("time_embedding.linear_1.bias", T), {}, Activation::Silu);
+  Ref class_emb;
+  if (cfg_.num_class_embeds > 0) {
+    EmbeddingOp eo;
+    eo.p.n = batch_;
+    eo.p.rows = cfg_.num_class_embeds;
+    eo.p.dim = T;
+    eo.table = matrix("class_embedding.weight", cfg_.num_class_embeds, T);
+    eo.ids = class_ids;
+    eo.y = new_act("class_embedding", {batch_, T});
+    class_emb = eo.y;
+    emit("class_embedding", std::move(eo), 0, 0);
+  }
+  Ref emb = linear("time_embedding.linear_2", e1, batch_, T, T, matrix("time_embedding.linear_2.weight", T, T),
+                   vector("time_embedding.linear_2.bias", T), class_emb);
+  SiluOp so;
+  so.p.count = int64_t(batch_) * T;
+  so.x = emb;
+  so.y = new_act("time_embedding.silu", {batch_, T});
+  Ref semb = so.y;
+  emit("time_embedding.silu", std::move(so), 0, 0);
+
+  const auto resnets = unet_resnets(cfg_);
+  int total = 0;
+  for (const auto& r : resnets) total += resnet_proj_width(r.second);
+  Ref proj = linear("time_emb_proj.all", semb, batch_, T, total, time_projection_weight(), time_projection_bias(), {});
+
+  StepConditioning cond;
+  int offset = 0;
+  for (const auto& [prefix, out] : resnets) {
+    FilmOp fo;
+    fo.p.proj_stride = total;
+    fo.p.proj_offset = offset;
+    fo.p.n = batch_;
+    fo.p.c = out;
+    fo.p.with_scale = cfg_.norm == NormKind::Batch;
+    fo.proj = proj;
+    if (fo.p.with_scale) {
+      std::tie(fo.base_scale, fo.base_bias) = folded_batch_norm(prefix + ".norm1", out);
+      fo.scale = g_.add_tensor(join(tag, prefix + ".film_scale"), Elem::F32, {batch_, out}, true);
+    } else {
+      fo.base_bias = vector(prefix + ".conv1.bias", out);
+    }
+    fo.bias = g_.add_tensor(join(tag, prefix + ".film_bias"), Elem::F32, {batch_, out}, true);
+    cond.film[prefix] = {fo.scale, fo.bias};
+    emit(prefix + ".film", std::move(fo), 0, 0);
+    offset += resnet_proj_width(out);
+  }
+  return cond;
+}
+
+CrossContext UNetBuilder::cross_context(Ref context) {
+  ops_ = &g_.setup;
+  tag_ = "context";
+  CrossContext cross;
+  if (cfg_.cross_attention_dim == 0) return cross;
+  const int L = cfg_.levels(), D = cfg_.cross_attention_dim, rows = batch_ * cfg_.context_length;
+  auto add_block = [&](const std::string& attn_prefix, int c) {
+    for (int k = 0; k < cfg_.transformer_layers_per_block; ++k) {
+      const std::string p = cat(attn_prefix, ".transformer_blocks.", k, ".attn2");
+      Ref w = weights_.get(p + ".to_kv.weight", Elem::Act, [&] {
+        auto kw = weights_.read(p + ".to_k.weight", {c, D}), vw = weights_.read(p + ".to_v.weight", {c, D});
+        kw.insert(kw.end(), vw.begin(), vw.end());
+        return WeightTensor{"", Elem::Act, {2 * c, D}, kw};
+      });
+      Ref kv = linear(p + ".to_kv", context, rows, D, 2 * c, w, {}, {});
+      g_.tensors[kv.id].persistent = true;
+      cross.kv[p] = kv;
+    }
+  };
+  for (int i = 0; i < L; ++i)
+    if (cfg_.attention_levels[i])
+      for (int j = 0; j < cfg_.layers_per_block; ++j) add_block(cat("down_blocks.", i, ".attentions.", j), cfg_.block_out_channels[i]);
+  if (cfg_.mid_attention) add_block("mid_block.attentions.0", cfg_.block_out_channels[L - 1]);
+  for (int i = 0; i < L; ++i)
+    if (cfg_.attention_levels[L - 1 - i])
+      for (int j = 0; j <= cfg_.layers_per_block; ++j) add_block(cat("up_blocks.", i, ".attentions.", j), cfg_.block_out_channels[L - 1 - i]);
+  return cross;
+}
+
+// ---- blocks (frame ops) ----
+
+UNetBuilder::Act4 UNetBuilder::resnet(const std::string& prefix, const Act4& x, int out, const StepConditioning& cond) {
+  const auto film = cond.film.find(prefix);
+  if (film == cond.film.end()) fail("internal: no conditioning for ", prefix);
+  Ref shortcut = x.t;
+  if (x.c != out) {
+    ConvArgs sc;
+    sc.w = conv_weight(prefix + ".conv_shortcut.weight", out, x.c, 1);
+    sc.bias = vector(prefix + ".conv_shortcut.bias", out);
+    sc.out = out;
+    sc.k = 1;
+    sc.pad = 0;
+    shortcut = conv(prefix + ".conv_shortcut", x, sc).t;
+  }
+  if (cfg_.norm == NormKind::Batch) {
+    // h = silu(bn1(conv1 x) (1 + g) + b); out = silu(bn2(conv2 h)) + shortcut
+    ConvArgs c1;
+    c1.w = conv_weight(prefix + ".conv1.weight", out, x.c, 3);
+    c1.scale = film->second.first;
+    c1.bias = film->second.second;
+    c1.scale_batch_stride = c1.bias_batch_stride = out;
+    c1.out = out;
+    c1.act = Activation::Silu;
+    const Act4 h = conv(prefix + ".conv1", x, c1);
+    ConvArgs c2;
+    c2.w = conv_weight(prefix + ".conv2.weight", out, out, 3);
+    std::tie(c2.scale, c2.bias) = folded_batch_norm(prefix + ".norm2", out);
+    c2.out = out;
+    c2.act = Activation::Silu;
+    c2.residual = shortcut;
+    return conv(prefix + ".conv2", h, c2);
+  }
+  // h = conv1(silu(norm1 x)) + temb; out = shortcut + conv2(silu(norm2 h))
+  ConvArgs c1;
+  c1.w = conv_weight(prefix + ".conv1.weight", out, x.c, 3);
+  c1.bias = film->second.second;
+  c1.bias_batch_stride = out;
+  c1.out = out;
+  c1.gn_stats = group_norm_stats(prefix + ".norm1", x, cfg_.norm_eps);
+  c1.gn_gamma = vector(prefix + ".norm1.weight", x.c);
+  c1.gn_beta = vector(prefix + ".norm1.bias", x.c);
+  c1.gn_groups = cfg_.norm_num_groups;
+  const Act4 h = conv(prefix + ".conv1", x, c1);
+  ConvArgs c2;
+  c2.w = conv_weight(prefix + ".conv2.weight", out, out, 3);
+  c2.bias = vector(prefix + ".conv2.bias", out);
+  c2.out = out;
+  c2.gn_stats = group_norm_stats(prefix + ".norm2", h, cfg_.norm_eps);
+  c2.gn_gamma = vector(prefix + ".norm2.weight", out);
+  c2.gn_beta = vector(prefix + ".norm2.bias", out);
+  c2.gn_groups = cfg_.norm_num_groups;
+  c2.residual = shortcut;
+  return conv(prefix + ".conv2", h, c2);
+}
+
+UNetBuilder::Act4 UNetBuilder::transformer(const std::string& prefix, const Act4& x, const CrossContext& cross) {
+  const int C = x.c, rows = batch_ * x.h * x.w, seq = x.h * x.w;
+  // Projections are Linear (SD 2.1) or 1x1 conv (SD 1.5): the same matrix on NHWC tokens.
+  auto projection = [&](const std::string& name) {
+    if (cfg_.use_linear_projection) return matrix(name + ".weight", C, C);
+    return weights_.get(name + ".weight", Elem::Act, [&] {
+      return WeightTensor{"", Elem::Act, {C, C}, weights_.read(name + ".weight", {C, C, 1, 1})};
+    });
+  };
+
+  GroupNormOp gn;
+  gn.p = {nullptr, nullptr, nullptr, nullptr, nullptr, batch_, seq, C, cfg_.norm_num_groups, 1e-6f, Activation::None};
+  gn.x = x.t;
+  gn.y = new_act(prefix + ".norm", {batch_, x.h, x.w, C});
+  gn.stats = g_.add_tensor(join(tag_, prefix + ".norm.stats"), Elem::F32, {batch_, cfg_.norm_num_groups, 2});
+  gn.gamma = vector(prefix + ".norm.weight", C);
+  gn.beta = vector(prefix + ".norm.bias", C);
+  Ref normed = gn.y;
+  emit(prefix + ".norm", std::move(gn), 0, 2.0 * act_bytes_ * rows * elems(C));
+
+  Ref h = linear(prefix + ".proj_in", normed, rows, C, C, projection(prefix + ".proj_in"),
+                 vector(prefix + ".proj_in.bias", C), {});
+  for (int k = 0; k < cfg_.transformer_layers_per_block; ++k) {
+    const std::string b = cat(prefix, ".transformer_blocks.", k);
+    // self-attention: one fused QKV projection, read in place by the attention op
+    Ref n1 = layer_norm(b + ".norm1", h, rows, C);
+    Ref wqkv = weights_.get(b + ".attn1.to_qkv.weight", Elem::Act, [&] {
+      auto w = weights_.read(b + ".attn1.to_q.weight", {C, C});
+      for (const char* name : {".attn1.to_k.weight", ".attn1.to_v.weight"}) {
+        auto part = weights_.read(b + name, {C, C});
+        w.insert(w.end(), part.begin(), part.end());
+      }
+      return WeightTensor{"", Elem::Act, {3 * C, C}, w};
+    });
+    Ref qkv = linear(b + ".attn1.to_qkv", n1, rows, C, 3 * C, wqkv, {}, {});
+    Ref a1 = attention(b + ".attn1", qkv, qkv.at(C), qkv.at(2 * C), seq, seq, C, 3 * C, 3 * C);
+    h = linear(b + ".attn1.to_out.0", a1, rows, C, C, matrix(b + ".attn1.to_out.0.weight", C, C),
+               vector(b + ".attn1.to_out.0.bias", C), h);
+    if (cfg_.cross_attention_dim > 0) {
+      const auto kv = cross.kv.find(b + ".attn2");
+      if (kv == cross.kv.end()) fail("internal: no context K/V for ", b);
+      Ref n2 = layer_norm(b + ".norm2", h, rows, C);
+      Ref q = linear(b + ".attn2.to_q", n2, rows, C, C, matrix(b + ".attn2.to_q.weight", C, C), {}, {});
+      Ref a2 = attention(b + ".attn2", q, kv->second, kv->second.at(C), seq, cfg_.context_length, C, C, 2 * C);
+      h = linear(b + ".attn2.to_out.0", a2, rows, C, C, matrix(b + ".attn2.to_out.0.weight", C, C),
+                 vector(b + ".attn2.to_out.0.bias", C), h);
+    }
+    Ref n3 = layer_norm(b + ".norm3", h, rows, C);
+    Ref ff = linear(b + ".ff.net.0.proj", n3, rows, C, 8 * C, matrix(b + ".ff.net.0.proj.weight", 8 * C, C),
+                    vector(b + ".ff.net.0.proj.bias", 8 * C), {});
+    GegluOp ge;
+    ge.p.rows = rows;
+    ge.p.f = 4 * C;
+    ge.x = ff;
+    ge.y = new_act(b + ".ff.net.0", {rows, 4 * C});
+    Ref gated = ge.y;
+    emit(b + ".ff.net.0", std::move(ge), 0, 12.0 * act_bytes_ * rows * elems(C));
+    h = linear(b + ".ff.net.2", gated, rows, 4 * C, C, matrix(b + ".ff.net.2.weight", C, 4 * C),
+               vector(b + ".ff.net.2.bias", C), h);
+  }
+  Ref out = linear(prefix + ".proj_out", h, rows, C, C, projection(prefix + ".proj_out"),
+                   vector(prefix + ".proj_out.bias", C), x.t);
+  return {out, x.h, x.w, C};
+}
+
+Ref UNetBuilder::forward(Ref x_in, int h, int w, const StepConditioning& cond, const CrossContext& cross,
+                         const std::string& tag) {
+  ops_ = &g_.frame;
+  tag_ = tag;
+  const int L = cfg_.levels();
+  const auto& ch = cfg_.block_out_channels;
+
+  ConvArgs ci;
+  ci.w = conv_weight("conv_in.weight", ch[0], cfg_.in_channels, 3);
+  ci.bias = vector("conv_in.bias", ch[0]);
+  ci.out = ch[0];
+  Act4 x = conv("conv_in", {x_in, h, w, cfg_.in_channels}, ci);
+
+  std::vector<Act4> skips{x};
+  for (int i = 0; i < L; ++i) {
+    for (int j = 0; j < cfg_.layers_per_block; ++j) {
+      x = resnet(cat("down_blocks.", i, ".resnets.", j), x, ch[i], cond);
+      if (cfg_.attention_levels[i]) x = transformer(cat("down_blocks.", i, ".attentions.", j), x, cross);
+      skips.push_back(x);
+    }
+    if (i < L - 1) {
+      const std::string p = cat("down_blocks.", i, ".downsamplers.0.conv");
+      ConvArgs d;
+      d.w = conv_weight(p + ".weight", ch[i], ch[i], 3);
+      d.bias = vector(p + ".bias", ch[i]);
+      d.out = ch[i];
+      d.stride = 2;
+      x = conv(p, x, d);
+      skips.push_back(x);
+    }
+  }
+
+  x = resnet("mid_block.resnets.0", x, ch[L - 1], cond);
+  if (cfg_.mid_attention) x = transformer("mid_block.attentions.0", x, cross);
+  x = resnet("mid_block.resnets.1", x, ch[L - 1], cond);
+
+  for (int i = 0; i < L; ++i) {
+    const int out = ch[L - 1 - i];
+    for (int j = 0; j <= cfg_.layers_per_block; ++j) {
+      const Act4 skip = skips.back();
+      skips.pop_back();
+      const std::string name = cat("up_blocks.", i, ".resnets.", j);
+      ConcatOp co;
+      co.p.pixels = int64_t(batch_) * x.h * x.w;
+      co.p.ca = x.c;
+      co.p.cb = skip.c;
+      co.a = x.t;
+      co.b = skip.t;
+      co.y = new_act(name + ".concat", {batch_, x.h, x.w, x.c + skip.c});
+      const Act4 joined{co.y, x.h, x.w, x.c + skip.c};
+      emit(name + ".concat", std::move(co), 0, 2.0 * act_bytes_ * elems(int64_t(batch_) * x.h * x.w * joined.c));
+      x = resnet(name, joined, out, cond);
+      if (cfg_.attention_levels[L - 1 - i]) x = transformer(cat("up_blocks.", i, ".attentions.", j), x, cross);
+    }
+    if (i < L - 1) {
+      const std::string p = cat("up_blocks.", i, ".upsamplers.0");
+      Upsample2xOp uo;
+      uo.p = {nullptr, nullptr, batch_, x.h, x.w, x.c};
+      uo.x = x.t;
+      uo.y = new_act(p + ".upsample", {batch_, 2 * x.h, 2 * x.w, x.c});
+      const Act4 up{uo.y, 2 * x.h, 2 * x.w, x.c};
+      emit(p + ".upsample", std::move(uo), 0, 5.0 * act_bytes_ * elems(int64_t(batch_) * x.h * x.w * x.c));
+      ConvArgs u;
+      u.w = conv_weight(p + ".conv.weight", out, out, 3);
+      u.bias = vector(p + ".conv.bias", out);
+      u.out = out;
+      x = conv(p + ".conv", up, u);
+    }
+  }
+
+  ConvArgs co;
+  co.w = conv_weight("conv_out.weight", cfg_.out_channels, ch[0], 3);
+  co.bias = vector("conv_out.bias", cfg_.out_channels);
+  co.out = cfg_.out_channels;
+  if (cfg_.norm == NormKind::Group) {
+    co.gn_stats = group_norm_stats("conv_norm_out", x, cfg_.norm_eps);
+    co.gn_gamma = vector("conv_norm_out.weight", ch[0]);
+    co.gn_beta = vector("conv_norm_out.bias", ch[0]);
+    co.gn_groups = cfg_.norm_num_groups;
+  }
+  return conv("conv_out", x, co).t;
+}
+
+}  // namespace rtvd

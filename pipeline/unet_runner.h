@@ -1,0 +1,34 @@
+// The bare U-Net as a callable: one forward pass for given inputs, on any backend. Used by the golden
+// tests, the GPU-vs-CPU tests and `rtvd bench unet`.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "backend.h"
+#include "graph.h"
+#include "model_config.h"
+#include "weights.h"
+
+namespace rtvd {
+
+class UNetRunner {
+ public:
+  // Builds and prepares the graph for flow time t (the same for every image of the batch).
+  UNetRunner(const ModelConfig& cfg, WeightStore& weights, Backend& backend, int batch, int height, int width, float t);
+
+  // x: (batch, height, width, in_channels); class_ids: (batch) when the model has classes;
+  // context: (batch, context_length, cross_attention_dim) when it has cross-attention.
+  void set_inputs(const std::vector<float>& x, const std::vector<int32_t>& class_ids, const std::vector<float>& context);
+  void forward();                   // frame ops only: what a benchmark times
+  std::vector<float> output();      // (batch, height, width, out_channels) as float
+  const Graph& graph() const { return graph_; }
+
+ private:
+  const ModelConfig& cfg_;
+  Backend& backend_;
+  Graph graph_;
+  int batch_, height_, width_;
+  Ref x_, class_ids_, context_, v_;
+};
+
+}  // namespace rtvd

@@ -1,0 +1,329 @@
+// config.json parsing: a full config lands in the struct, defaults fill the optional keys, and every class
+// of mistake fails with "<label>: key '<key>': expected ..., got ...".
+#include "pipeline/model_config.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "pipeline/error.h"
+
+namespace rtvd {
+namespace {
+
+using nlohmann::json;
+using testing::IsSubstring;
+
+template <class F>
+std::string error_of(F&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no error thrown>";
+}
+
+// The smallest valid config: the required keys only.
+json minimal_config() {
+  return json::parse(R"({
+    "name": "tiny", "dtype": "float32", "sample_size": 32, "in_channels": 3, "out_channels": 3,
+    "block_out_channels": [32, 64, 64], "layers_per_block": 1, "norm": "batch", "norm_num_groups": 32,
+    "attention_levels": [false, true, true], "attention_head_dim": 32
+  })");
+}
+
+// The error of the minimal config after edit, which is expected to break it.
+std::string error_after(const std::function<void(json&)>& edit) {
+  json config = minimal_config();
+  edit(config);
+  return error_of([&] { parse_model_config(config.dump(), "config.json"); });
+}
+
+TEST(ModelConfig, FullConfigLandsInTheStruct) {
+  const ModelConfig c = parse_model_config(R"({
+    "name": "sd-like", "dtype": "float16", "sample_size": 64, "in_channels": 4, "out_channels": 4,
+    "block_out_channels": [320, 640, 1280, 1280], "layers_per_block": 2, "norm": "group",
+    "norm_num_groups": 32, "norm_eps": 1e-6, "attention_levels": [true, true, true, false],
+    "mid_attention": false, "num_attention_heads": 8, "transformer_layers_per_block": 2,
+    "cross_attention_dim": 768, "context_length": 77, "use_linear_projection": false,
+    "num_class_embeds": 3, "class_names": ["cat", "dog"], "flip_sin_to_cos": false,
+    "freq_shift": 1, "timestep_scale": 999.5
+  })",
+                                           "sd.json");
+  EXPECT_EQ(c.name, "sd-like");
+  EXPECT_EQ(c.dtype, DType::F16);
+  EXPECT_EQ(c.sample_size, 64);
+  EXPECT_EQ(c.in_channels, 4);
+  EXPECT_EQ(c.out_channels, 4);
+  EXPECT_EQ(c.block_out_channels, (std::vector<int>{320, 640, 1280, 1280}));
+  EXPECT_EQ(c.layers_per_block, 2);
+  EXPECT_EQ(c.norm, NormKind::Group);
+  EXPECT_EQ(c.norm_num_groups, 32);
+  EXPECT_FLOAT_EQ(c.norm_eps, 1e-6f);
+  EXPECT_EQ(c.attention_levels, (std::vector<bool>{true, true, true, false}));
+  EXPECT_FALSE(c.mid_attention);
+  EXPECT_EQ(c.attention_head_dim, 0);
+  EXPECT_EQ(c.num_attention_heads, 8);
+  EXPECT_EQ(c.heads_for(640), 8);
+  EXPECT_EQ(c.transformer_layers_per_block, 2);
+  EXPECT_EQ(c.cross_attention_dim, 768);
+  EXPECT_EQ(c.context_length, 77);
+  EXPECT_FALSE(c.use_linear_projection);
+  EXPECT_EQ(c.num_class_embeds, 3);
+  EXPECT_EQ(c.class_names, (std::vector<std::string>{"cat", "dog"}));
+  EXPECT_FALSE(c.flip_sin_to_cos);
+  EXPECT_FLOAT_EQ(c.freq_shift, 1.0f);
+  EXPECT_FLOAT_EQ(c.timestep_scale, 999.5f);
+  EXPECT_EQ(c.size_multiple(), 8);
+}
+
+TEST(ModelConfig, OptionalKeysTakeTheStructDefaults) {
+  const ModelConfig c = parse_model_config(minimal_config().dump(), "config.json");
+  const ModelConfig defaults;
+  EXPECT_EQ(c.dtype, DType::F32);
+  EXPECT_EQ(c.norm, NormKind::Batch);
+  EXPECT_EQ(c.attention_head_dim, 32);
+  EXPECT_EQ(c.num_attention_heads, 0);
+  EXPECT_EQ(c.heads_for(64), 2);
+  EXPECT_EQ(c.norm_eps, defaults.norm_eps);
+  EXPECT_EQ(c.mid_attention, defaults.mid_attention);
+  EXPECT_EQ(c.transformer_layers_per_block, defaults.transformer_layers_per_block);
+  EXPECT_EQ(c.cross_attention_dim, 0);
+  EXPECT_EQ(c.context_length, 0);
+  EXPECT_EQ(c.use_linear_projection, defaults.use_linear_projection);
+  EXPECT_EQ(c.num_class_embeds, 0);
+  EXPECT_TRUE(c.class_names.empty());
+  EXPECT_EQ(c.flip_sin_to_cos, defaults.flip_sin_to_cos);
+  EXPECT_EQ(c.freq_shift, defaults.freq_shift);
+  EXPECT_EQ(c.timestep_scale, defaults.timestep_scale);
+}
+
+TEST(ModelConfig, ClassAndCrossAttentionConditioningMayBeCombined) {
+  json config = minimal_config();
+  config["num_class_embeds"] = 11;
+  config["cross_attention_dim"] = 64;
+  config["context_length"] = 8;
+  const ModelConfig c = parse_model_config(config.dump(), "config.json");
+  EXPECT_EQ(c.num_class_embeds, 11);
+  EXPECT_EQ(c.null_class(), 10);
+  EXPECT_EQ(c.cross_attention_dim, 64);
+}
+
+TEST(ModelConfig, MissingRequiredKey) {
+  for (const char* key : {"name", "dtype", "sample_size", "in_channels", "out_channels", "block_out_channels",
+                          "layers_per_block", "norm", "norm_num_groups", "attention_levels"}) {
+    SCOPED_TRACE(key);
+    EXPECT_PRED_FORMAT2(IsSubstring, cat("config.json: key '", key, "': expected "),
+                        error_after([&](json& c) { c.erase(key); }));
+    EXPECT_PRED_FORMAT2(IsSubstring, "got nothing (the key is required)",
+                        error_after([&](json& c) { c.erase(key); }));
+  }
+}
+
+TEST(ModelConfig, UnknownKeyIsATypoNotAnOption) {
+  EXPECT_PRED_FORMAT2(IsSubstring, "config.json: key 'norm_num_group': expected one of the known keys (name, ",
+                      error_after([](json& c) { c["norm_num_group"] = 32; }));
+  EXPECT_PRED_FORMAT2(IsSubstring, "got an unknown key", error_after([](json& c) { c["Name"] = "x"; }));
+}
+
+TEST(ModelConfig, WrongType) {
+  const std::vector<std::pair<const char*, json>> cases = {
+      {"name", 3},
+      {"sample_size", "64"},
+      {"sample_size", 64.0},
+      {"block_out_channels", 32},
+      {"block_out_channels", json::array({32, "64", 64})},
+      {"attention_levels", json::array({0, 1, 1})},
+      {"mid_attention", "yes"},
+      {"norm_eps", "1e-5"},
+      {"timestep_scale", json::array()},
+      {"class_names", json::array({1, 2})},
+  };
+  for (const auto& [key, value] : cases) {
+    SCOPED_TRACE(cat(key, " = ", value.dump()));
+    const std::string message = error_after([&](json& c) { c[key] = value; });
+    EXPECT_PRED_FORMAT2(IsSubstring, cat("config.json: key '", key, "': expected "), message);
+    EXPECT_PRED_FORMAT2(IsSubstring, cat(", got ", value.type_name(), " ", value.dump()), message);
+  }
+}
+
+TEST(ModelConfig, IntegerOutside32Bits) {
+  EXPECT_PRED_FORMAT2(IsSubstring,
+                      "config.json: key 'in_channels': expected an integer that fits in 32 bits, got number "
+                      "4294967299",
+                      error_after([](json& c) { c["in_channels"] = 4294967299ull; }));
+}
+
+TEST(ModelConfig, NonPositiveSize) {
+  const std::vector<std::pair<const char*, json>> cases = {
+      {"sample_size", 0},        {"in_channels", -1},          {"out_channels", 0},
+      {"layers_per_block", 0},   {"norm_num_groups", 0},       {"attention_head_dim", -32},
+      {"block_out_channels", json::array({32, 0, 64})},        {"transformer_layers_per_block", 0},
+  };
+  for (const auto& [key, value] : cases) {
+    SCOPED_TRACE(key);
+    EXPECT_PRED_FORMAT2(IsSubstring, cat("config.json: key '", key, "': expected a positive integer, got number "),
+                        error_after([&](json& c) { c[key] = value; }));
+  }
+  for (const char* key : {"cross_attention_dim", "context_length", "num_class_embeds"}) {
+    SCOPED_TRACE(key);
+    EXPECT_PRED_FORMAT2(IsSubstring,
+                        cat("config.json: key '", key, "': expected a non-negative integer, got number -1"),
+                        error_after([&](json& c) { c[key] = -1; }));
+  }
+  for (const char* key : {"norm_eps", "timestep_scale"}) {
+    SCOPED_TRACE(key);
+    EXPECT_PRED_FORMAT2(IsSubstring, cat("config.json: key '", key, "': expected a positive number, got number 0"),
+                        error_after([&](json& c) { c[key] = 0; }));
+  }
+}
+
+TEST(ModelConfig, NoLevels) {
+  EXPECT_PRED_FORMAT2(IsSubstring,
+                      "config.json: key 'block_out_channels': expected a non-empty array of integers, got array []",
+                      error_after([](json& c) { c["block_out_channels"] = json::array(); }));
+}
+
+TEST(ModelConfig, AttentionLevelsDoNotMatchTheLevels) {
+  EXPECT_PRED_FORMAT2(IsSubstring,
+                      "config.json: key 'attention_levels': expected 3 entries (one per block_out_channels level), "
+                      "got 2",
+                      error_after([](json& c) { c["attention_levels"] = {true, true}; }));
+}
+
+TEST(ModelConfig, ChannelsNotDivisibleByNormGroups) {
+  // Group ResNets normalise every level.
+  EXPECT_PRED_FORMAT2(IsSubstring,
+                      "config.json: key 'norm_num_groups': expected a divisor of block_out_channels[0] = 48, got 32",
+                      error_after([](json& c) {
+                        c["norm"] = "group";
+                        c["block_out_channels"] = {48, 64, 64};
+                      }));
+  // Batch ResNets need groups only where a transformer's GroupNorm runs: level 0 has none, level 1 has.
+  json batch = minimal_config();
+  batch["block_out_channels"] = {48, 64, 64};
+  EXPECT_NO_THROW(parse_model_config(batch.dump(), "config.json"));
+  EXPECT_PRED_FORMAT2(IsSubstring,
+                      "config.json: key 'norm_num_groups': expected a divisor of block_out_channels[1] = 96, got 64",
+                      error_after([](json& c) {
+                        c["norm_num_groups"] = 64;
+                        c["block_out_channels"] = {64, 96, 128};
+                        c["attention_head_dim"] = 16;
+                      }));
+}
+
+TEST(ModelConfig, ChannelsNotDivisibleIntoHeads) {
+  EXPECT_PRED_FORMAT2(IsSubstring,
+                      "config.json: key 'attention_head_dim': expected a divisor of block_out_channels[1] = 64 (an "
+                      "attention level), got 24",
+                      error_after([](json& c) { c["attention_head_dim"] = 24; }));
+  EXPECT_PRED_FORMAT2(IsSubstring,
+                      "config.json: key 'num_attention_heads': expected a divisor of block_out_channels[1] = 64 (an "
+                      "attention level), got 3",
+                      error_after([](json& c) {
+                        c.erase("attention_head_dim");
+                        c["num_attention_heads"] = 3;
+                      }));
+  // The mid block attends at the last level even where attention_levels says no.
+  EXPECT_PRED_FORMAT2(IsSubstring, "expected a divisor of block_out_channels[2] = 96 (an attention level), got 64",
+                      error_after([](json& c) {
+                        c["block_out_channels"] = {64, 64, 96};
+                        c["attention_levels"] = {true, true, false};
+                        c["attention_head_dim"] = 64;
+                      }));
+}
+
+TEST(ModelConfig, NotExactlyOneWayToSizeHeads) {
+  EXPECT_PRED_FORMAT2(IsSubstring,
+                      "config.json: key 'attention_head_dim': expected exactly one of attention_head_dim and "
+                      "num_attention_heads, got neither",
+                      error_after([](json& c) { c.erase("attention_head_dim"); }));
+  EXPECT_PRED_FORMAT2(IsSubstring,
+                      "config.json: key 'num_attention_heads': expected exactly one of attention_head_dim and "
+                      "num_attention_heads, got both",
+                      error_after([](json& c) { c["num_attention_heads"] = 2; }));
+}
+
+TEST(ModelConfig, UnsupportedDType) {
+  EXPECT_PRED_FORMAT2(IsSubstring,
+                      R"(config.json: key 'dtype': expected "float16" or "float32", got string "bfloat16")",
+                      error_after([](json& c) { c["dtype"] = "bfloat16"; }));
+}
+
+TEST(ModelConfig, UnsupportedNorm) {
+  EXPECT_PRED_FORMAT2(IsSubstring, R"(config.json: key 'norm': expected "batch" or "group", got string "layer")",
+                      error_after([](json& c) { c["norm"] = "layer"; }));
+}
+
+TEST(ModelConfig, CrossAttentionWithoutContextLength) {
+  const std::string expected =
+      "config.json: key 'context_length': expected a positive integer with cross_attention_dim 64, got 0 or nothing";
+  EXPECT_PRED_FORMAT2(IsSubstring, expected, error_after([](json& c) { c["cross_attention_dim"] = 64; }));
+  EXPECT_PRED_FORMAT2(IsSubstring, expected, error_after([](json& c) {
+                        c["cross_attention_dim"] = 64;
+                        c["context_length"] = 0;
+                      }));
+}
+
+TEST(ModelConfig, ClassNamesDoNotMatchTheClassCount) {
+  EXPECT_PRED_FORMAT2(IsSubstring,
+                      "config.json: key 'class_names': expected 3 names (num_class_embeds - 1), got 2 names",
+                      error_after([](json& c) {
+                        c["num_class_embeds"] = 4;
+                        c["class_names"] = {"cat", "dog"};
+                      }));
+  EXPECT_PRED_FORMAT2(IsSubstring,
+                      "config.json: key 'class_names': expected no names without num_class_embeds, got 1 names",
+                      error_after([](json& c) { c["class_names"] = {"cat"}; }));
+}
+
+TEST(ModelConfig, SampleSizeNotAMultipleOfTheDownsampling) {
+  EXPECT_PRED_FORMAT2(IsSubstring,
+                      "config.json: key 'sample_size': expected a multiple of 4 (one halving per downsampler), got 30",
+                      error_after([](json& c) { c["sample_size"] = 30; }));
+}
+
+TEST(ModelConfig, TooManyLevels) {
+  EXPECT_PRED_FORMAT2(IsSubstring, "config.json: key 'block_out_channels': expected at most 16 levels, got 17",
+                      error_after([](json& c) {
+                        c["block_out_channels"] = std::vector<int>(17, 64);
+                        c["attention_levels"] = std::vector<bool>(17, false);
+                      }));
+}
+
+TEST(ModelConfig, NotAJsonObject) {
+  EXPECT_PRED_FORMAT2(IsSubstring, "config.json: not valid JSON: ",
+                      error_of([] { parse_model_config("{\"name\": ", "config.json"); }));
+  EXPECT_PRED_FORMAT2(IsSubstring, "config.json: expected a JSON object at the top level, got array [1]",
+                      error_of([] { parse_model_config("[1]", "config.json"); }));
+}
+
+TEST(ModelConfig, LoadReadsTheFileAndNamesItInErrors) {
+  const std::string path = cat(testing::TempDir(), "rtvd_model_config_", getpid(), ".json");
+  {
+    std::ofstream out(path);
+    json config = minimal_config();
+    config["name"] = "from file";
+    out << config.dump(2);
+  }
+  EXPECT_EQ(load_model_config(path).name, "from file");
+  {
+    std::ofstream out(path);
+    json config = minimal_config();
+    config["sample_size"] = 0;
+    out << config.dump();
+  }
+  EXPECT_PRED_FORMAT2(IsSubstring, path + ": key 'sample_size': expected a positive integer",
+                      error_of([&] { load_model_config(path); }));
+  std::remove(path.c_str());
+  EXPECT_PRED_FORMAT2(IsSubstring, path + ": cannot open: No such file or directory",
+                      error_of([&] { load_model_config(path); }));
+}
+
+}  // namespace
+}  // namespace rtvd

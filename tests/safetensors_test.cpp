@@ -1,0 +1,408 @@
+// The safetensors reader and writer: round trips of random tensors, get()'s checks, and one hand-made
+// malformed file per rule of the reader, each recognised by its own error text.
+#include "pipeline/safetensors.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <optional>
+
+#include "pipeline/error.h"
+#include "support/test_util.h"
+
+namespace rtvd {
+namespace {
+
+using testing::IsSubstring;
+
+// The message of the rtvd::Error that fn throws, or a text that matches none of the expected ones.
+template <class F>
+std::string error_of(F&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no error thrown>";
+}
+
+// A file under the test temp directory, unique to this process and test, removed afterwards.
+struct TempFile {
+  std::string path;
+  explicit TempFile(const std::string& stem)
+      : path(cat(testing::TempDir(), "rtvd_safetensors_", getpid(), "_",
+                 testing::UnitTest::GetInstance()->current_test_info()->name(), "_", stem)) {}
+  ~TempFile() { std::remove(path.c_str()); }
+};
+
+void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+  ASSERT_TRUE(out.good()) << path;
+}
+
+std::vector<uint8_t> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// A file as the format lays it out: the length field (which tests may set to lie), the header, then
+// data_bytes of data (non-zero, so that a view at the wrong offset shows).
+std::vector<uint8_t> file_bytes(uint64_t header_length, std::string_view header, size_t data_bytes) {
+  std::vector<uint8_t> bytes(8);
+  for (int i = 0; i < 8; ++i) bytes[i] = uint8_t(header_length >> (8 * i));
+  bytes.insert(bytes.end(), header.begin(), header.end());
+  for (size_t i = 0; i < data_bytes; ++i) bytes.push_back(uint8_t(i + 1));
+  return bytes;
+}
+std::vector<uint8_t> file_bytes(std::string_view header, size_t data_bytes) {
+  return file_bytes(header.size(), header, data_bytes);
+}
+
+std::string parse_error(const std::vector<uint8_t>& bytes) {
+  return error_of([&] { SafeTensorsFile::from_memory(bytes.data(), bytes.size(), "test.st"); });
+}
+std::string parse_error(std::string_view header, size_t data_bytes) {
+  return parse_error(file_bytes(header, data_bytes));
+}
+
+TEST(SafeTensors, DTypeSizesAndNames) {
+  EXPECT_EQ(dtype_size(DType::F64), 8u);
+  EXPECT_EQ(dtype_size(DType::BF16), 2u);
+  EXPECT_EQ(dtype_size(DType::BOOL), 1u);
+  EXPECT_STREQ(dtype_name(DType::F16), "F16");
+  EXPECT_STREQ(dtype_name(DType::U8), "U8");
+  const std::vector<int64_t> shape = {320, 4, 3, 3};
+  EXPECT_EQ(shape_string(shape), "(320, 4, 3, 3)");
+  EXPECT_EQ(shape_string({}), "()");
+}
+
+TEST(SafeTensors, RoundTripsRandomTensorsOfEveryDType) {
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  const DType dtypes[] = {DType::F64, DType::F32, DType::F16, DType::BF16, DType::I64,
+                          DType::I32, DType::I16, DType::I8,  DType::U8,   DType::BOOL};
+  std::vector<TensorToWrite> written;
+  for (DType dtype : dtypes) {
+    for (int k = 0; k < 2; ++k) {
+      TensorToWrite t{cat("down_blocks.", written.size(), ".", dtype_name(dtype)), dtype, {}, {}};
+      const int rank = rng.integer(1, 4);
+      for (int d = 0; d < rank; ++d) t.shape.push_back(rng.integer(1, 5));
+      written.push_back(std::move(t));
+    }
+  }
+  written[1].shape.push_back(0);  // empty tensors
+  written[4].shape = {3, 0, 2};
+  written[rng.integer(5, int(written.size()) - 1)].shape = {};  // a scalar
+  for (TensorToWrite& t : written) {
+    int64_t numel = 1;
+    for (int64_t d : t.shape) numel *= d;
+    t.bytes.resize(size_t(numel) * dtype_size(t.dtype));
+    for (uint8_t& b : t.bytes) b = uint8_t(rng.integer(0, 255));
+  }
+  const std::map<std::string, std::string> metadata = {{"format", "pt"}, {"note", "line 1\nline 2"}};
+  TempFile file("round_trip.safetensors");
+  write_safetensors(file.path, written, metadata);
+
+  const SafeTensorsFile read = SafeTensorsFile::open(file.path);
+  EXPECT_EQ(read.label(), file.path);
+  EXPECT_EQ(read.metadata(), metadata);
+  ASSERT_EQ(read.tensors().size(), written.size());
+  for (size_t i = 0; i < written.size(); ++i) {
+    const TensorToWrite& w = written[i];
+    const TensorView& t = read.tensors()[i];  // file order is write order
+    SCOPED_TRACE(w.name);
+    EXPECT_EQ(t.name, w.name);
+    EXPECT_EQ(t.dtype, w.dtype);
+    EXPECT_EQ(t.shape, w.shape);
+    EXPECT_EQ(t.numel() * int64_t(dtype_size(t.dtype)), int64_t(t.bytes));
+    ASSERT_EQ(t.bytes, w.bytes.size());
+    EXPECT_TRUE(std::equal(w.bytes.begin(), w.bytes.end(), t.data));
+    EXPECT_EQ(&read.get(w.name, w.dtype, w.shape), &t);
+  }
+}
+
+TEST(SafeTensors, WriterPadsTheHeaderToAMultipleOf8) {
+  TempFile file("padded.safetensors");
+  write_safetensors(file.path, {{"x", DType::U8, {3}, {1, 2, 3}}});
+  const std::vector<uint8_t> bytes = read_bytes(file.path);
+  ASSERT_GE(bytes.size(), 8u);
+  uint64_t header_length = 0;
+  for (int i = 7; i >= 0; --i) header_length = (header_length << 8) | bytes[i];
+  EXPECT_EQ(header_length % 8, 0u);
+  EXPECT_EQ(bytes.size(), 8 + header_length + 3);
+  EXPECT_EQ(bytes[8 + header_length - 1], ' ');
+}
+
+TEST(SafeTensors, CopiesShareTheMappingAfterTheOriginalIsGone) {
+  TempFile file("shared.safetensors");
+  write_safetensors(file.path, {{"w", DType::I16, {2}, {7, 0, 9, 0}}});
+  std::optional<SafeTensorsFile> original = SafeTensorsFile::open(file.path);
+  const SafeTensorsFile copy = *original;
+  original.reset();
+  const TensorView& w = copy.get("w", DType::I16, std::vector<int64_t>{2});
+  EXPECT_EQ(w.data[0], 7);
+  EXPECT_EQ(w.data[2], 9);
+}
+
+TEST(SafeTensors, FromMemoryReadsAnInMemoryBuffer) {
+  const std::vector<uint8_t> bytes = file_bytes(
+      R"({"__metadata__":{"by":"hand"},"a":{"dtype":"U8","shape":[2,2],"data_offsets":[0,4]}})", 4);
+  const SafeTensorsFile f = SafeTensorsFile::from_memory(bytes.data(), bytes.size(), "embedded model");
+  EXPECT_EQ(f.label(), "embedded model");
+  EXPECT_EQ(f.metadata().at("by"), "hand");
+  const TensorView& a = f.get("a", DType::U8, std::vector<int64_t>{2, 2});
+  EXPECT_EQ(a.data, bytes.data() + bytes.size() - 4);  // a view into the caller's bytes, not a copy
+  EXPECT_EQ(a.data[3], 4);
+  EXPECT_EQ(f.find("b"), nullptr);
+  EXPECT_PRED_FORMAT2(IsSubstring, "embedded model: tensor 'b' is missing",
+                      error_of([&] { f.get("b", DType::U8, std::vector<int64_t>{1}); }));
+}
+
+TEST(SafeTensors, TensorsAreInOffsetOrderWhateverTheKeyOrder) {
+  const std::vector<uint8_t> bytes = file_bytes(R"({"z":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},)"
+                                                R"("a":{"dtype":"U8","shape":[3],"data_offsets":[2,5]},)"
+                                                R"("e":{"dtype":"U8","shape":[0],"data_offsets":[5,5]}})",
+                                                5);
+  const SafeTensorsFile f = SafeTensorsFile::from_memory(bytes.data(), bytes.size(), "test.st");
+  ASSERT_EQ(f.tensors().size(), 3u);
+  EXPECT_EQ(f.tensors()[0].name, "z");
+  EXPECT_EQ(f.tensors()[1].name, "a");
+  EXPECT_EQ(f.tensors()[2].name, "e");
+  EXPECT_EQ(f.tensors()[1].data[0], 3);  // data byte 2 holds 3
+}
+
+TEST(SafeTensors, EmptyHeaderWithoutDataHasNoTensors) {
+  const std::vector<uint8_t> bytes = file_bytes("{}", 0);
+  EXPECT_TRUE(SafeTensorsFile::from_memory(bytes.data(), bytes.size(), "test.st").tensors().empty());
+}
+
+TEST(SafeTensors, GetNamesTheTensorAndWhatWasExpected) {
+  const std::vector<uint8_t> bytes =
+      file_bytes(R"({"w":{"dtype":"F32","shape":[3,2],"data_offsets":[0,24]}})", 24);
+  const SafeTensorsFile f = SafeTensorsFile::from_memory(bytes.data(), bytes.size(), "test.st");
+  const std::vector<int64_t> right = {3, 2}, transposed = {2, 3};
+  EXPECT_EQ(f.get("w", DType::F32, right).bytes, 24u);
+  EXPECT_PRED_FORMAT2(IsSubstring, "test.st: tensor 'v' is missing",
+                      error_of([&] { f.get("v", DType::F32, right); }));
+  EXPECT_PRED_FORMAT2(IsSubstring, "test.st: tensor 'w': expected dtype F16, got F32",
+                      error_of([&] { f.get("w", DType::F16, right); }));
+  EXPECT_PRED_FORMAT2(IsSubstring, "test.st: tensor 'w': expected shape (2, 3), got (3, 2)",
+                      error_of([&] { f.get("w", DType::F32, transposed); }));
+}
+
+TEST(SafeTensorsWriter, FailsOnAnUnwritablePath) {
+  const std::string path = "/nonexistent-rtvd-dir/out.safetensors";
+  EXPECT_PRED_FORMAT2(IsSubstring, path + ": cannot write: No such file or directory",
+                      error_of([&] { write_safetensors(path, {}); }));
+}
+
+TEST(SafeTensorsWriter, RejectsBytesThatDoNotMatchTheShape) {
+  TempFile file("mismatch.safetensors");
+  EXPECT_PRED_FORMAT2(IsSubstring, "tensor 'x': has 3 bytes, expected shape (2) x F32",
+                      error_of([&] { write_safetensors(file.path, {{"x", DType::F32, {2}, {1, 2, 3}}}); }));
+}
+
+TEST(SafeTensorsWriter, RejectsRepeatedNames) {
+  TempFile file("repeated.safetensors");
+  const TensorToWrite t{"x", DType::U8, {1}, {1}};
+  EXPECT_PRED_FORMAT2(IsSubstring, "tensor 'x': name is reserved or repeated",
+                      error_of([&] { write_safetensors(file.path, {t, t}); }));
+}
+
+// ---- malformed files: one test per rule ----
+
+TEST(SafeTensorsMalformed, MissingFileNamesThePathAndTheReason) {
+  TempFile file("never_written.safetensors");
+  EXPECT_PRED_FORMAT2(IsSubstring, file.path + ": cannot open: No such file or directory",
+                      error_of([&] { SafeTensorsFile::open(file.path); }));
+}
+
+TEST(SafeTensorsMalformed, DirectoryIsNotARegularFile) {
+  const std::string dir = testing::TempDir();
+  EXPECT_PRED_FORMAT2(IsSubstring, dir + ": not a regular file",
+                      error_of([&] { SafeTensorsFile::open(dir); }));
+}
+
+TEST(SafeTensorsMalformed, EmptyFile) {
+  TempFile file("empty.safetensors");
+  write_bytes(file.path, {});
+  EXPECT_PRED_FORMAT2(IsSubstring, file.path + ": file is empty, expected at least the 8-byte header length",
+                      error_of([&] { SafeTensorsFile::open(file.path); }));
+}
+
+TEST(SafeTensorsMalformed, FileShorterThanTheLengthField) {
+  TempFile file("short.safetensors");
+  write_bytes(file.path, {1, 2, 3, 4, 5});
+  EXPECT_PRED_FORMAT2(IsSubstring, file.path + ": file is 5 bytes, shorter than the 8-byte header length",
+                      error_of([&] { SafeTensorsFile::open(file.path); }));
+}
+
+TEST(SafeTensorsMalformed, ZeroHeaderLength) {
+  EXPECT_PRED_FORMAT2(IsSubstring, "test.st: header length is 0, expected a JSON header",
+                      parse_error(file_bytes(0, "{}", 0)));
+}
+
+TEST(SafeTensorsMalformed, HeaderLengthOverTheCap) {
+  EXPECT_PRED_FORMAT2(IsSubstring, "test.st: header length 100000001 exceeds the limit of 100000000 bytes",
+                      parse_error(file_bytes(100'000'001, "{}", 0)));
+  // A length near 2^64 must not wrap around in 8 + N.
+  EXPECT_PRED_FORMAT2(IsSubstring, "test.st: header length 18446744073709551615 exceeds the limit",
+                      parse_error(file_bytes(UINT64_MAX, "{}", 0)));
+}
+
+TEST(SafeTensorsMalformed, HeaderLengthPastTheEndOfTheFile) {
+  EXPECT_PRED_FORMAT2(IsSubstring, "test.st: header length 7 exceeds the 6 bytes after the length field",
+                      parse_error(file_bytes(7, "{}", 4)));
+}
+
+TEST(SafeTensorsMalformed, HeaderIsNotJson) {
+  EXPECT_PRED_FORMAT2(IsSubstring, "test.st: header is not valid JSON: ",
+                      parse_error(R"({"a":{"dtype":)", 0));
+}
+
+TEST(SafeTensorsMalformed, HeaderIsNotAnObject) {
+  EXPECT_PRED_FORMAT2(IsSubstring, "test.st: header must be a JSON object, got array",
+                      parse_error("[1, 2]", 0));
+}
+
+TEST(SafeTensorsMalformed, EntryIsNotAnObject) {
+  EXPECT_PRED_FORMAT2(IsSubstring, "test.st: tensor 'a': entry must be an object, got 3",
+                      parse_error(R"({"a": 3})", 0));
+}
+
+TEST(SafeTensorsMalformed, EntryMissesAKey) {
+  EXPECT_PRED_FORMAT2(IsSubstring, "test.st: tensor 'a': missing key 'data_offsets'",
+                      parse_error(R"({"a":{"dtype":"U8","shape":[1]}})", 1));
+}
+
+TEST(SafeTensorsMalformed, EntryHasAnUnknownKey) {
+  EXPECT_PRED_FORMAT2(
+      IsSubstring, "test.st: tensor 'a': unknown key 'offsets', expected only dtype, shape and data_offsets",
+      parse_error(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"offsets":[0,1]}})", 1));
+}
+
+TEST(SafeTensorsMalformed, DTypeIsNotAString) {
+  EXPECT_PRED_FORMAT2(IsSubstring, "test.st: tensor 'a': dtype must be a string, got 4",
+                      parse_error(R"({"a":{"dtype":4,"shape":[1],"data_offsets":[0,1]}})", 1));
+}
+
+TEST(SafeTensorsMalformed, UnknownDType) {
+  EXPECT_PRED_FORMAT2(IsSubstring,
+                      "test.st: tensor 'a': unknown dtype 'F8', expected one of F64 F32 F16 BF16 I64 I32 I16 "
+                      "I8 U8 BOOL",
+                      parse_error(R"({"a":{"dtype":"F8","shape":[1],"data_offsets":[0,1]}})", 1));
+}
+
+TEST(SafeTensorsMalformed, ShapeIsNotAnArrayOfNonNegativeIntegers) {
+  for (const char* shape : {"[-1]", "[1.5]", "[\"2\"]", "2", "[9223372036854775808]"}) {
+    SCOPED_TRACE(shape);
+    EXPECT_PRED_FORMAT2(
+        IsSubstring, "test.st: tensor 'a': shape must be an array of non-negative integers below 2^63, got ",
+        parse_error(cat(R"({"a":{"dtype":"U8","shape":)", shape, R"(,"data_offsets":[0,1]}})"), 1));
+  }
+}
+
+TEST(SafeTensorsMalformed, DataOffsetsAreNotTwoNonNegativeIntegers) {
+  for (const char* offsets : {"[0]", "[0,1,1]", "[-1,1]", "[0,1.0]", "\"0-1\""}) {
+    SCOPED_TRACE(offsets);
+    EXPECT_PRED_FORMAT2(
+        IsSubstring, "test.st: tensor 'a': data_offsets must be [begin, end] of two non-negative integers, got ",
+        parse_error(cat(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":)", offsets, "}}"), 1));
+  }
+}
+
+TEST(SafeTensorsMalformed, DataOffsetsBeginAfterEnd) {
+  EXPECT_PRED_FORMAT2(IsSubstring, "test.st: tensor 'a': data_offsets begin 4 is after end 0",
+                      parse_error(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[4,0]}})", 4));
+}
+
+TEST(SafeTensorsMalformed, ShapeTimesDTypeSizeIsNotTheByteRange) {
+  EXPECT_PRED_FORMAT2(IsSubstring,
+                      "test.st: tensor 'a': shape (3) of F32 needs 12 bytes, but data_offsets [0, 8] span 8",
+                      parse_error(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8));
+}
+
+TEST(SafeTensorsMalformed, ShapeSizeOverflows) {
+  EXPECT_PRED_FORMAT2(IsSubstring,
+                      "test.st: tensor 'a': size of shape (1099511627776, 1099511627776) x F32 overflows 64 bits",
+                      parse_error(R"({"a":{"dtype":"F32","shape":[1099511627776,1099511627776],)"
+                                  R"("data_offsets":[0,0]}})",
+                                  0));
+}
+
+TEST(SafeTensorsMalformed, RangeOutsideTheDataSection) {
+  EXPECT_PRED_FORMAT2(IsSubstring,
+                      "test.st: tensor 'a': data_offsets [0, 8] reach past the data section of 4 bytes",
+                      parse_error(R"({"a":{"dtype":"U8","shape":[8],"data_offsets":[0,8]}})", 4));
+}
+
+TEST(SafeTensorsMalformed, FirstTensorDoesNotBeginAtZero) {
+  EXPECT_PRED_FORMAT2(IsSubstring,
+                      "test.st: tensor 'a' begins at byte 4, leaving a gap: expected byte 0 (the first tensor)",
+                      parse_error(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[4,8]}})", 8));
+}
+
+TEST(SafeTensorsMalformed, GapBetweenTensors) {
+  EXPECT_PRED_FORMAT2(IsSubstring,
+                      "test.st: tensor 'b' begins at byte 6, leaving a gap: expected byte 4 where 'a' ends",
+                      parse_error(R"({"b":{"dtype":"U8","shape":[4],"data_offsets":[6,10]},)"
+                                  R"("a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})",
+                                  10));
+}
+
+TEST(SafeTensorsMalformed, OverlappingTensors) {
+  EXPECT_PRED_FORMAT2(IsSubstring, "test.st: tensor 'b' begins at byte 2, overlapping 'a' which ends at byte 4",
+                      parse_error(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},)"
+                                  R"("b":{"dtype":"U8","shape":[4],"data_offsets":[2,6]}})",
+                                  6));
+}
+
+TEST(SafeTensorsMalformed, TrailingBytesAfterTheLastTensor) {
+  EXPECT_PRED_FORMAT2(IsSubstring, "test.st: data section has 6 bytes but the tensors end at byte 4 (trailing bytes)",
+                      parse_error(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})", 6));
+  EXPECT_PRED_FORMAT2(IsSubstring, "test.st: data section has 3 bytes but the tensors end at byte 0",
+                      parse_error("{}", 3));
+}
+
+TEST(SafeTensorsMalformed, DuplicateTensorName) {
+  EXPECT_PRED_FORMAT2(IsSubstring, "test.st: duplicate tensor name 'a' in the header",
+                      parse_error(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},)"
+                                  R"("a":{"dtype":"U8","shape":[4],"data_offsets":[4,8]}})",
+                                  8));
+}
+
+TEST(SafeTensorsMalformed, DuplicateKeyInsideAnEntry) {
+  EXPECT_PRED_FORMAT2(IsSubstring, "test.st: tensor 'a': duplicate key 'dtype'",
+                      parse_error(R"({"a":{"dtype":"F32","shape":[4],"dtype":"U8","data_offsets":[0,4]}})", 4));
+}
+
+TEST(SafeTensorsMalformed, MetadataIsNotAnObject) {
+  EXPECT_PRED_FORMAT2(IsSubstring, "test.st: __metadata__ must be an object of strings, got [\"pt\"]",
+                      parse_error(R"({"__metadata__":["pt"]})", 0));
+}
+
+TEST(SafeTensorsMalformed, MetadataValueIsNotAString) {
+  EXPECT_PRED_FORMAT2(IsSubstring, "test.st: __metadata__ entry 'version' must be a string, got 2",
+                      parse_error(R"({"__metadata__":{"format":"pt","version":2}})", 0));
+}
+
+TEST(SafeTensorsMalformed, NamesWithControlCharactersKeepTheErrorOnOneLine) {
+  const std::string message = parse_error(R"({"a\nb": 3})", 0);
+  EXPECT_PRED_FORMAT2(IsSubstring, R"(test.st: tensor 'a\nb': entry must be an object)", message);
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+}
+
+TEST(SafeTensorsMalformed, ErrorsFromOpenNameThePath) {
+  TempFile file("trailing.safetensors");
+  write_bytes(file.path, file_bytes("{}", 2));
+  EXPECT_PRED_FORMAT2(IsSubstring, file.path + ": data section has 2 bytes",
+                      error_of([&] { SafeTensorsFile::open(file.path); }));
+}
+
+}  // namespace
+}  // namespace rtvd

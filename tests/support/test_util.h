@@ -1,0 +1,33 @@
+// Shared test helpers: fresh random inputs every run (seed printed on failure), error metrics, poison.
+#pragma once
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace rtvd::test {
+
+// A generator seeded from std::random_device: every run draws new inputs. The seed is kept so a failure
+// can be reproduced: wrap assertions in SCOPED_TRACE(seed_trace(rng_seed)).
+struct Rng {
+  uint64_t seed;
+  std::mt19937_64 gen;
+  Rng();
+  explicit Rng(uint64_t s) : seed(s), gen(s) {}
+  float uniform(float lo = -1.0f, float hi = 1.0f);
+  float normal();
+  int integer(int lo, int hi);  // inclusive
+  std::vector<float> vector(size_t n, float lo = -1.0f, float hi = 1.0f);
+  std::vector<float> normal_vector(size_t n, float stddev = 1.0f);
+};
+std::string seed_trace(const Rng& r);
+
+// ||a - b|| / ||b|| in float64; +inf if any element of a is NaN/inf or the sizes differ.
+double rel_l2(const std::vector<float>& a, const std::vector<float>& b);
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b);
+bool all_finite(const std::vector<float>& a);
+// A value no correct op writes (quiet NaN): fill outputs with it before a run so every element must be written.
+constexpr float kPoison = __builtin_nanf("");
+std::vector<float> poisoned(size_t n);
+
+}  // namespace rtvd::test
