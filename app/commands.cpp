@@ -17,6 +17,7 @@ constexpr const char* kUsage =
     "commands:\n"
     "  render   render frames headless to an MP4 or a PNG sequence\n"
     "  info     print the build's features, the devices and the model\n"
+    "  bench    frames: end-to-end frames per second with a per-op profile\n"
     "  help     this text; `rtvd <command> --help` for a command's flags\n";
 
 }  // namespace
@@ -33,7 +34,8 @@ int run_command(const std::vector<std::string>& args) {
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   if (args[0] == "render") return render_command(rest);
   if (args[0] == "info") return info_command(rest);
-  fail("unknown command '", args[0], "' (expected render, info or help)");
+  if (args[0] == "bench") return bench_command(rest);
+  fail("unknown command '", args[0], "' (expected render, info, bench or help)");
 }
 
 }  // namespace rtvd

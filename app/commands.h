@@ -8,5 +8,6 @@ namespace rtvd {
 int run_command(const std::vector<std::string>& args);  // dispatch on args[0]
 int render_command(const std::vector<std::string>& args);
 int info_command(const std::vector<std::string>& args);
+int bench_command(const std::vector<std::string>& args);
 
 }  // namespace rtvd

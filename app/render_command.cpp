@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "pipeline/engine.h"
 #include "pipeline/error.h"
+#include "pipeline/profiler.h"
 #include "pipeline/recorder.h"
 #include "pipeline/source.h"
 #include "progress.h"
@@ -60,6 +61,8 @@ int render_command(const std::vector<std::string>& args) {
   // Ctrl-C stops after the current frame and finalises what was rendered, so the file stays playable.
   g_interrupted = 0;
   auto previous_handler = std::signal(SIGINT, on_interrupt);
+  FrameProfile profile;
+  if (!o.profile_path.empty()) engine.backend().set_profiling(true);
   Progress progress(frames, o.quiet);
   std::vector<float> image;
   const auto start = std::chrono::steady_clock::now();
@@ -67,6 +70,10 @@ int render_command(const std::vector<std::string>& args) {
   for (; done < frames && !g_interrupted; ++done) {
     if (source->has_images() && !source->next(engine.width(), engine.height(), image)) break;
     recorder->write(engine.render(source->has_images() ? &image : nullptr));
+    if (!o.profile_path.empty()) {
+      const std::vector<float> ms = engine.backend().frame_op_ms();
+      if (!ms.empty()) profile.add_frame(engine.plan().graph.frame, ms);
+    }
     progress.update(done + 1);
   }
   progress.finish();
@@ -77,6 +84,12 @@ int render_command(const std::vector<std::string>& args) {
   std::printf("%s %d frames (%dx%d, %d steps) to %s in %.1f s: %.2f frames/s\n",
               g_interrupted ? "interrupted: wrote" : "wrote", done, engine.width(), engine.height(), s.steps,
               recorder->path().c_str(), seconds, done / seconds);
+  if (!o.profile_path.empty() && profile.frames() > 0) {
+    profile.write_chrome_trace(o.profile_path, engine.plan().graph.frame);
+    std::printf("\n%sslowest layers (ms per frame, summed over steps):\n", profile.table(engine.backend().measure_ceilings()).c_str());
+    for (const auto& [layer, ms] : profile.slowest_layers(8)) std::printf("  %-56s %8.3f\n", layer.c_str(), ms);
+    std::printf("trace: %s (open in ui.perfetto.dev or chrome://tracing)\n", o.profile_path.c_str());
+  }
   return g_interrupted ? 130 : 0;
 }
 

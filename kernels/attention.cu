@@ -6,11 +6,12 @@
 // layout of one k16 step) and accumulates O += P V with V read by ldmatrix.trans. O is normalised once at
 // the end. The score matrix never leaves registers.
 //
-// Tile shapes (attention_traits.cuh): 4 warps per block. Up to head dim 64 a warp takes 32 rows, so each
-// K/V fragment read from shared memory feeds two mma (32 FLOP per shared byte, half the ldmatrix traffic
-// of 16-row warps), with 128-row blocks that also halve the K/V reads from L2; key tiles are 32 or 64 so
-// that O, S and Q fit ~168 registers and three blocks share an SM (SD2.1 64x64: 320 blocks, one wave
-// on 132 SMs). Past 64, O alone takes head_dim / 2 registers per row tile: 16 rows per warp.
+// Tile shapes (attention_traits.cuh). Up to head dim 64 a warp takes 32 rows, so each K/V fragment read
+// from shared memory feeds two mma (half the ldmatrix traffic of 16-row warps); key tiles of 32 or 64 keep
+// O, S and Q within 168 registers so that 12 warps share an SM. Blocks are 4 warps (128 rows: each K/V tile
+// fetched from L2 serves 128 queries; SD2.1 64x64 = 320 blocks, one wave at 3 per SM on 132 SMs) or, when
+// that grid would leave SMs with one block (32x32: 160 blocks), 2 warps (64 rows). Past head dim 64, O
+// alone takes head_dim / 2 registers per 16-row tile: 16 rows per warp, 4 warps.
 // Shapes the kernel takes: any q_len and kv_len (tail rows zero-filled; keys past kv_len masked to -inf
 // on the last tile), head_dim any multiple of 8 up to 160 (padded to the instance's; pad columns
 // zero-filled on load and never stored).
@@ -109,7 +110,8 @@ __device__ __forceinline__ void load_q_fragments(uint32_t (&q)[T::kMTiles][T::kK
 #pragma unroll
   for (int mt = 0; mt < T::kMTiles; ++mt)
 #pragma unroll
-    for (int kk = 0; kk < T::kKSteps; ++kk) ldmatrix_x4(q[mt][kk], lane_addr + 2 * (mt * 16 * T::kRowPitch + kk * 16));
+    for (int kk = 0; kk < T::kKSteps; ++kk)
+      ldmatrix_x4(q[mt][kk], lane_addr + 2 * (mt * 16 * T::kRowPitch + kk * 16));
 }
 
 // s = Q K^T for one K tile: s[mt][n] is the C fragment of rows mt*16.., keys n*8...
@@ -168,7 +170,8 @@ __device__ __forceinline__ void online_softmax(float (&s)[T::kMTiles][T::kNTiles
     for (int half = 0; half < 2; ++half) {
       float tile_max = -INFINITY;
 #pragma unroll
-      for (int n = 0; n < T::kNTiles; ++n) tile_max = fmaxf(tile_max, fmaxf(s[mt][n][2 * half], s[mt][n][2 * half + 1]));
+      for (int n = 0; n < T::kNTiles; ++n)
+        tile_max = fmaxf(tile_max, fmaxf(s[mt][n][2 * half], s[mt][n][2 * half + 1]));
       tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
       tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
       const float new_max = fmaxf(row_max[mt][half], tile_max * scale_log2);  // scale > 0: max commutes
@@ -241,6 +244,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocksPerSm)
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int q0 = blockIdx.x * T::kBlockM, head = blockIdx.y, image = blockIdx.z;
   const int64_t column = int64_t(head) * p.head_dim;
+  // This image and head: q (q_len, head_dim), k and v (kv_len, head_dim), rows q_stride/k_stride/v_stride apart.
   const auto* q = static_cast<const __half*>(p.q) + int64_t(image) * p.q_len * p.q_stride + column;
   const auto* k = static_cast<const __half*>(p.k) + int64_t(image) * p.kv_len * p.k_stride + column;
   const auto* v = static_cast<const __half*>(p.v) + int64_t(image) * p.kv_len * p.v_stride + column;
@@ -293,7 +297,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocksPerSm)
   }
 
   // Normalise and store: lane holds columns d*8 + (lane%4)*2, +1 of rows lane/4 and lane/4 + 8.
-  auto* out = static_cast<__half*>(p.o) + int64_t(image) * p.q_len * p.o_stride + column;
+  auto* out = static_cast<__half*>(p.o) + int64_t(image) * p.q_len * p.o_stride + column;  // (q_len, head_dim)
 #pragma unroll
   for (int mt = 0; mt < T::kMTiles; ++mt) {
 #pragma unroll
@@ -318,15 +322,24 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocksPerSm)
 
 // ---- launcher ----
 
-template <int kPaddedHeadDim>
-void launch(const AttentionParams& p, const CudaContext& ctx) {
-  using T = typename AttentionConfig<kPaddedHeadDim>::Traits;
+template <class T>
+void launch_instance(const AttentionParams& p, const CudaContext& ctx) {
   const auto kernel = flash_attention_kernel<T>;
   if (T::kSmemBytes > 48 * 1024)
     RTVD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
   const dim3 grid((p.q_len + T::kBlockM - 1) / T::kBlockM, p.heads, p.batch);
   kernel<<<grid, T::kThreads, T::kSmemBytes, ctx.stream>>>(p);
   RTVD_CHECK_LAUNCH("attention");
+}
+
+// Wide blocks while they give every SM at least two; otherwise Narrow ones, twice as many.
+template <int kPaddedHeadDim>
+void launch(const AttentionParams& p, const CudaContext& ctx) {
+  using Wide = typename AttentionConfig<kPaddedHeadDim>::Wide;
+  using Narrow = typename AttentionConfig<kPaddedHeadDim>::Narrow;
+  const int64_t wide_blocks = int64_t((p.q_len + Wide::kBlockM - 1) / Wide::kBlockM) * p.heads * p.batch;
+  if (wide_blocks >= 2 * int64_t(ctx.sm_count)) return launch_instance<Wide>(p, ctx);
+  launch_instance<Narrow>(p, ctx);
 }
 
 bool aligned(const void* ptr, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(ptr) % bytes == 0; }
@@ -339,12 +352,69 @@ struct NvtxRange {
   NvtxRange& operator=(const NvtxRange&) = delete;
 };
 
+// The named fallback for what the flash kernel can't load (head dims that are not a multiple of 8, e.g.
+// the tiny test models; unaligned layouts): one block per (query, head, image), scores in shared memory,
+// fp32 throughout. Slow, simple and exact enough to be trusted.
+constexpr int kFallbackThreads = 128;
+constexpr int kFallbackMaxKeys = 12288;  // 48 KiB of fp32 scores
+
+__device__ float block_reduce(float v, bool is_max, float* scratch) {
+  for (int o = 16; o > 0; o >>= 1) {
+    const float other = __shfl_xor_sync(0xffffffffu, v, o);
+    v = is_max ? fmaxf(v, other) : v + other;
+  }
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  __syncthreads();  // scratch may still be read from the previous reduction
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = scratch[0];
+  for (int w = 1; w < kFallbackThreads / 32; ++w) v = is_max ? fmaxf(v, scratch[w]) : v + scratch[w];
+  return v;
+}
+
+__global__ void __launch_bounds__(kFallbackThreads) attention_fallback_kernel(const AttentionParams p) {
+  extern __shared__ float scores[];  // (kv_len)
+  __shared__ float scratch[kFallbackThreads / 32];
+  const int t = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+  const __half* q = static_cast<const __half*>(p.q) + (int64_t(b) * p.q_len + t) * p.q_stride + h * p.head_dim;
+  const __half* k = static_cast<const __half*>(p.k) + int64_t(b) * p.kv_len * p.k_stride + h * p.head_dim;
+  const __half* v = static_cast<const __half*>(p.v) + int64_t(b) * p.kv_len * p.v_stride + h * p.head_dim;
+  __half* o = static_cast<__half*>(p.o) + (int64_t(b) * p.q_len + t) * p.o_stride + h * p.head_dim;
+  float local_max = -INFINITY;
+  for (int j = threadIdx.x; j < p.kv_len; j += kFallbackThreads) {
+    float dot = 0.0f;
+    for (int d = 0; d < p.head_dim; ++d) dot += __half2float(q[d]) * __half2float(k[int64_t(j) * p.k_stride + d]);
+    scores[j] = dot * p.scale;
+    local_max = fmaxf(local_max, scores[j]);
+  }
+  const float row_max = block_reduce(local_max, true, scratch);
+  float local_sum = 0.0f;
+  for (int j = threadIdx.x; j < p.kv_len; j += kFallbackThreads) {
+    scores[j] = expf(scores[j] - row_max);
+    local_sum += scores[j];
+  }
+  const float inv_sum = 1.0f / block_reduce(local_sum, false, scratch);  // its barriers publish scores[]
+  for (int d = threadIdx.x; d < p.head_dim; d += kFallbackThreads) {
+    float acc = 0.0f;
+    for (int j = 0; j < p.kv_len; ++j) acc += scores[j] * __half2float(v[int64_t(j) * p.v_stride + d]);
+    o[d] = __float2half_rn(acc * inv_sum);
+  }
+}
+
+bool fallback_can_implement(const AttentionParams& p) {
+  return p.q && p.k && p.v && p.o && p.batch > 0 && p.heads > 0 && p.head_dim > 0 && p.q_len > 0 && p.kv_len > 0 &&
+         p.batch <= 65535 && p.heads <= 65535 && p.kv_len <= kFallbackMaxKeys && std::isfinite(p.scale) &&
+         p.q_stride >= p.heads * p.head_dim && p.k_stride >= p.heads * p.head_dim &&
+         p.v_stride >= p.heads * p.head_dim && p.o_stride >= p.heads * p.head_dim;
+}
+
 }  // namespace
 
 bool attention_can_implement(const AttentionParams& p, std::string* why) {
   const char* unmet = nullptr;
   if (!p.q || !p.k || !p.v || !p.o) unmet = "q, k, v and o must be set";
-  else if (p.batch <= 0 || p.heads <= 0 || p.q_len <= 0 || p.kv_len <= 0) unmet = "batch, heads, q_len, kv_len must be positive";
+  else if (p.batch <= 0 || p.heads <= 0 || p.q_len <= 0 || p.kv_len <= 0)
+    unmet = "batch, heads, q_len, kv_len must be positive";
   else if (p.batch > 65535 || p.heads > 65535) unmet = "batch and heads must be at most 65535 (grid y/z)";
   else if (padded_head_dim(p.head_dim) == 0) unmet = "head_dim must be a multiple of 8 in [8, 160]";
   else if (!(p.scale > 0.0f) || !std::isfinite(p.scale)) unmet = "scale must be positive and finite";
@@ -358,9 +428,21 @@ bool attention_can_implement(const AttentionParams& p, std::string* why) {
   return unmet == nullptr;
 }
 
+void attention_fallback(const AttentionParams& p, const CudaContext& ctx) {
+  if (!fallback_can_implement(p))
+    fail("attention fallback: needs positive sizes, set pointers, strides >= heads * head_dim and kv_len <= ",
+         kFallbackMaxKeys, " (batch ", p.batch, ", heads ", p.heads, ", head_dim ", p.head_dim, ", kv_len ", p.kv_len, ")");
+  const NvtxRange range("attention_fallback");
+  attention_fallback_kernel<<<dim3(p.q_len, p.heads, p.batch), kFallbackThreads, p.kv_len * sizeof(float), ctx.stream>>>(p);
+  RTVD_CHECK_LAUNCH("attention_fallback");
+}
+
 void attention(const AttentionParams& p, const CudaContext& ctx) {
   std::string why;
-  if (!attention_can_implement(p, &why)) fail("attention: ", why, " (head_dim ", p.head_dim, ")");
+  if (!attention_can_implement(p, &why) && fallback_can_implement(p)) return attention_fallback(p, ctx);
+  if (!attention_can_implement(p, &why))
+    fail("attention: ", why, " (batch ", p.batch, ", heads ", p.heads, ", head_dim ", p.head_dim, ", q_len ",
+         p.q_len, ", kv_len ", p.kv_len, ")");
   const NvtxRange range("attention");
   switch (padded_head_dim(p.head_dim)) {
     case 32: return launch<32>(p, ctx);

@@ -12,7 +12,13 @@ namespace rtvd {
 // o 4-byte aligned with an even stride; scale positive and finite; all sizes positive.
 bool attention_can_implement(const AttentionParams& p, std::string* why = nullptr);
 
-// o = softmax(q k^T * scale) v on ctx.stream. Throws rtvd::Error when !attention_can_implement(p).
+// o = softmax(q k^T * scale) v on ctx.stream: the flash kernel, or attention_fallback() for what it can't
+// handle. Throws rtvd::Error when neither can.
+// The block shape follows the grid size and ctx.sm_count (0: the large-grid shape); results do not depend
+// on it beyond rounding.
 void attention(const AttentionParams& p, const CudaContext& ctx);
+
+// The simple kernel attention() falls back to: any head_dim and stride, kv_len up to 12288. Slow.
+void attention_fallback(const AttentionParams& p, const CudaContext& ctx);
 
 }  // namespace rtvd

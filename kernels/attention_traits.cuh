@@ -36,16 +36,27 @@ struct AttentionTraits {
 };
 
 // Register budget per thread (fp32 O + fp32 S + fp16 Q fragments): kMTiles * (kHeadDim / 2 + kBlockN / 2
-// + kHeadDim / 4). Up to head dim 64, two row tiles per warp with at most ~100 of those registers, so three
-// blocks (12 warps) fit an SM; beyond 64, one row tile per warp.
+// + kHeadDim / 4). Up to head dim 64, two row tiles per warp with at most 136 of those registers, so 12 warps
+// fit an SM; beyond 64, one row tile per warp. Two block shapes per head dim: Wide (4 warps) shares each
+// K/V tile among 128 query rows, halving the K/V reads from L2; Narrow (2 warps, 64 rows) doubles the block
+// count where a grid of Wide blocks would leave SMs with a single block. Past 64, both are 64 rows.
 template <int kPaddedHeadDim> struct AttentionConfig;
-template <> struct AttentionConfig<32> { using Traits = AttentionTraits<32, 4, 2, 64, 2, 3>; };
-template <> struct AttentionConfig<48> { using Traits = AttentionTraits<48, 4, 2, 32, 3, 3>; };
-template <> struct AttentionConfig<64> { using Traits = AttentionTraits<64, 4, 2, 32, 3, 3>; };
-template <> struct AttentionConfig<80> { using Traits = AttentionTraits<80, 4, 1, 64, 2, 3>; };
-template <> struct AttentionConfig<96> { using Traits = AttentionTraits<96, 4, 1, 64, 2, 2>; };
-template <> struct AttentionConfig<128> { using Traits = AttentionTraits<128, 4, 1, 64, 2, 2>; };
-template <> struct AttentionConfig<160> { using Traits = AttentionTraits<160, 4, 1, 32, 3, 2>; };
+template <> struct AttentionConfig<32> {
+  using Wide = AttentionTraits<32, 4, 2, 64, 2, 3>;
+  using Narrow = AttentionTraits<32, 2, 2, 64, 2, 4>;
+};
+template <> struct AttentionConfig<48> {
+  using Wide = AttentionTraits<48, 4, 2, 32, 3, 3>;
+  using Narrow = AttentionTraits<48, 2, 2, 32, 3, 4>;
+};
+template <> struct AttentionConfig<64> {
+  using Wide = AttentionTraits<64, 4, 2, 32, 3, 3>;
+  using Narrow = AttentionTraits<64, 2, 2, 32, 3, 4>;
+};
+template <> struct AttentionConfig<80> { using Wide = AttentionTraits<80, 4, 1, 64, 2, 3>; using Narrow = Wide; };
+template <> struct AttentionConfig<96> { using Wide = AttentionTraits<96, 4, 1, 64, 2, 2>; using Narrow = Wide; };
+template <> struct AttentionConfig<128> { using Wide = AttentionTraits<128, 4, 1, 64, 2, 2>; using Narrow = Wide; };
+template <> struct AttentionConfig<160> { using Wide = AttentionTraits<160, 4, 1, 32, 3, 2>; using Narrow = Wide; };
 
 // The instance a runtime head dim runs on (0: none). Multiples of 8 only: 16-byte chunks of a row.
 constexpr int padded_head_dim(int head_dim) {

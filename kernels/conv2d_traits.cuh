@@ -66,9 +66,10 @@ struct IgemmTraits {
 };
 
 // The configurations of Conv2dKernel. 128 x 160 exists for SD's c_out of 320/640/1280 (whole tiles, and
-// 128 of them fill 132 SMs at 64x64 x 320); 64 x 64 for small GEMMs, where more blocks beat reuse.
+// 128 of them fill 132 SMs at 64x64 x 320); 128 x 128 is capped at 128 registers so that two blocks share
+// an SM; 64 x 64 for small GEMMs, where more blocks beat reuse.
 using Igemm64x64 = IgemmTraits<64, 64, 2, 2, 4, 3>;
-using Igemm128x128 = IgemmTraits<128, 128, 2, 4, 4, 1>;
+using Igemm128x128 = IgemmTraits<128, 128, 2, 4, 4, 2>;
 using Igemm128x160 = IgemmTraits<128, 160, 2, 4, 4, 1>;
 
 // Images that kBM consecutive output rows starting at a multiple of kBM can touch: the GroupNorm table

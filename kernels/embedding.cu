@@ -101,7 +101,8 @@ __global__ void __launch_bounds__(kThreads)
 
 void timestep_embedding(const TimestepEmbeddingParams& p, const CudaContext& ctx) {
   nvtx3::scoped_range range{"timestep_embedding"};
-  if (p.n < 0 || p.dim < 0 || int64_t(p.n) * p.dim > INT32_MAX) fail("timestep_embedding: bad shape n ", p.n, " dim ", p.dim);
+  if (p.n < 0 || p.dim < 0 || int64_t(p.n) * p.dim > INT32_MAX)
+    fail("timestep_embedding: bad shape n ", p.n, " dim ", p.dim);
   if (p.n * p.dim == 0) return;
   // The CPU reference's constants, rounded to fp32 the same way.
   const int half = p.dim / 2;

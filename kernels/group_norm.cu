@@ -261,14 +261,14 @@ void group_norm(const GroupNormParams& p, const CudaContext& ctx) {
   // rows * c <= kMaxThreads * 8 = 4096 floats per array: at most 32 KiB, under the 48 KiB default limit.
   const size_t partial_smem = (2 * size_t(l.rows) * p.c + l.rows) * sizeof(float);
 
-  // About two blocks per SM over the whole batch, no chunk shorter than one pass of the rows, and the
-  // partials must fit the workspace.
+  // About four blocks per SM over the whole batch (at SD sizes a thread then loads all its pixels at
+  // once), no chunk shorter than one pass of the rows, and the partials must fit the workspace.
   const int sms = ctx.sm_count > 0 ? ctx.sm_count : 132;
   const size_t partial_bytes_per_chunk = size_t(p.n) * p.groups * sizeof(float2);
   const int64_t chunks_fit = ctx.workspace ? int64_t(ctx.workspace_bytes / partial_bytes_per_chunk) : 0;
   if (chunks_fit < 1)
     fail("group_norm: needs ctx.workspace of at least ", partial_bytes_per_chunk, " bytes, has ", ctx.workspace_bytes);
-  const int64_t wanted = std::max<int64_t>(1, (2 * sms + p.n - 1) / p.n);
+  const int64_t wanted = std::max<int64_t>(1, (4 * sms + p.n - 1) / p.n);
   const int64_t max_chunks = (int64_t(p.hw) + l.rows - 1) / l.rows;
   const int64_t chunks = std::min({wanted, max_chunks, chunks_fit});
   l.chunk_pixels = int((p.hw + chunks - 1) / chunks);

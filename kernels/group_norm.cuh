@@ -3,8 +3,9 @@
 // normalise + affine + activation pass. With y null only the statistics are written (the pre-pass of
 // a conv with a fused GroupNorm prologue).
 //
-// Scratch: the per-chunk partial statistics, n * chunks * groups float2 (chunks <= ~2 * SMs / n, so a
-// few KiB to 64 KiB), live at the start of ctx.workspace; the launcher fails if it is too small.
+// Scratch: the per-chunk partial statistics, n * chunks * groups float2 (chunks <= ~4 * SMs / n: about
+// 135 KiB at 32 groups on an H100), live at the start of ctx.workspace. A smaller workspace means fewer
+// chunks; below n * groups * 8 bytes the launcher fails.
 // Requirements (else rtvd::Error): c % groups == 0; c <= 512 * v, where v = 8 when c % 8 == 0
 // and x, y are 16-byte aligned, v = 2 when c is even and they are 4-byte aligned, else 1.
 #pragma once

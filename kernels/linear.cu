@@ -97,7 +97,8 @@ __global__ void __launch_bounds__(256)
 }
 
 // fp32 bias -> fp16, for a cuBLASLt that accepts the bias only in the output type.
-__global__ void __launch_bounds__(256) bias_to_half_kernel(const float* __restrict__ bias, __half* __restrict__ out, int n) {
+__global__ void __launch_bounds__(256)
+    bias_to_half_kernel(const float* __restrict__ bias, __half* __restrict__ out, int n) {
   const int i = blockIdx.x * 256 + threadIdx.x;
   if (i < n) out[i] = __float2half_rn(bias[i]);
 }
@@ -154,7 +155,8 @@ const void* const kAlignmentProbe = reinterpret_cast<const void*>(uintptr_t{16})
 bool try_configure(Plan& plan, const CudaContext& ctx, BiasPath bias) {
   const PlanKey& key = plan.key;
   plan.bias = bias;
-  plan.staging_bytes = bias == BiasPath::Staged16 ? (size_t(key.n) * 2 + kStagingAlign - 1) / kStagingAlign * kStagingAlign : 0;
+  plan.staging_bytes =
+      bias == BiasPath::Staged16 ? (size_t(key.n) * 2 + kStagingAlign - 1) / kStagingAlign * kStagingAlign : 0;
   if (plan.staging_bytes > key.workspace_bytes) return false;
   RTVD_CUBLAS_CHECK(cublasLtMatmulDescInit(&plan.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t transa = CUBLAS_OP_T, transb = CUBLAS_OP_N;
@@ -163,9 +165,10 @@ bool try_configure(Plan& plan, const CudaContext& ctx, BiasPath bias) {
   if (bias != BiasPath::None) {
     const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
     const int32_t type = bias == BiasPath::Float ? CUDA_R_32F : CUDA_R_16F;
-    RTVD_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(&plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
-    RTVD_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(&plan.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &type, sizeof(type)));
-    RTVD_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(&plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &kAlignmentProbe,
+    cublasLtMatmulDesc_t desc = &plan.desc;
+    RTVD_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+    RTVD_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &type, sizeof(type)));
+    RTVD_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &kAlignmentProbe,
                                                      sizeof(kAlignmentProbe)));
   }
   RTVD_CUBLAS_CHECK(cublasLtMatrixLayoutInit(&plan.a, CUDA_R_16F, key.k, key.n, key.k));  // w: (k x n), ld k
@@ -191,15 +194,15 @@ bool try_configure(Plan& plan, const CudaContext& ctx, BiasPath bias) {
   return true;
 }
 
-Plan make_plan(const PlanKey& key, const CudaContext& ctx) {
-  Plan plan;
+// Fills a table slot in place: the descriptors are never copied once initialised.
+void make_plan(Plan& plan, const PlanKey& key, const CudaContext& ctx) {
+  plan = Plan{};
   plan.key = key;
   plan.residual_in_gemm = (key.flags & kHasResidual) && !(key.flags & kSilu);
   if (key.flags & kHasBias)
     plan.found = try_configure(plan, ctx, BiasPath::Float) || try_configure(plan, ctx, BiasPath::Staged16);
   else
     plan.found = try_configure(plan, ctx, BiasPath::None);
-  return plan;
 }
 
 // The plan for `key`, built on first use. The caller holds the cache's mutex.
@@ -208,7 +211,7 @@ Plan& find_plan(PlanCache& cache, const PlanKey& key, const CudaContext& ctx) {
     if (cache.plans[i].key == key) return cache.plans[i];
   if (cache.size == kPlanCapacity)
     fail("linear: more than ", kPlanCapacity, " distinct (m, n, k, flags) keys; raise kPlanCapacity in linear.cu");
-  cache.plans[cache.size] = make_plan(key, ctx);
+  make_plan(cache.plans[cache.size], key, ctx);
   return cache.plans[cache.size++];
 }
 
@@ -225,11 +228,13 @@ bool run_cublaslt(const LinearParams& p, const CudaContext& ctx, const PlanKey& 
   if (plan.bias != BiasPath::None) {
     const void* bias = p.bias;
     if (plan.bias == BiasPath::Staged16) {
-      bias_to_half_kernel<<<(p.n + 255) / 256, 256, 0, ctx.stream>>>(p.bias, reinterpret_cast<__half*>(workspace), p.n);
+      auto* staged = reinterpret_cast<__half*>(workspace);
+      bias_to_half_kernel<<<(p.n + 255) / 256, 256, 0, ctx.stream>>>(p.bias, staged, p.n);
       RTVD_CHECK_LAUNCH("linear (bias to fp16)");
-      bias = workspace;
+      bias = staged;
     }
-    RTVD_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(&plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+    RTVD_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(&plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
   }
   const float alpha = 1.0f, beta = plan.residual_in_gemm ? 1.0f : 0.0f;
   const void* c = plan.residual_in_gemm ? p.residual : p.y;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "graph.h"
+#include "profiler.h"
 #include "weights.h"
 
 namespace rtvd {
@@ -26,12 +27,22 @@ class Backend {
 
   virtual void run_setup() = 0;  // the graph's setup ops, once per plan
   virtual void run_frame() = 0;  // the graph's frame ops
+  // The caller changed scalar params of bound frame ops in place (e.g. the blend's first-frame flag):
+  // anything recorded from them (a CUDA graph) must be made again.
+  virtual void ops_changed() {}
 
   // Host <-> tensor. write: F32/Act tensors from float, I32 from int32. read: F32/Act to float,
   // U8 to bytes, I32 to int32. count in elements, from the tensor's start.
   virtual void write(Ref tensor, const void* host, size_t count) = 0;
   virtual void read(Ref tensor, void* host, size_t count) = 0;
   virtual void synchronize() {}
+
+  // Per-op timing of frames. While on, frames record the time of every frame op; frame_op_ms() gives
+  // those of the last completed frame (empty before one), without waiting for the frame in flight.
+  virtual void set_profiling(bool on) = 0;
+  virtual std::vector<float> frame_op_ms() = 0;
+  // Large-GEMM and large-copy rates of this device, measured now (allocates: not for the frame loop).
+  virtual Ceilings measure_ceilings() = 0;
 
   virtual size_t arena_bytes() const = 0;
   virtual size_t weight_bytes() const = 0;

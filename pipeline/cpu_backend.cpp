@@ -2,6 +2,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -90,8 +91,38 @@ class CpuBackend final : public Backend {
       }
   }
 
-  void run_setup() override { run(graph().setup); }
-  void run_frame() override { run(graph().frame); }
+  void run_setup() override { run(graph().setup, nullptr); }
+  void run_frame() override {
+    if (!profiling_) return run(graph().frame, nullptr);
+    op_ms_.assign(graph().frame.size(), 0.0f);
+    run(graph().frame, &op_ms_);
+  }
+
+  void set_profiling(bool on) override {
+    profiling_ = on;
+    op_ms_.clear();
+  }
+  std::vector<float> frame_op_ms() override { return op_ms_; }
+
+  Ceilings measure_ceilings() override {
+    Ceilings c;
+    const int n = 1024;
+    std::vector<float> a(size_t(n) * n, 0.5f), b(size_t(n) * n, 0.25f), y(size_t(n) * n);
+    for (size_t i = 0; i < a.size(); ++i) a[i] = float(i % 97) / 97.0f, b[i] = float(i % 89) / 89.0f;
+    LinearParams p;
+    p.x = a.data();
+    p.w = b.data();
+    p.y = y.data();
+    p.m = p.n = p.k = n;
+    linear_cpu(p);  // warm-up: thread pool and packing buffers
+    c.gemm_tflops = 2.0 * n * n * n / median_seconds([&] { linear_cpu(p); }, 5) / 1e12;
+    c.gemm_what = cat("sgemm ", n, "^3, fp32, OpenBLAS");
+    const size_t bytes = size_t(256) << 20;
+    std::vector<uint8_t> src(bytes, 1), dst(bytes);
+    c.copy_gbps = 2.0 * bytes / median_seconds([&] { std::memcpy(dst.data(), src.data(), bytes); }, 5) / 1e9;
+    c.copy_what = "memcpy 256 MiB, read + write";
+    return c;
+  }
 
   void write(Ref tensor, const void* host, size_t count) override {
     std::memcpy(resolve(graph(), memory_, tensor), host, count * 4);
@@ -111,8 +142,22 @@ class CpuBackend final : public Backend {
     return *graph_;
   }
 
-  static void run(std::vector<Op>& ops) {
-    for (Op& op : ops)
+  template <class F>
+  static double median_seconds(F&& f, int runs) {
+    std::vector<double> t;
+    for (int i = 0; i < runs; ++i) {
+      const auto s = std::chrono::steady_clock::now();
+      f();
+      t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - s).count());
+    }
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+  }
+
+  static void run(std::vector<Op>& ops, std::vector<float>* op_ms) {
+    for (size_t i = 0; i < ops.size(); ++i) {
+      Op& op = ops[i];
+      const auto start = std::chrono::steady_clock::now();
       std::visit(Overloaded{
                      [](ConvOp& o) { conv2d_cpu(o.p); },
                      [](GroupNormOp& o) { group_norm_cpu(o.p); },
@@ -132,9 +177,13 @@ class CpuBackend final : public Backend {
                      [](ToRgba8Op& o) { to_rgba8_cpu(o.p); },
                  },
                  op.body);
+      if (op_ms) (*op_ms)[i] = std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - start).count();
+    }
   }
 
   int threads_;
+  bool profiling_ = false;
+  std::vector<float> op_ms_;
   Graph* graph_ = nullptr;
   ArenaPlan plan_;
   BackendMemory memory_;

@@ -63,7 +63,10 @@ const ImageRgba8& Engine::render(const std::vector<float>* image) {
   }
   backend_->write(plan_.sample, sample_.data(), count);
   auto& blend = std::get<TemporalBlendOp>(plan_.graph.frame[plan_.blend_op].body);
-  blend.p.first = first_frame_;
+  if (blend.p.first != first_frame_) {
+    blend.p.first = first_frame_;
+    backend_->ops_changed();
+  }
   backend_->run_frame();
   image_.width = width_;
   image_.height = height_;

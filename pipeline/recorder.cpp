@@ -83,7 +83,7 @@ class OutputDirectory {
 void check_frame_size(const std::string& path, const ImageRgba8& frame, int width, int height) {
   if (frame.width != width || frame.height != height || frame.pixels.size() != size_t(width) * height * 4)
     fail(path, ": frame is ", frame.width, "x", frame.height, " (", frame.pixels.size(), " bytes), expected ",
-         width, "x", height, " RGBA like the first frames of the recording");
+         width, "x", height, " RGBA, the size the recording was opened with");
 }
 
 // "dir/frame_%05d.png": a printf-style %d with optional zero padding and width, formatted here rather
@@ -120,10 +120,12 @@ FramePattern parse_pattern(const std::string& output) {
 
 class PngSequenceRecorder final : public Recorder {
  public:
-  PngSequenceRecorder(std::string pattern_text, FramePattern pattern, int width, int height)
+  // output: what the user asked for, named by the errors of the up-front checks.
+  PngSequenceRecorder(const std::string& output, std::string pattern_text, FramePattern pattern, int width,
+                      int height)
       : path_(std::move(pattern_text)),
         pattern_(std::move(pattern)),
-        directory_(path_, fs::path(pattern_.prefix).parent_path()),
+        directory_(output, fs::path(pattern_.prefix).parent_path()),
         width_(width),
         height_(height) {}
 
@@ -255,10 +257,10 @@ std::unique_ptr<Recorder> open_recorder(const std::string& output, int width, in
   if (output.ends_with('/') || fs::is_directory(output, ec)) {
     const std::string dir = output.ends_with('/') ? output : output + "/";
     const std::string pattern = dir + "frame_%05d.png";
-    return std::make_unique<PngSequenceRecorder>(pattern, parse_pattern(pattern), width, height);
+    return std::make_unique<PngSequenceRecorder>(output, pattern, parse_pattern(pattern), width, height);
   }
   if (output.find('%') != std::string::npos)
-    return std::make_unique<PngSequenceRecorder>(output, parse_pattern(output), width, height);
+    return std::make_unique<PngSequenceRecorder>(output, output, parse_pattern(output), width, height);
 
   const std::string ext = lower_extension(output);
   if (ext != ".mp4" && ext != ".mkv" && ext != ".avi")

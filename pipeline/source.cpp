@@ -111,7 +111,7 @@ class VideoSource final : public CaptureSource {
     frame_count_ = count >= 1 ? int(count) : -1;  // some containers do not store a frame count
   }
   std::string describe() const override {
-    return cat("video ", path_, " (", frame_.cols, "x", frame_.rows, ", ",
+    return cat("video ", path_, " (", width_, "x", height_, ", ",
                frame_count_ > 0 ? cat(frame_count_, " frames") : std::string("length unknown"), ")");
   }
   int frame_count() const override { return frame_count_; }
@@ -128,14 +128,16 @@ class VideoSource final : public CaptureSource {
  private:
   // Opens the file and decodes the first frame, so a file that does not decode fails now.
   void open() {
-    if (!capture_.open(path_)) fail(path_, ": cannot open as a video (unknown format or no decoder)");
+    // The FFmpeg backend only: others (GStreamer) print to stderr when they decline a file.
+    if (!capture_.open(path_, cv::CAP_FFMPEG)) fail(path_, ": cannot open as a video (unknown format or no decoder)");
     if (!capture_.read(frame_) || frame_.empty()) fail(path_, ": video has no decodable frame");
+    width_ = frame_.cols, height_ = frame_.rows;  // frame_ is emptied by the read that finds the end
     first_frame_pending_ = true;
   }
 
   std::string path_;
   cv::VideoCapture capture_;
-  int frame_count_ = -1;
+  int width_ = 0, height_ = 0, frame_count_ = -1;
   bool first_frame_pending_ = false;
 };
 

@@ -56,6 +56,9 @@ const Case kCases[] = {
     {"peaked_d64", 1, 2, 64, 300, 300, true, 4.0f},
     {"peaked_d40", 1, 3, 40, 200, 200, true, 4.0f},
     {"peaked_cross_d160", 1, 2, 160, 67, 129, false, 3.0f},
+    // Head dims the flash kernel can't load take the fallback kernel (the tiny test models).
+    {"fallback_d4", 2, 2, 4, 64, 64, true},
+    {"fallback_cross_d12", 1, 3, 12, 33, 7, false},
 };
 
 class AttentionCudaTest : public ::testing::TestWithParam<Case> {};
@@ -72,8 +75,9 @@ TEST_P(AttentionCudaTest, MatchesCpuReference) {
   // and (tokens, 2C) = [k | v].
   const std::vector<float> xq = test::round_to_half(
       rng.normal_vector(q_rows * channels * (c.fused_qkv ? 3 : 1), c.input_stddev));
-  const std::vector<float> xkv =
-      c.fused_qkv ? std::vector<float>{} : test::round_to_half(rng.normal_vector(kv_rows * channels * 2, c.input_stddev));
+  const std::vector<float> xkv = c.fused_qkv ? std::vector<float>{}
+                                              : test::round_to_half(rng.normal_vector(kv_rows * channels * 2,
+                                                                                      c.input_stddev));
   const size_t k_offset = c.fused_qkv ? channels : 0, v_offset = k_offset + channels;
 
   AttentionParams shape;
@@ -88,23 +92,27 @@ TEST_P(AttentionCudaTest, MatchesCpuReference) {
   shape.scale = 1.0f / std::sqrt(float(c.head_dim));
   const size_t out_elements = q_rows * shape.o_stride;
 
-  // GPU, twice: a second run must give the same bits (a race shows up as a difference).
+  // GPU: the large-grid block shape twice (a race shows up as a difference), then the small-grid one (for
+  // head dims up to 64: 128 and 64 query rows per block). The launcher picks the shape from the grid size
+  // and ctx.sm_count; 1 and a huge count force each.
   const test::DeviceBuffer dq = test::to_device_half(xq);
   const test::DeviceBuffer dkv = c.fused_qkv ? test::DeviceBuffer{} : test::to_device_half(xkv);
   const __half* kv_base = (c.fused_qkv ? dq : dkv).as<__half>();
   test::TestCudaContext tc;
-  std::vector<float> runs[2];
-  for (auto& run : runs) {
+  auto run_gpu = [&](int sm_count) {
     const test::DeviceBuffer dout = test::poisoned_half(out_elements);
     AttentionParams gpu = shape;
     gpu.q = dq.get();
     gpu.k = kv_base + k_offset;
     gpu.v = kv_base + v_offset;
     gpu.o = dout.get();
-    attention(gpu, tc.ctx);
-    RTVD_CUDA_CHECK(cudaStreamSynchronize(tc.ctx.stream));
-    run = test::from_device_half(dout, out_elements);
-  }
+    CudaContext ctx = tc.ctx;
+    ctx.sm_count = sm_count;
+    attention(gpu, ctx);
+    RTVD_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+    return test::from_device_half(dout, out_elements);
+  };
+  const std::vector<float> runs[3] = {run_gpu(1), run_gpu(1), run_gpu(1 << 20)};
 
   // CPU reference on the same values, same layout.
   std::vector<float> want(out_elements, 0.0f);
@@ -120,23 +128,25 @@ TEST_P(AttentionCudaTest, MatchesCpuReference) {
   attention_cpu(cpu);
 
   // The written columns must match; the pad columns must still hold the poison.
-  std::vector<float> got, ref, again;
-  size_t pad_written = 0;
+  std::vector<float> ref;
+  std::vector<float> got[3];
+  size_t pad_written[3] = {};
   for (size_t row = 0; row < q_rows; ++row) {
     for (int col = 0; col < shape.o_stride; ++col) {
       const size_t i = row * shape.o_stride + col;
-      if (col < channels) {
-        got.push_back(runs[0][i]);
-        again.push_back(runs[1][i]);
-        ref.push_back(want[i]);
-      } else if (!std::isnan(runs[0][i])) {
-        ++pad_written;
+      if (col < channels) ref.push_back(want[i]);
+      for (int r = 0; r < 3; ++r) {
+        if (col < channels) got[r].push_back(runs[r][i]);
+        else if (!std::isnan(runs[r][i])) ++pad_written[r];
       }
     }
   }
-  EXPECT_LE(test::rel_l2(got, ref), 2e-3) << "max abs diff " << test::max_abs_diff(got, ref);
-  EXPECT_EQ(pad_written, 0u) << "elements written past heads * head_dim";
-  EXPECT_TRUE(got == again) << "two runs on the same inputs differ";
+  for (int r : {0, 2}) {
+    SCOPED_TRACE(r == 0 ? "large-grid blocks" : "small-grid blocks");
+    EXPECT_LE(test::rel_l2(got[r], ref), 2e-3) << "max abs diff " << test::max_abs_diff(got[r], ref);
+    EXPECT_EQ(pad_written[r], 0u) << "elements written past heads * head_dim";
+  }
+  EXPECT_TRUE(got[0] == got[1]) << "two runs on the same inputs differ";
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, AttentionCudaTest, ::testing::ValuesIn(kCases),
@@ -158,11 +168,12 @@ TEST(AttentionCudaRequirements, RejectsWhatTheKernelCannotDo) {
   std::string why;
   ASSERT_TRUE(attention_can_implement(p, &why)) << why;
 
-  auto rejected = [&](AttentionParams bad, const char* expected) {
+  // What the flash kernel rejects, the fallback may still run; only what neither can run throws.
+  auto rejected = [&](AttentionParams bad, const char* expected, bool fallback_runs_it = true) {
     std::string reason;
     EXPECT_FALSE(attention_can_implement(bad, &reason)) << expected;
     EXPECT_NE(reason.find(expected), std::string::npos) << reason;
-    EXPECT_THROW(attention(bad, CudaContext{}), Error) << expected;
+    if (!fallback_runs_it) EXPECT_THROW(attention(bad, CudaContext{}), Error) << expected;
   };
   AttentionParams bad = p;
   bad.head_dim = 12;
@@ -172,7 +183,7 @@ TEST(AttentionCudaRequirements, RejectsWhatTheKernelCannotDo) {
   rejected(bad, "multiple of 8");
   bad = p;
   bad.kv_len = 0;
-  rejected(bad, "positive");
+  rejected(bad, "positive", false);
   bad = p;
   bad.k_stride = 3 * 320 + 4;
   rejected(bad, "strides must be multiples of 8");
@@ -184,7 +195,7 @@ TEST(AttentionCudaRequirements, RejectsWhatTheKernelCannotDo) {
   rejected(bad, "scale");
   bad = p;
   bad.o_stride = 300;
-  rejected(bad, "at least heads * head_dim");
+  rejected(bad, "at least heads * head_dim", false);
 }
 
 }  // namespace

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <numeric>
 #include <string>
 #include <vector>
 
@@ -35,7 +34,9 @@ double act_ref(double x, Activation a) { return a == Activation::Silu ? silu_ref
 std::vector<float> to_float(const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); }
 
 // Workspace of the requested size, poisoned too: an op must not read scratch it did not write.
-std::vector<float> workspace_for(size_t bytes) { return poisoned((bytes + sizeof(float) - 1) / sizeof(float)); }
+std::vector<float> workspace_for(size_t bytes) {
+  return poisoned((bytes + sizeof(float) - 1) / sizeof(float));
+}
 
 // ---------------------------------------------------------------------------------------------------
 // conv2d
@@ -177,10 +178,14 @@ TEST(CpuOps, Conv2dMatchesDirectConvolution) {
       {2, 7, 5, 32, 16, 3, 1, 1, 32, false, true, false, false},
       {2, 8, 8, 32, 16, 3, 1, 1, 16, true, true, true, true, silu},
       {2, 9, 9, 24, 8, 3, 2, 1, 8},
-      // 5x5 kernel; and c_in 128 at 24x20 (K 1152), where im2col runs in two chunks, the first one
-      // ending inside image 1
+      // 5x5 kernel
       {1, 6, 7, 5, 3, 5, 1, 2},
+      // more output channels than pixels: the threads split the GEMM's columns instead of its rows
+      {2, 4, 4, 128, 40, 3, 2, 1, 32, true, true, true, true, silu},
+      // a larger GEMM; and K 9216 at 2 x 575 pixels, where im2col runs in three chunks (of 384 rows)
+      // whose boundaries fall inside the images
       {2, 24, 20, 128, 16, 3, 1, 1, 32, false, true, true, true, silu},
+      {2, 23, 25, 1024, 4, 3, 1, 1, 0, true, true, true, true},
   };
   for (const ConvCase& c : cases) {
     SCOPED_TRACE(describe(c));
@@ -253,7 +258,9 @@ TEST(CpuOps, LinearMatchesNaive) {
     bool bias, residual;
     Activation act;
   };
+  // {3, 200, 700}: fewer rows than columns, so the threads split the columns.
   for (const Case& c : std::vector<Case>{{1, 1, 1, false, false, Activation::None},
+                                         {3, 200, 700, true, true, Activation::None},
                                          {2, 1280, 320, true, false, Activation::Silu},
                                          {77, 64, 1024, false, false, Activation::None},
                                          {37, 19, 23, true, true, Activation::None},
@@ -399,14 +406,15 @@ TEST(CpuOps, GroupNormMatchesNaive) {
     Activation act;
     bool write_y;
     float offset;  // added to x: a mean far from 0 stresses the variance computation
+    float stddev;  // of x: at 3e-3 the variance is of the order of eps, so eps must be in the right place
   };
-  for (const Case& c : std::vector<Case>{{2, 35, 64, 32, Activation::Silu, true, 0.0f},
-                                         {1, 49, 96, 32, Activation::None, true, 0.0f},
-                                         {2, 64, 12, 4, Activation::Silu, true, 30.0f},
-                                         {3, 17, 40, 1, Activation::None, true, 0.0f},
-                                         {2, 35, 64, 32, Activation::None, false, 0.0f}}) {
+  for (const Case& c : std::vector<Case>{{2, 35, 64, 32, Activation::Silu, true, 0.0f, 2.0f},
+                                         {1, 49, 96, 32, Activation::None, true, 0.0f, 2.0f},
+                                         {2, 64, 12, 4, Activation::Silu, true, 30.0f, 2.0f},
+                                         {3, 17, 40, 1, Activation::None, true, 0.0f, 3e-3f},
+                                         {2, 35, 64, 32, Activation::None, false, 0.0f, 2.0f}}) {
     SCOPED_TRACE(cat("group_norm n", c.n, " hw", c.hw, " c", c.c, " groups", c.groups, " y ", c.write_y));
-    std::vector<float> x = rng.normal_vector(size_t(c.n) * c.hw * c.c, 2.0f);
+    std::vector<float> x = rng.normal_vector(size_t(c.n) * c.hw * c.c, c.stddev);
     for (float& e : x) e += c.offset;
     const std::vector<float> gamma = rng.vector(c.c), beta = rng.vector(c.c);
     const int per_group = c.c / c.groups;
@@ -416,7 +424,8 @@ TEST(CpuOps, GroupNormMatchesNaive) {
         double sum = 0, sq = 0;
         const double count = double(c.hw) * per_group;
         for (int px = 0; px < c.hw; ++px)
-          for (int ch = g * per_group; ch < (g + 1) * per_group; ++ch) sum += x[(size_t(img) * c.hw + px) * c.c + ch];
+          for (int ch = g * per_group; ch < (g + 1) * per_group; ++ch)
+            sum += x[(size_t(img) * c.hw + px) * c.c + ch];
         const double mean = sum / count;
         for (int px = 0; px < c.hw; ++px)
           for (int ch = g * per_group; ch < (g + 1) * per_group; ++ch) {
@@ -459,7 +468,8 @@ TEST(CpuOps, LayerNormMatchesNaive) {
       for (int i = 0; i < c; ++i) mean += x[size_t(r) * c + i] / double(c);
       for (int i = 0; i < c; ++i) var += std::pow(x[size_t(r) * c + i] - mean, 2) / c;
       for (int i = 0; i < c; ++i)
-        expected[size_t(r) * c + i] = (x[size_t(r) * c + i] - mean) / std::sqrt(var + 1e-5) * gamma[i] + beta[i];
+        expected[size_t(r) * c + i] =
+            (x[size_t(r) * c + i] - mean) / std::sqrt(var + 1e-5) * gamma[i] + beta[i];
     }
     std::vector<float> y = poisoned(x.size());
     LayerNormParams p;
@@ -519,7 +529,8 @@ TEST(CpuOps, Upsample2xRepeatsEachPixel) {
   for (int img = 0; img < n; ++img)
     for (int oy = 0; oy < 2 * h; ++oy)
       for (int ox = 0; ox < 2 * w; ++ox)
-        for (int ch = 0; ch < c; ++ch) expected.push_back(x[((size_t(img) * h + oy / 2) * w + ox / 2) * c + ch]);
+        for (int ch = 0; ch < c; ++ch)
+          expected.push_back(x[((size_t(img) * h + oy / 2) * w + ox / 2) * c + ch]);
   Upsample2xParams p;
   p.x = x.data(), p.y = y.data(), p.n = n, p.h = h, p.w = w, p.c = c;
   upsample2x_cpu(p);
@@ -564,7 +575,8 @@ TEST(CpuOps, TimestepEmbeddingMatchesDiffusers) {
       // rounding is ~6e-5 rad, so the reference rounds them alike and takes sin/cos in float64.
       std::vector<double> row(c.dim, 0.0);
       for (int i = 0; i < half; ++i) {
-        const float exponent = float(-std::log(double(c.max_period))) * float(i) / float(half - double(c.shift));
+        const float log_period = float(-std::log(double(c.max_period)));
+        const float exponent = log_period * float(i) / float(half - double(c.shift));
         const float arg = t * float(std::exp(double(exponent)));
         row[c.flip ? half + i : i] = std::sin(double(arg));
         row[c.flip ? i : half + i] = std::cos(double(arg));
@@ -591,7 +603,8 @@ TEST(CpuOps, EmbeddingLooksUpAndAccumulates) {
   for (bool accumulate : {false, true}) {
     std::vector<float> y = accumulate ? start : poisoned(n * dim), expected;
     for (int i = 0; i < n; ++i)
-      for (int j = 0; j < dim; ++j) expected.push_back(table[ids[i] * dim + j] + (accumulate ? start[i * dim + j] : 0.0f));
+      for (int j = 0; j < dim; ++j)
+        expected.push_back(table[ids[i] * dim + j] + (accumulate ? start[i * dim + j] : 0.0f));
     EmbeddingParams p;
     p.table = table.data(), p.ids = ids.data(), p.y = y.data(), p.n = n, p.rows = rows, p.dim = dim;
     p.accumulate = accumulate;
@@ -609,7 +622,8 @@ TEST(CpuOps, FilmCombinesProjectionWithFoldedNorm) {
   test::Rng rng;
   SCOPED_TRACE(test::seed_trace(rng));
   const int n = 2, c = 6, stride = 40, offset = 9;
-  const std::vector<float> proj = rng.vector(n * stride), base_scale = rng.vector(c), base_bias = rng.vector(c);
+  const std::vector<float> proj = rng.vector(n * stride);
+  const std::vector<float> base_scale = rng.vector(c), base_bias = rng.vector(c);
   for (bool with_scale : {true, false})
     for (bool with_base : {true, false}) {
       SCOPED_TRACE(cat("with_scale ", with_scale, " with_base ", with_base));
@@ -654,7 +668,8 @@ TEST(CpuOps, GuidanceStepAppliesCfgAndEuler) {
       const float guidance = rng.uniform(1.0f, 8.0f), dt = rng.uniform(0.05f, 0.5f);
       std::vector<double> expected;
       for (int64_t i = 0; i < count; ++i) {
-        const double vel = batch == 2 ? v[count + i] + double(guidance) * (double(v[i]) - v[count + i]) : v[i];
+        const double cond = v[i], uncond = batch == 2 ? v[count + i] : 0.0;
+        const double vel = batch == 2 ? uncond + guidance * (cond - uncond) : cond;
         expected.push_back(x0[i] - double(dt) * vel);
       }
       std::vector<float> x = x0, model_in = poisoned(batch * count);
@@ -705,7 +720,8 @@ TEST(CpuOps, ToRgba8RoundsAndClamps) {
     to_rgba8_cpu(p);
     for (int px = 0; px < h * w; ++px)
       for (int ch = 0; ch < 4; ++ch) {
-        const double exact = std::clamp((double(x[px * c + (c == 3 ? std::min(ch, 2) : 0)]) + 1.0) * 127.5, 0.0, 255.0);
+        const double in = x[px * c + (c == 3 ? std::min(ch, 2) : 0)];
+        const double exact = std::clamp((in + 1.0) * 127.5, 0.0, 255.0);
         const int expected = ch == 3 ? 255 : int(std::nearbyint(exact));
         // fp32 may round a value within ~1e-4 of a tie to the other side: allow one step only there.
         const bool near_tie = std::fabs(exact - std::floor(exact) - 0.5) < 1e-3;
@@ -713,7 +729,7 @@ TEST(CpuOps, ToRgba8RoundsAndClamps) {
             << "c " << c << " pixel " << px << " channel " << ch << " x " << x[px * c];
       }
     EXPECT_EQ(rgba[0], 0);
-    EXPECT_EQ(c == 3 ? rgba[1] : rgba[4], 255);
+    EXPECT_EQ(c == 3 ? rgba[1] : rgba[5], 255);  // pixel 1 of a grey image is x = 1 in all of R, G, B
   }
 }
 

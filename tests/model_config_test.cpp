@@ -137,7 +137,6 @@ TEST(ModelConfig, WrongType) {
       {"sample_size", "64"},
       {"sample_size", 64.0},
       {"block_out_channels", 32},
-      {"block_out_channels", json::array({32, "64", 64})},
       {"attention_levels", json::array({0, 1, 1})},
       {"mid_attention", "yes"},
       {"norm_eps", "1e-5"},
@@ -150,6 +149,9 @@ TEST(ModelConfig, WrongType) {
     EXPECT_PRED_FORMAT2(IsSubstring, cat("config.json: key '", key, "': expected "), message);
     EXPECT_PRED_FORMAT2(IsSubstring, cat(", got ", value.type_name(), " ", value.dump()), message);
   }
+  // In an integer array, the error shows the element that is wrong.
+  EXPECT_PRED_FORMAT2(IsSubstring, R"(config.json: key 'block_out_channels': expected an integer, got string "64")",
+                      error_after([](json& c) { c["block_out_channels"] = json::array({32, "64", 64}); }));
 }
 
 TEST(ModelConfig, IntegerOutside32Bits) {

@@ -53,8 +53,8 @@ HalfTensor half_tensor(std::vector<float> values, bool misaligned = false) {
   HalfTensor t;
   t.host = test::round_to_half(std::move(values));
   t.offset = misaligned ? 1 : 0;
-  std::vector<float> padded(t.offset, 0.0f);
-  padded.insert(padded.end(), t.host.begin(), t.host.end());
+  std::vector<float> padded(t.offset + t.host.size(), 0.0f);
+  std::copy(t.host.begin(), t.host.end(), padded.begin() + long(t.offset));
   t.dev = test::to_device_half(padded);
   return t;
 }
@@ -247,7 +247,9 @@ TEST_F(OpsCuda, LinearMatchesCpu) {
     p.x = x.get();
     p.w = w.get();
     p.bias = tc.bias ? bias_d.as<float>() : nullptr;
-    p.residual = tc.residual == Residual::Separate ? residual.get() : tc.residual == Residual::InPlace ? y.get() : nullptr;
+    p.residual = tc.residual == Residual::Separate ? residual.get()
+                 : tc.residual == Residual::InPlace ? y.get()
+                                                    : nullptr;
     p.y = y.get();
     p.m = tc.m, p.n = tc.n, p.k = tc.k, p.act = tc.act;
     linear(p, ctx());
@@ -625,7 +627,8 @@ TEST_F(OpsCuda, DenoiseBlendMatchesCpu) {
       {8, 8, 3, 2, true, true},
   };
   for (const Case& tc : cases) {
-    SCOPED_TRACE(cat("h ", tc.h, " w ", tc.w, " c ", tc.c, " batch ", tc.batch, " first ", tc.first, " rgba ", tc.rgba));
+    SCOPED_TRACE(
+        cat("h ", tc.h, " w ", tc.w, " c ", tc.c, " batch ", tc.batch, " first ", tc.first, " rgba ", tc.rgba));
     const size_t pixels = size_t(tc.h) * tc.w, count = pixels * tc.c;
     const HalfTensor v = half_tensor(rng.normal_vector(count * tc.batch));
     std::vector<float> x = rng.normal_vector(count);

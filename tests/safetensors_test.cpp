@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -53,10 +54,10 @@ std::vector<uint8_t> read_bytes(const std::string& path) {
 // A file as the format lays it out: the length field (which tests may set to lie), the header, then
 // data_bytes of data (non-zero, so that a view at the wrong offset shows).
 std::vector<uint8_t> file_bytes(uint64_t header_length, std::string_view header, size_t data_bytes) {
-  std::vector<uint8_t> bytes(8);
+  std::vector<uint8_t> bytes(8 + header.size() + data_bytes);
   for (int i = 0; i < 8; ++i) bytes[i] = uint8_t(header_length >> (8 * i));
-  bytes.insert(bytes.end(), header.begin(), header.end());
-  for (size_t i = 0; i < data_bytes; ++i) bytes.push_back(uint8_t(i + 1));
+  std::copy(header.begin(), header.end(), bytes.begin() + 8);
+  for (size_t i = 0; i < data_bytes; ++i) bytes[8 + header.size() + i] = uint8_t(i + 1);
   return bytes;
 }
 std::vector<uint8_t> file_bytes(std::string_view header, size_t data_bytes) {

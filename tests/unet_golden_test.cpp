@@ -19,9 +19,9 @@ std::vector<float> floats(const TensorView& t) {
   return v;
 }
 
-void check_golden(const std::string& name, const std::string& suffix) {
-  Model model = load_model(std::string(RTVD_TEST_DATA) + "/" + name);
-  const SafeTensorsFile golden = SafeTensorsFile::open(std::string(RTVD_TEST_DATA) + "/" + name + "/golden.safetensors");
+void check_golden(const std::string& model_dir, const std::string& golden_path, const std::string& suffix) {
+  Model model = load_model(model_dir);
+  const SafeTensorsFile golden = SafeTensorsFile::open(golden_path);
   const TensorView* x = golden.find("x" + suffix);
   ASSERT_NE(x, nullptr);
   const int batch = int(x->shape[0]), h = int(x->shape[1]), w = int(x->shape[2]);
@@ -42,13 +42,23 @@ void check_golden(const std::string& name, const std::string& suffix) {
   const std::vector<float> v = runner.output();
   const std::vector<float> ref = floats(*golden.find("v" + suffix));
   const double err = test::rel_l2(v, ref);
-  EXPECT_LE(err, 1e-4) << name << suffix << " at " << h << "x" << w;
+  EXPECT_LE(err, 1e-4) << model_dir << suffix << " at " << h << "x" << w;
 }
 
-TEST(UNetGolden, BatchNormClassConditional) { check_golden("tiny_batch", ""); }
-TEST(UNetGolden, BatchNormClassConditionalNonSquare) { check_golden("tiny_batch", "2"); }
-TEST(UNetGolden, GroupNormCrossAttention) { check_golden("tiny_group", ""); }
-TEST(UNetGolden, GroupNormCrossAttentionNonSquare) { check_golden("tiny_group", "2"); }
+void check_tiny(const std::string& name, const std::string& suffix) {
+  const std::string dir = std::string(RTVD_TEST_DATA) + "/" + name;
+  check_golden(dir, dir + "/golden.safetensors", suffix);
+}
+
+TEST(UNetGolden, BatchNormClassConditional) { check_tiny("tiny_batch", ""); }
+TEST(UNetGolden, BatchNormClassConditionalNonSquare) { check_tiny("tiny_batch", "2"); }
+TEST(UNetGolden, GroupNormCrossAttention) { check_tiny("tiny_group", ""); }
+TEST(UNetGolden, GroupNormCrossAttentionNonSquare) { check_tiny("tiny_group", "2"); }
+
+// The shipped default model (assets/default, fp16 weights) against PyTorch on the same weights and noise.
+TEST(UNetGolden, ShippedDefaultModel) {
+  check_golden(std::string(RTVD_SOURCE_DIR) + "/assets/default", std::string(RTVD_TEST_DATA) + "/default_golden.safetensors", "");
+}
 
 }  // namespace
 }  // namespace rtvd

@@ -23,10 +23,11 @@ void geglu_cpu(const GegluParams& p) {
     const float* hidden = x + r * 2 * f;
     const float* gate = hidden + f;
     float* yr = y + r * f;
-    // Exact GELU (erf form): diffusers' GEGLU calls F.gelu without the tanh approximation.
+    // Exact GELU: diffusers' GEGLU calls F.gelu without the tanh approximation. 1 + erf(z) is written
+    // erfc(-z), which keeps full relative precision for negative gates where 1 + erf(z) cancels.
     for (int i = 0; i < f; ++i) {
       const float g = gate[i];
-      yr[i] = hidden[i] * (0.5f * g * (1.0f + std::erf(g / std::numbers::sqrt2_v<float>)));
+      yr[i] = hidden[i] * (0.5f * g * std::erfc(-g / std::numbers::sqrt2_v<float>));
     }
   }
 }

@@ -18,16 +18,16 @@ def _batch_norms(model):
 @torch.no_grad()
 def recalibrate(model, batches):
     """Replaces every BatchNorm's running mean and variance by their plain average (momentum=None)
-    over batches of (x_t, t, labels), run in train mode, in float32, without gradients. Training batches
-    at random t are the right input: train-mode statistics of such mixed batches are what the network
-    was trained to see. Leaves the model in eval mode."""
+    over batches of flow.training_inputs() (targets unused), run in train mode, in float32, without
+    gradients. Training batches at random t are the right input: train-mode statistics of such mixed
+    batches are what the network was trained to see. Leaves the model in eval mode."""
     norms = _batch_norms(model)
     momenta = [bn.momentum for bn in norms]
     for bn in norms:
         bn.reset_running_stats()
         bn.momentum = None
     model.train()
-    for x_t, t, labels in batches:
+    for x_t, t, labels, _ in batches:
         model(x_t, t, labels)
     for bn, momentum in zip(norms, momenta):
         bn.momentum = momentum

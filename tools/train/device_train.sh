@@ -4,19 +4,22 @@
 # adam_v.pt, each under 15 MB), samples.png (EMA samples, one row per class, 8 Euler steps, guidance 3)
 # and train.txt (this run's output). 7 files; the whole run takes about MINUTES + 1 minutes.
 #
-#   tools/train/device_train.sh MINUTES [OUT_DIR]
+#   tools/train/device_train.sh MINUTES [OUT_DIR [TRAIN_ARGS...]]
 #
+# TRAIN_ARGS go to train.py after the defaults (e.g. --lr 3e-4, or a small --batch for a CPU smoke test).
 # Needs the carried .device/data/emoji64.npz (tools/train/build_dataset.sh). To continue afterwards,
-# copy OUT_DIR/ckpt/ back to .device/ckpt/ and carry both paths again.
+# copy OUT_DIR/ckpt/ back to .device/ckpt/ and carry both paths again. DATA and RESUME override the two
+# paths (CPU smoke tests); PYTHON the interpreter.
 set -euo pipefail
 export PYTHONUNBUFFERED=1
 
-minutes=${1:?usage: device_train.sh MINUTES [OUT_DIR]}
+minutes=${1:?usage: device_train.sh MINUTES [OUT_DIR [TRAIN_ARGS...]]}
 out=${2:-${OUT:?OUT_DIR not given and \$OUT not set}}
+shift $(($# < 2 ? $# : 2))
 PYTHON=${PYTHON:-python3}
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-data=$repo/.device/data/emoji64.npz
-resume_dir=$repo/.device/ckpt
+data=${DATA:-$repo/.device/data/emoji64.npz}
+resume_dir=${RESUME:-$repo/.device/ckpt}
 
 [[ -f $data ]] || { echo "missing $data: run tools/train/build_dataset.sh and carry .device/data" >&2; exit 1; }
 resume=()
@@ -24,7 +27,8 @@ resume=()
 
 mkdir -p "$out/ckpt"
 {
-    "$PYTHON" "$repo/tools/train/train.py" --minutes "$minutes" --data "$data" --out "$out/ckpt" "${resume[@]}"
+    "$PYTHON" "$repo/tools/train/train.py" --minutes "$minutes" --data "$data" --out "$out/ckpt" \
+        "${resume[@]}" "$@"
     "$PYTHON" "$repo/tools/train/sample_grid.py" "$out/ckpt" "$out/samples.png"
 } 2>&1 | tee "$out/train.txt"
 

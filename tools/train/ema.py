@@ -9,8 +9,8 @@ DECAY = 0.999
 class EMA:
     """ema = d ema + (1 - d) model after every step, d = min(DECAY, (1 + step) / (10 + step)): the
     ramp keeps the first steps' random init from lingering (about 1000 steps at full decay).
-    BatchNorm running statistics are averaged like weights; export.py recalibrates them anyway, but
-    averaged ones keep the validation loss of unexported checkpoints meaningful."""
+    BatchNorm running statistics are averaged like weights: a fair approximation between the exact
+    recalibrations (bn_calibration.py) at the end of each chunk and at export."""
 
     def __init__(self, model):
         """model must already sit on its device: state_dict() tensors share the parameters' storage,

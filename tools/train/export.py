@@ -43,10 +43,11 @@ def parse_args():
 
 def calibrate(model, data, args):
     """Recalibrates in place; returns the eval-vs-train gap on one fixed batch before and after."""
-    check = flow.training_inputs(data, args.batch, torch.Generator(data.train_images.device).manual_seed(CHECK_SEED))
-    before = eval_train_gap(model, *check)
+    generator = torch.Generator(data.train_images.device).manual_seed(CHECK_SEED)
+    x_t, t, labels, _ = flow.training_inputs(data, args.batch, generator)
+    before = eval_train_gap(model, x_t, t, labels)
     recalibrate_on_training_data(model, data, args.calibration_batches, args.batch, CALIBRATION_SEED)
-    after = eval_train_gap(model, *check)
+    after = eval_train_gap(model, x_t, t, labels)
     print(f"eval vs train output, relative difference: {before:.4f} before calibration, {after:.4f} after")
     return before, after
 
@@ -69,8 +70,10 @@ def golden_case(model, cfg):
     labels = torch.tensor([GOLDEN_CLASS, cfg["num_class_embeds"] - 1])
     with torch.no_grad():
         v = model(x.double(), t.double(), labels)
-    return {"x": x.permute(0, 2, 3, 1).contiguous().numpy(), "t": t.numpy(),
-            "class_labels": labels.to(torch.int32).numpy(), "v": v.permute(0, 2, 3, 1).float().contiguous().numpy()}
+    return {"x": x.permute(0, 2, 3, 1).contiguous().numpy(),                # (2, H, W, 3)
+            "t": t.numpy(),
+            "class_labels": labels.to(torch.int32).numpy(),
+            "v": v.permute(0, 2, 3, 1).float().contiguous().numpy()}        # (2, H, W, 3)
 
 
 def main():

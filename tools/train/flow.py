@@ -30,7 +30,8 @@ def training_inputs(data, batch_size, generator):
     x0, labels = data.train_batch(batch_size, generator)
     device = x0.device
     t = sample_t(batch_size, device, generator)
-    eps = torch.randn(x0.shape, device=device, generator=generator).contiguous(memory_format=torch.channels_last)
+    eps = torch.randn(x0.shape, device=device, generator=generator)
+    eps = eps.contiguous(memory_format=torch.channels_last)
     drop = torch.rand(batch_size, device=device, generator=generator) < LABEL_DROPOUT
     labels = torch.where(drop, torch.full_like(labels, data.null_class), labels)
     x_t, target = noisy_input(x0, t, eps)
@@ -62,7 +63,7 @@ def validation_loss(model, data, batch_size=256):
 @torch.no_grad()
 def sample(model, labels, null_class, steps, guidance, generator):
     """Euler integration from t = 1 to 0 on a uniform grid with classifier-free guidance:
-    v = v_null + guidance (v_class - v_null). Returns (B, 3, 64, 64) in about [-1, 1]."""
+    v = v_null + guidance (v_class - v_null). Returns (B, C, size, size) in about [-1, 1]."""
     size = model.cfg["sample_size"]
     batch = len(labels)
     x = torch.randn(batch, model.cfg["in_channels"], size, size, generator=generator).to(labels.device)

@@ -10,6 +10,7 @@ checkpoint (checkpoint.py) that the next chunk resumes from.
 """
 import argparse
 import json
+import math
 import pathlib
 import platform
 import time
@@ -65,20 +66,24 @@ def check_classes(cfg, data):
 
 
 def settings(args, device):
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"cpu ({platform.machine()})"
     return {"batch": args.batch, "lr": args.lr, "warmup": args.warmup, "weight_decay": WEIGHT_DECAY,
             "grad_clip": GRAD_CLIP, "ema_decay": DECAY, "t_sampling": "logit-normal(0, 1)",
             "label_dropout": flow.LABEL_DROPOUT, "autocast": "bf16" if device.type == "cuda" else "none",
-            "device": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor(),
-            "torch": torch.__version__}
+            "device": name, "torch": torch.__version__}
 
 
 def train_chunk(args, model, ema, optimizer, data, state, device):
-    """Steps until the time budget is spent; returns the loss entries logged on the way."""
+    """Steps until the time budget is spent (at least one step); returns the loss entries logged on
+    the way and the seconds spent."""
     generator = torch.Generator(device).manual_seed(args.seed * 1_000_003 + state["step"])
     entries, loss_sum, since_log = [], torch.zeros((), device=device), 0
 
     def log_entry():
-        return {"step": state["step"], "loss": loss_sum.item() / since_log,
+        loss = loss_sum.item() / since_log
+        if not math.isfinite(loss):  # stop before a diverged model can overwrite a good checkpoint
+            raise SystemExit(f"training loss is {loss} at step {state['step']}; no checkpoint written")
+        return {"step": state["step"], "loss": loss,
                 "lr": optimizer.param_groups[0]["lr"], "seconds": round(time.time() - start, 1)}
 
     start = time.time()
@@ -125,8 +130,7 @@ def evaluate(args, model, ema, data):
 def main():
     args = parse_args()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    torch.backends.cudnn.benchmark = True
-    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.benchmark = True  # fixed shapes: autotuned conv algorithms pay off at once
     torch.manual_seed(args.seed)  # parameter init of a new run
 
     cfg = checkpoint.read_state(args.resume)["config"] if args.resume else json.loads(args.config.read_text())
@@ -146,8 +150,9 @@ def main():
     raw_loss, ema_loss, ema_by_t = evaluate(args, model, ema, data)
     log["chunks"].append({
         "steps": [first_step, state["step"]], "seconds": round(seconds, 1),
-        "steps_per_second": round((state["step"] - first_step) / seconds, 3), "settings": settings(args, device),
-        "train_loss": entries[-1]["loss"] if entries else None,
+        "steps_per_second": round((state["step"] - first_step) / seconds, 3),
+        "settings": settings(args, device),
+        "train_loss": entries[-1]["loss"],
         "val_loss_model": raw_loss, "val_loss_ema": ema_loss,
         "val_times": flow.VAL_TIMES, "val_loss_ema_by_t": ema_by_t, "train": entries})
     checkpoint.save(args.out, model, ema, optimizer, state, log)

@@ -1,0 +1,173 @@
+// The flag parser and the render command's options: every default, both value syntaxes, and each error
+// message word for word (they are what a user reads).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+// app/ is compiled into the rtvd executable only, so the test compiles the parser itself.
+#include "app/cli.h"
+#include "pipeline/error.h"
+
+namespace rtvd::cli {
+namespace {
+
+using Args = std::vector<std::string>;
+
+std::string error_of(const Args& args) {
+  try {
+    parse_render_options(args);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Cli, DefaultsWhenNoFlagsAreGiven) {
+  const RenderOptions o = parse_render_options({});
+  EXPECT_EQ(o.output, "out/rtvd.mp4");
+  EXPECT_FALSE(o.frames.has_value());
+  EXPECT_EQ(o.fps, 24.0);
+  EXPECT_FALSE(o.size.has_value());
+  EXPECT_EQ(o.seed, 0u);
+  EXPECT_EQ(o.steps, 4);
+  EXPECT_EQ(o.guidance, 3.0);
+  EXPECT_EQ(o.strength, 0.6);
+  EXPECT_EQ(o.blend, 0.5);
+  EXPECT_EQ(o.class_name, "");
+  EXPECT_EQ(o.source, "noise");
+  EXPECT_EQ(o.model_dir, "");
+  EXPECT_EQ(o.device, "auto");
+  EXPECT_EQ(o.threads, 0);
+  EXPECT_EQ(o.kernels, "auto");
+  EXPECT_EQ(o.profile_path, "");
+  EXPECT_FALSE(o.quiet);
+  EXPECT_FALSE(o.help);
+}
+
+TEST(Cli, ReadsEveryFlagInBothSyntaxes) {
+  const RenderOptions o = parse_render_options(
+      {"-o", "a/b.mp4", "-n", "7", "--fps=12.5", "--size", "96x64", "--seed", "18446744073709551615",
+       "--steps=2", "--guidance", "0", "--strength", "1", "--blend=0", "--class", "cat", "--source",
+       "video:x.mp4", "--model=m/", "--device", "cpu", "--threads", "3", "--kernels=cudnn", "--profile",
+       "p.json", "-q"});
+  EXPECT_EQ(o.output, "a/b.mp4");
+  EXPECT_EQ(o.frames, 7);
+  EXPECT_EQ(o.fps, 12.5);
+  ASSERT_TRUE(o.size.has_value());
+  EXPECT_EQ(o.size->width, 96);
+  EXPECT_EQ(o.size->height, 64);
+  EXPECT_EQ(o.seed, 18446744073709551615u);
+  EXPECT_EQ(o.steps, 2);
+  EXPECT_EQ(o.guidance, 0.0);
+  EXPECT_EQ(o.strength, 1.0);
+  EXPECT_EQ(o.blend, 0.0);
+  EXPECT_EQ(o.class_name, "cat");
+  EXPECT_EQ(o.source, "video:x.mp4");
+  EXPECT_EQ(o.model_dir, "m/");
+  EXPECT_EQ(o.device, "cpu");
+  EXPECT_EQ(o.threads, 3);
+  EXPECT_EQ(o.kernels, "cudnn");
+  EXPECT_EQ(o.profile_path, "p.json");
+  EXPECT_TRUE(o.quiet);
+}
+
+TEST(Cli, SquareSizeAndLastRepeatWins) {
+  const RenderOptions o = parse_render_options({"--size", "48", "--frames", "3", "--frames=9"});
+  ASSERT_TRUE(o.size.has_value());
+  EXPECT_EQ(o.size->width, 48);
+  EXPECT_EQ(o.size->height, 48);
+  EXPECT_EQ(o.frames, 9);
+}
+
+TEST(Cli, HelpIsReportedBeforeValuesAreChecked) {
+  EXPECT_TRUE(parse_render_options({"--frames", "-1", "-h"}).help);
+  EXPECT_TRUE(parse_render_options({"--help"}).help);
+}
+
+TEST(Cli, SyntaxErrors) {
+  EXPECT_EQ(error_of({"--x"}), "unknown flag '--x' for 'rtvd render' (see rtvd render --help)");
+  EXPECT_EQ(error_of({"--x=3"}), "unknown flag '--x' for 'rtvd render' (see rtvd render --help)");
+  EXPECT_EQ(error_of({"-z"}), "unknown flag '-z' for 'rtvd render' (see rtvd render --help)");
+  EXPECT_EQ(error_of({"--fps", "10", "--frames"}), "flag '--frames' needs a value");
+  EXPECT_EQ(error_of({"-n"}), "flag '--frames' needs a value");
+  EXPECT_EQ(error_of({"--quiet=yes"}), "flag '--quiet' takes no value");
+  EXPECT_EQ(error_of({"render.mp4"}), "unexpected argument 'render.mp4' for 'rtvd render' (see rtvd render --help)");
+}
+
+TEST(Cli, ValuesOfTheWrongKind) {
+  EXPECT_EQ(error_of({"--frames", "abc"}), "flag '--frames': expected an integer, got 'abc'");
+  EXPECT_EQ(error_of({"--frames=1.5"}), "flag '--frames': expected an integer, got '1.5'");
+  EXPECT_EQ(error_of({"--frames="}), "flag '--frames': expected an integer, got ''");
+  EXPECT_EQ(error_of({"--frames", " 3"}), "flag '--frames': expected an integer, got ' 3'");
+  EXPECT_EQ(error_of({"--fps", "fast"}), "flag '--fps': expected a number, got 'fast'");
+  EXPECT_EQ(error_of({"--fps", "inf"}), "flag '--fps': expected a number, got 'inf'");
+  EXPECT_EQ(error_of({"--fps", "nan"}), "flag '--fps': expected a number, got 'nan'");
+  EXPECT_EQ(error_of({"--seed", "-1"}), "flag '--seed': expected a non-negative integer, got '-1'");
+  EXPECT_EQ(error_of({"--seed", "18446744073709551616"}),
+            "flag '--seed': expected a non-negative integer, got '18446744073709551616'");
+}
+
+TEST(Cli, ValuesOutOfRange) {
+  EXPECT_EQ(error_of({"--frames", "-3"}), "flag '--frames': expected an integer >= 1, got -3");
+  EXPECT_EQ(error_of({"-n", "0"}), "flag '--frames': expected an integer >= 1, got 0");
+  EXPECT_EQ(error_of({"--frames", "99999999999"}), "flag '--frames': expected an integer >= 1, got 99999999999");
+  EXPECT_EQ(error_of({"--fps", "0"}), "flag '--fps': expected a number > 0, got 0");
+  EXPECT_EQ(error_of({"--fps=-24"}), "flag '--fps': expected a number > 0, got -24");
+  EXPECT_EQ(error_of({"--steps", "0"}), "flag '--steps': expected an integer in [1, 100], got 0");
+  EXPECT_EQ(error_of({"--steps", "101"}), "flag '--steps': expected an integer in [1, 100], got 101");
+  EXPECT_EQ(error_of({"--guidance", "-0.5"}), "flag '--guidance': expected a number >= 0, got -0.5");
+  EXPECT_EQ(error_of({"--strength", "1.5"}), "flag '--strength': expected a number in [0, 1], got 1.5");
+  EXPECT_EQ(error_of({"--strength", "-0.1"}), "flag '--strength': expected a number in [0, 1], got -0.1");
+  EXPECT_EQ(error_of({"--blend", "1"}), "flag '--blend': expected a number in [0, 1), got 1");
+  EXPECT_EQ(error_of({"--threads", "-2"}), "flag '--threads': expected an integer >= 0, got -2");
+  EXPECT_EQ(error_of({"--device", "gpu"}), "flag '--device': expected auto, cpu or cuda, got 'gpu'");
+  EXPECT_EQ(error_of({"--kernels", "fast"}), "flag '--kernels': expected auto, custom or cudnn, got 'fast'");
+  EXPECT_EQ(error_of({"-o", ""}), "flag '--output': expected a path, got ''");
+  for (const std::string bad : {"0", "0x5", "5x0", "-8", "64x", "x64", "64x64x3", "big", "64X64"})
+    EXPECT_EQ(error_of({"--size", bad}), "flag '--size': expected WxH or N with positive integers, got '" + bad + "'");
+}
+
+TEST(Cli, ParserOnAnyTableKeepsPositionalsAndValuesThatLookLikeFlags) {
+  const std::vector<FlagSpec> specs = {{"count", 'c', ValueKind::Int, "how many", "1", ""},
+                                       {"name", 0, ValueKind::String, "a name", "", "NAME"},
+                                       {"verbose", 'v', ValueKind::None, "talk", "", ""}};
+  const Flags f = parse_flags("demo", specs, {"in.txt", "--name", "-dash-", "-v", "-c", "-4", "out.txt"});
+  EXPECT_EQ(f.positional(), (std::vector<std::string>{"in.txt", "out.txt"}));
+  EXPECT_EQ(f.get_string("name", ""), "-dash-");
+  EXPECT_TRUE(f.has("verbose"));
+  EXPECT_EQ(f.get_int("count", 1), -4);
+  EXPECT_EQ(f.get_int("missing", 17), 17);
+  EXPECT_FALSE(f.has("missing"));
+  try {
+    parse_flags("demo", specs, {"--nope"});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "unknown flag '--nope' for 'rtvd demo' (see rtvd demo --help)");
+  }
+}
+
+TEST(Cli, HelpListsEveryFlagWithItsTextInOneColumn) {
+  const std::string help = flags_help(render_flags());
+  size_t column = std::string::npos, lines = 0, at = 0;
+  for (const FlagSpec& spec : render_flags()) {
+    const size_t end = help.find('\n', at);
+    const std::string line = help.substr(at, end - at);
+    at = end + 1;
+    ++lines;
+    EXPECT_NE(line.find("--" + spec.name), std::string::npos) << line;
+    if (spec.short_name) EXPECT_NE(line.find(std::string("-") + spec.short_name + ", "), std::string::npos) << line;
+    const size_t text = line.find(spec.help);
+    ASSERT_NE(text, std::string::npos) << line;
+    if (column == std::string::npos) column = text;
+    EXPECT_EQ(text, column) << line;
+    if (!spec.default_text.empty()) EXPECT_NE(line.find("(default " + spec.default_text + ")"), std::string::npos);
+  }
+  EXPECT_EQ(at, help.size()) << "one line per flag, nothing more";
+  EXPECT_EQ(lines, render_flags().size());
+  EXPECT_NE(help.find("-o, --output PATH"), std::string::npos) << help;
+  EXPECT_NE(help.find("--size WxH|N"), std::string::npos) << help;
+}
+
+}  // namespace
+}  // namespace rtvd::cli

@@ -1,0 +1,121 @@
+// resize_to_rgb_float against the definition computed the slow way: every output pixel as a weighted sum
+// over every source pixel, with the weights written as the formulas of image_ops.h.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "pipeline/error.h"
+#include "pipeline/image_ops.h"
+#include "support/test_util.h"
+
+namespace rtvd {
+namespace {
+
+// Weight of source index i in output index o along an axis of src -> dst pixels.
+double axis_weight(int src, int dst, int o, int i) {
+  if (dst == src) return o == i ? 1.0 : 0.0;
+  const double scale = double(src) / dst;
+  if (dst < src) {  // area: overlap of [o*scale, (o+1)*scale) with [i, i+1), as a share of the span
+    const double overlap = std::min((o + 1) * scale, i + 1.0) - std::max(o * scale, double(i));
+    return std::max(0.0, overlap) / scale;
+  }
+  // bilinear: a tent around the source position of the output centre, clamped to the edge centres
+  const double c = std::clamp((o + 0.5) * scale - 0.5, 0.0, double(src - 1));
+  return std::max(0.0, 1.0 - std::abs(c - i));
+}
+
+std::vector<float> naive_resize(const std::vector<uint8_t>& data, int w, int h, int channels, size_t row_bytes,
+                                int out_w, int out_h) {
+  std::vector<float> out(size_t(out_w) * out_h * 3);
+  for (int y = 0; y < out_h; ++y)
+    for (int x = 0; x < out_w; ++x)
+      for (int c = 0; c < 3; ++c) {
+        double sum = 0;
+        for (int j = 0; j < h; ++j)
+          for (int i = 0; i < w; ++i)
+            sum += axis_weight(w, out_w, x, i) * axis_weight(h, out_h, y, j) * data[j * row_bytes + i * channels + c];
+        out[(size_t(y) * out_w + x) * 3 + c] = float(sum / 127.5 - 1.0);
+      }
+  return out;
+}
+
+struct Source {
+  std::vector<uint8_t> data;
+  PixelView view;
+};
+
+// Random pixels, with padding after each row so that row_bytes is honoured.
+Source random_source(test::Rng& rng, int w, int h, int channels) {
+  Source s;
+  const size_t row_bytes = size_t(w) * channels + size_t(rng.integer(0, 5));
+  s.data.resize(row_bytes * h);
+  for (auto& v : s.data) v = uint8_t(rng.integer(0, 255));
+  s.view = PixelView{s.data.data(), w, h, channels, row_bytes};
+  return s;
+}
+
+TEST(ImageOps, MatchesTheNaiveDefinitionShrinkingGrowingAndMixed) {
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  struct Case {
+    int w, h, out_w, out_h;
+  };
+  const std::vector<Case> cases = {
+      {16, 12, 8, 6},    // exact halving
+      {17, 13, 5, 4},    // shrink by a fraction
+      {5, 3, 16, 11},    // grow
+      {21, 4, 6, 9},     // shrink x, grow y
+      {7, 7, 7, 7},      // copy
+      {1, 1, 4, 3},      // one pixel everywhere
+      {9, 1, 2, 5},      // one row
+      {rng.integer(1, 40), rng.integer(1, 40), rng.integer(1, 40), rng.integer(1, 40)},
+  };
+  for (const Case& c : cases) {
+    for (const int channels : {3, 4}) {
+      SCOPED_TRACE(testing::Message() << c.w << "x" << c.h << "x" << channels << " -> " << c.out_w << "x" << c.out_h);
+      const Source s = random_source(rng, c.w, c.h, channels);
+      std::vector<float> got = test::poisoned(7);
+      resize_to_rgb_float(s.view, c.out_w, c.out_h, got);
+      const std::vector<float> want = naive_resize(s.data, c.w, c.h, channels, s.view.row_bytes, c.out_w, c.out_h);
+      ASSERT_EQ(got.size(), want.size());
+      EXPECT_LT(test::max_abs_diff(got, want), 1e-5);
+    }
+  }
+}
+
+TEST(ImageOps, HalvingAveragesEachTwoByTwoBlockAndCopyMapsTo127_5) {
+  const std::vector<uint8_t> px = {0, 0, 0, 255, 255, 255,  //
+                                   100, 100, 100, 45, 45, 45};
+  const PixelView view{px.data(), 2, 2, 3, 6};
+  std::vector<float> out;
+  resize_to_rgb_float(view, 1, 1, out);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_FLOAT_EQ(out[0], 100.0f / 127.5f - 1.0f);  // (0 + 255 + 100 + 45) / 4 = 100
+  resize_to_rgb_float(view, 2, 2, out);
+  EXPECT_FLOAT_EQ(out[0], -1.0f);
+  EXPECT_FLOAT_EQ(out[3], 1.0f);
+}
+
+TEST(ImageOps, ConstantImagesStayConstantAtEverySize) {
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  const uint8_t v = uint8_t(rng.integer(0, 255));
+  const int w = rng.integer(1, 50), h = rng.integer(1, 50);
+  const std::vector<uint8_t> px(size_t(w) * h * 4, v);
+  std::vector<float> out;
+  resize_to_rgb_float(PixelView{px.data(), w, h, 4, size_t(w) * 4}, rng.integer(1, 90), rng.integer(1, 90), out);
+  for (float x : out) ASSERT_NEAR(x, v / 127.5 - 1.0, 1e-5);
+}
+
+TEST(ImageOps, BadArgumentsAreErrors) {
+  const std::vector<uint8_t> px(16);
+  std::vector<float> out;
+  EXPECT_THROW(resize_to_rgb_float(PixelView{px.data(), 2, 2, 2, 4}, 1, 1, out), Error);  // 2 channels
+  EXPECT_THROW(resize_to_rgb_float(PixelView{px.data(), 2, 2, 4, 4}, 1, 1, out), Error);  // rows too short
+  EXPECT_THROW(resize_to_rgb_float(PixelView{px.data(), 2, 2, 4, 8}, 0, 1, out), Error);
+}
+
+}  // namespace
+}  // namespace rtvd

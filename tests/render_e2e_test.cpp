@@ -1,0 +1,189 @@
+// End to end: runs the built rtvd binary and checks what it leaves on disk with readers that share no
+// code with it (ffprobe for MP4, the PNG header bytes read here), and that every bad input is one line
+// on stderr, a non-zero exit code and no output file.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "build_config.h"
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+class RenderE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string dir = (fs::temp_directory_path() / "rtvd_e2e_XXXXXX").string();
+    ASSERT_NE(::mkdtemp(dir.data()), nullptr);
+    tmp_ = dir;
+    fs::create_directory(tmp_ / "logs");
+  }
+  void TearDown() override { fs::remove_all(tmp_); }
+  std::string path(const std::string& name) const { return (tmp_ / name).string(); }
+
+  // Runs `rtvd args...` with stdout and stderr captured to files (no shell: arguments pass verbatim).
+  Result run(const std::vector<std::string>& args) const {
+    const std::string out = path("logs/stdout"), err = path("logs/stderr");
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    std::vector<std::string> argv_strings = {RTVD_BINARY};
+    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_strings) argv.push_back(a.data());
+    argv.push_back(nullptr);
+
+    Result r;
+    pid_t pid = 0;
+    const int spawned = posix_spawn(&pid, RTVD_BINARY, &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (spawned != 0) {
+      ADD_FAILURE() << "cannot run " << RTVD_BINARY << ": " << std::strerror(spawned);
+      return r;
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out = read_text(out);
+    r.err = read_text(err);
+    return r;
+  }
+
+  // A render that must succeed; its output is described on failure.
+  void render_ok(std::vector<std::string> args) const {
+    args.insert(args.begin(), {"render", "--device", "cpu", "--size", "32", "-q"});
+    const Result r = run(args);
+    ASSERT_EQ(r.exit_code, 0) << "stdout:\n" << r.out << "stderr:\n" << r.err;
+  }
+
+  fs::path tmp_;
+};
+
+std::vector<fs::path> files_in(const fs::path& dir) {
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// Width and height from the IHDR chunk, which the PNG standard puts first: bytes 16..23, big-endian.
+std::array<uint32_t, 2> png_size(const fs::path& file) {
+  const std::string b = read_text(file);
+  if (b.size() < 24 || b.compare(0, 8, "\x89PNG\r\n\x1a\n") != 0 || b.compare(12, 4, "IHDR") != 0) return {0, 0};
+  auto be32 = [&](size_t at) {
+    uint32_t v = 0;
+    for (size_t i = 0; i < 4; ++i) v = v << 8 | uint8_t(b[at + i]);
+    return v;
+  };
+  return {be32(16), be32(20)};
+}
+
+TEST_F(RenderE2E, Mp4IsH264OfTheRequestedSizeAndLength) {
+  if (!RTVD_HAS_OPENCV) GTEST_SKIP() << "built without OpenCV: no MP4 output";
+  render_ok({"--frames", "3", "--fps", "10", "-o", path("x.mp4")});
+  EXPECT_EQ(files_in(tmp_), (std::vector<fs::path>{path("logs"), path("x.mp4")})) << "no temporary file left";
+  if (std::system("ffprobe -version > /dev/null 2>&1") != 0) GTEST_SKIP() << "ffprobe is not installed";
+  const std::string cmd = "ffprobe -v error -count_frames -select_streams v:0 -show_entries "
+                          "stream=codec_name,width,height,nb_read_frames -of csv=p=0 '" + path("x.mp4") + "'";
+  std::FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::array<char, 256> line{};
+  const bool got = std::fgets(line.data(), line.size(), p) != nullptr;
+  ::pclose(p);
+  ASSERT_TRUE(got) << cmd;
+  EXPECT_EQ(std::string(line.data()), "h264,32,32,3\n");
+}
+
+TEST_F(RenderE2E, PngSequenceHasOneFileOfTheRightSizePerFrame) {
+  render_ok({"--frames", "3", "--steps", "1", "-o", path("frames/")});
+  const std::vector<fs::path> files = files_in(path("frames"));
+  ASSERT_EQ(files.size(), 3u);
+  for (const fs::path& f : files) {
+    EXPECT_EQ(f.extension(), ".png") << f;
+    EXPECT_EQ(png_size(f), (std::array<uint32_t, 2>{32, 32})) << f;
+  }
+}
+
+TEST_F(RenderE2E, SameSeedSameBytesOtherSeedOtherFrames) {
+  render_ok({"--frames", "2", "--steps", "1", "--seed", "7", "-o", path("a/")});
+  render_ok({"--frames", "2", "--steps", "1", "--seed", "7", "-o", path("b/")});
+  render_ok({"--frames", "2", "--steps", "1", "--seed", "8", "-o", path("c/")});
+  const auto a = files_in(path("a")), b = files_in(path("b")), c = files_in(path("c"));
+  ASSERT_EQ(a.size(), 2u);
+  ASSERT_EQ(b.size(), 2u);
+  ASSERT_EQ(c.size(), 2u);
+  bool any_differs = false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(read_text(a[i]), read_text(b[i])) << a[i] << " vs " << b[i];
+    any_differs |= read_text(a[i]) != read_text(c[i]);
+  }
+  EXPECT_TRUE(any_differs) << "seeds 7 and 8 rendered the same frames";
+}
+
+TEST_F(RenderE2E, BadInputIsOneErrorLineAndNoOutput) {
+  fs::create_directory(path("corrupt"));
+  fs::copy_file(fs::path(RTVD_TEST_DATA) / "tiny_batch/config.json", path("corrupt/config.json"));
+  std::ofstream(path("corrupt/weights.safetensors")) << "this is not a safetensors file, just text";
+
+  struct Case {
+    std::vector<std::string> flags;
+    std::string named;  // what the error line must mention
+    std::string output = RTVD_HAS_OPENCV ? "out/bad.mp4" : "out/bad/";
+  };
+  const std::vector<Case> cases = {
+      {{"--frobnicate"}, "'--frobnicate'"},
+      {{"--frames", "-1"}, "--frames"},
+      {{"--fps", "0"}, "--fps"},
+      {{"--strength", "1.5"}, "--strength"},
+      {{"--steps", "0"}, "--steps"},
+      {{"--model", path("no_such_model")}, path("no_such_model")},
+      {{"--model", path("corrupt")}, path("corrupt")},
+      {{"--source", "video:/nonexistent.mp4"}, RTVD_HAS_OPENCV ? "/nonexistent.mp4" : "video sources need it"},
+      {{}, "/proc/rtvd_e2e.mp4", "/proc/rtvd_e2e.mp4"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"render", "--device", "cpu", "--frames", "2", "--size", "32"};
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    const std::string output = c.output.starts_with("/") ? c.output : path(c.output);
+    args.insert(args.end(), {"-o", output});
+    std::string command;
+    for (const auto& a : args) command += " " + a;
+    SCOPED_TRACE("rtvd" + command);
+
+    const Result r = run(args);
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_EQ(r.err.rfind("rtvd: error: ", 0), 0u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line:\n" << r.err;
+    EXPECT_NE(r.err.find(c.named), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(output));
+    EXPECT_FALSE(fs::exists(path("out"))) << "the output directory it made is removed again";
+  }
+}
+
+}  // namespace

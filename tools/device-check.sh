@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# On the GPU machine: unpack the bundle built here (tools/device-bundle.sh), then run what is asked:
+#   tools/device-check.sh [tests|sanitize|render|bench|all]...
+# Few files come back from the device, so $OUT gets: summary.txt, logs.tar.gz (every log), the
+# benchmark JSON and the Perfetto trace of a profiled render. The summary is printed last.
+set -uo pipefail
+OUT=${OUT:-/tmp/rtvd-out}
+LOGS=/tmp/rtvd-logs
+mkdir -p "$OUT" "$LOGS"
+dir=/tmp/rtvd
+if [[ ! -x $dir/rtvd ]]; then
+  mkdir -p $dir && tar -xJf .device/bundle.tar.xz -C $dir || { echo "no bundle: run tools/device-bundle.sh first"; exit 1; }
+fi
+export LD_LIBRARY_PATH=$dir/lib:${LD_LIBRARY_PATH:-}
+cd $dir
+summary=()
+note() { summary+=("$1"); }
+
+run_tests() {
+  for t in tests/*_cuda_test tests/unet_golden_test tests/cpu_ops_test; do
+    name=$(basename "$t")
+    timeout 300 "$t" --gtest_brief=1 >"$LOGS/$name.log" 2>&1
+    rc=$?
+    note "$(printf '%-22s rc=%-3s %s' "$name" "$rc" "$(grep -E '^\[  (PASSED|FAILED) ' "$LOGS/$name.log" | tr '\n' ' ')")"
+    grep -E '^\[  FAILED  \]|Failure|error' "$LOGS/$name.log" | head -20
+  done
+}
+
+run_sanitizers() {
+  for tool in memcheck racecheck initcheck synccheck; do
+    for t in ops_cuda_test attention_cuda_test conv2d_cuda_test unet_cuda_test; do
+      filter='*'
+      [[ $t == unet_cuda_test ]] && filter='*Tiny*'
+      [[ $t == conv2d_cuda_test && $tool != memcheck ]] && filter='*Assorted*:*Residual*'
+      timeout 240 compute-sanitizer --tool $tool --error-exitcode 3 tests/$t --gtest_brief=1 --gtest_filter="$filter" \
+        >"$LOGS/san_${tool}_$t.log" 2>&1
+      note "$(printf 'sanitizer %-9s %-20s rc=%s  %s' $tool $t $? "$(grep -E 'ERROR SUMMARY' "$LOGS/san_${tool}_$t.log" | tail -1)")"
+    done
+  done
+}
+
+run_render() {
+  ./rtvd info >"$LOGS/info.txt" 2>&1
+  ./rtvd render --device cuda --frames 240 -o /tmp/frames/ --quiet --profile "$OUT/profile_trace.json" >"$LOGS/render_profile.txt" 2>&1
+  note "render+profile rc=$? $(grep -E '^wrote' "$LOGS/render_profile.txt")"
+  cat "$LOGS/render_profile.txt"
+}
+
+# End-to-end frame rate of the default model; GPU, driver and commit added to the JSON for docs/bench/.
+run_bench() {
+  ./rtvd bench frames --device cuda --frames 2000 --json "$LOGS/bench.json" >"$LOGS/bench.txt" 2>&1
+  note "bench frames rc=$? $(grep -E '^frame:' "$LOGS/bench.txt")"
+  cat "$LOGS/bench.txt"
+  python3 - "$LOGS/bench.json" "$OUT/bench_frames_cuda.json" <<'PY'
+import json, subprocess, sys
+doc = json.load(open(sys.argv[1]))
+gpu, driver = subprocess.check_output(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], text=True).strip().split(", ")
+doc.update(gpu=gpu, driver=driver, commit=open(".commit").read().strip() if __import__("os").path.exists(".commit") else "unknown")
+json.dump(doc, open(sys.argv[2], "w"), indent=2)
+PY
+}
+
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+for what in "${@:-all}"; do
+  case $what in
+    tests) run_tests ;;
+    sanitize) run_sanitizers ;;
+    render) run_render ;;
+    bench) run_bench ;;
+    all) run_tests; run_render; run_bench ;;
+  esac
+done
+printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
+tar -C "$LOGS" -czf "$OUT/logs.tar.gz" .
