@@ -33,14 +33,17 @@ const std::vector<cli::FlagSpec>& bench_flags() {
   return specs;
 }
 
-// Median milliseconds per frame over `frames` frames, after `warmup` untimed ones.
-double median_frame_ms(Engine& engine, int warmup, int frames) {
+// Median milliseconds per frame over `frames` frames, after `warmup` untimed ones; after_frame runs
+// outside the timed region.
+template <class F>
+double median_frame_ms(Engine& engine, int warmup, int frames, F&& after_frame) {
   for (int i = 0; i < warmup; ++i) engine.render(nullptr);
   std::vector<double> ms;
   for (int i = 0; i < frames; ++i) {
     const auto s = std::chrono::steady_clock::now();
     engine.render(nullptr);
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count());
+    after_frame();
   }
   std::sort(ms.begin(), ms.end());
   return ms[ms.size() / 2];
@@ -70,21 +73,14 @@ int bench_command(const std::vector<std::string>& args) {
   engine.configure(s, false);
   const int warmup = std::max(3, frames / 10);
 
-  const double plain_ms = median_frame_ms(engine, warmup, frames);
+  const double plain_ms = median_frame_ms(engine, warmup, frames, [] {});
   engine.backend().set_profiling(true);
   FrameProfile profile;
-  for (int i = 0; i < warmup; ++i) engine.render(nullptr);
-  std::vector<double> profiled;
-  for (int i = 0; i < frames; ++i) {
-    const auto st = std::chrono::steady_clock::now();
-    engine.render(nullptr);
-    profiled.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - st).count());
+  const double profiled_ms = median_frame_ms(engine, warmup, frames, [&] {
     const std::vector<float> ms = engine.backend().frame_op_ms();
     if (!ms.empty()) profile.add_frame(engine.plan().graph.frame, ms);
-  }
+  });
   engine.backend().set_profiling(false);
-  std::sort(profiled.begin(), profiled.end());
-  const double profiled_ms = profiled[profiled.size() / 2];
   const Ceilings ceilings = engine.backend().measure_ceilings();
 
   std::printf("%s\nmodel %s, %dx%d, %d steps, batch %d\n", engine.backend().describe().c_str(), engine.config().name.c_str(),

@@ -21,13 +21,7 @@ namespace fs = std::filesystem;
 
 class RecorderTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string dir = (fs::temp_directory_path() / "rtvd_recorder_test_XXXXXX").string();
-    ASSERT_NE(::mkdtemp(dir.data()), nullptr);
-    dir_ = dir;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  std::string path(const std::string& name) const { return temp_.path(name); }
 
   std::vector<std::string> listing(const fs::path& dir) const {
     std::vector<std::string> names;
@@ -42,7 +36,8 @@ class RecorderTest : public ::testing::Test {
     return f;
   }
 
-  fs::path dir_;
+  test::TempDir temp_{"rtvd_recorder_test"};
+  const fs::path& dir_ = temp_.dir();
   test::Rng rng_;
 };
 

@@ -3,6 +3,8 @@
 // on stderr, a non-zero exit code and no output file.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+
+#include "support/test_util.h"
 #include <spawn.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -38,13 +40,9 @@ std::string read_text(const fs::path& path) {
 class RenderE2E : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string dir = (fs::temp_directory_path() / "rtvd_e2e_XXXXXX").string();
-    ASSERT_NE(::mkdtemp(dir.data()), nullptr);
-    tmp_ = dir;
     fs::create_directory(tmp_ / "logs");
   }
-  void TearDown() override { fs::remove_all(tmp_); }
-  std::string path(const std::string& name) const { return (tmp_ / name).string(); }
+  std::string path(const std::string& name) const { return temp_.path(name); }
 
   // Runs `rtvd args...` with stdout and stderr captured to files (no shell: arguments pass verbatim).
   Result run(const std::vector<std::string>& args) const {
@@ -82,7 +80,8 @@ class RenderE2E : public ::testing::Test {
     ASSERT_EQ(r.exit_code, 0) << "stdout:\n" << r.out << "stderr:\n" << r.err;
   }
 
-  fs::path tmp_;
+  rtvd::test::TempDir temp_{"rtvd_e2e"};
+  const fs::path& tmp_ = temp_.dir();
 };
 
 std::vector<fs::path> files_in(const fs::path& dir) {

@@ -23,15 +23,10 @@ namespace fs = std::filesystem;
 
 class SourceTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string dir = (fs::temp_directory_path() / "rtvd_source_test_XXXXXX").string();
-    ASSERT_NE(::mkdtemp(dir.data()), nullptr);
-    dir_ = dir;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  std::string path(const std::string& name) const { return temp_.path(name); }
 
-  fs::path dir_;
+  test::TempDir temp_{"rtvd_source_test"};
+  const fs::path& dir_ = temp_.dir();
   test::Rng rng_;
 };
 

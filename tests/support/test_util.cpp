@@ -1,6 +1,9 @@
 #include "support/test_util.h"
 
+#include <stdlib.h>
+
 #include <cmath>
+#include <stdexcept>
 
 namespace rtvd::test {
 
@@ -53,5 +56,16 @@ bool all_finite(const std::vector<float>& a) {
 }
 
 std::vector<float> poisoned(size_t n) { return std::vector<float>(n, kPoison); }
+
+TempDir::TempDir(const std::string& prefix) {
+  std::string dir = (std::filesystem::temp_directory_path() / (prefix + "_XXXXXX")).string();
+  if (!::mkdtemp(dir.data())) throw std::runtime_error("cannot create a temporary directory " + dir);
+  dir_ = dir;
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(dir_, ignored);
+}
 
 }  // namespace rtvd::test

@@ -1,6 +1,7 @@
 // Shared test helpers: fresh random inputs every run (seed printed on failure), error metrics, poison.
 #pragma once
 #include <cstdint>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -29,5 +30,19 @@ bool all_finite(const std::vector<float>& a);
 // A value no correct op writes (quiet NaN): fill outputs with it before a run so every element must be written.
 constexpr float kPoison = __builtin_nanf("");
 std::vector<float> poisoned(size_t n);
+
+// A fresh directory under the system temp dir, removed with everything in it when destroyed.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& prefix = "rtvd_test");
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& dir() const { return dir_; }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+ private:
+  std::filesystem::path dir_;
+};
 
 }  // namespace rtvd::test

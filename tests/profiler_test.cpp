@@ -1,0 +1,82 @@
+// The per-op profile: aggregation by op type, the Chrome trace it writes, and per-op times from the CPU
+// backend for every frame op.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "pipeline/engine.h"
+#include "pipeline/error.h"
+#include "pipeline/profiler.h"
+#include "support/test_util.h"
+
+namespace rtvd {
+namespace {
+
+std::vector<Op> three_ops() {
+  std::vector<Op> ops(3);
+  ops[0] = Op{"a.conv1", ConvOp{}, 2e9, 1e6};
+  ops[1] = Op{"a.conv2", ConvOp{}, 4e9, 1e6};
+  ops[2] = Op{"a.norm", GroupNormOp{}, 0, 8e6};
+  return ops;
+}
+
+TEST(Profiler, AggregatesPerOpTypeAndLayer) {
+  const std::vector<Op> ops = three_ops();
+  FrameProfile p;
+  p.add_frame(ops, {1.0f, 3.0f, 0.5f});
+  p.add_frame(ops, {3.0f, 1.0f, 1.5f});
+  EXPECT_EQ(p.frames(), 2);
+  EXPECT_DOUBLE_EQ(p.mean_frame_ms(), 5.0);
+  const auto rows = p.by_type();
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].type, "conv2d");  // slowest first
+  EXPECT_EQ(rows[0].calls, 2);
+  EXPECT_DOUBLE_EQ(rows[0].ms, 4.0);
+  EXPECT_DOUBLE_EQ(rows[0].flops, 6e9);
+  EXPECT_DOUBLE_EQ(rows[1].ms, 1.0);
+  EXPECT_EQ(p.slowest_layers(1).at(0).first, "a.conv1");
+  // 6 GFLOP in 4 ms = 1.5 TFLOP/s, half of a 3 TFLOP/s peak
+  const std::string table = p.table(Ceilings{3.0, 100.0, "gemm", "copy"});
+  EXPECT_NE(table.find("1.5 TFLOP/s"), std::string::npos) << table;
+  EXPECT_NE(table.find(" 50\n"), std::string::npos) << table;
+  EXPECT_THROW(p.add_frame(ops, {1.0f}), Error);
+}
+
+TEST(Profiler, WritesAChromeTraceOfTheLastFrame) {
+  const std::vector<Op> ops = three_ops();
+  FrameProfile p;
+  p.add_frame(ops, {1.0f, 2.0f, 0.25f});
+  test::TempDir tmp("rtvd_profiler_test");
+  p.write_chrome_trace(tmp.path("trace.json"), ops);
+  const auto doc = nlohmann::json::parse(std::ifstream(tmp.path("trace.json")));
+  const auto& events = doc.at("traceEvents");
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[1].at("name"), "a.conv2");
+  EXPECT_EQ(events[1].at("cat"), "conv2d");
+  EXPECT_DOUBLE_EQ(events[1].at("ts").get<double>(), 1000.0);  // after the first op, in microseconds
+  EXPECT_DOUBLE_EQ(events[1].at("dur").get<double>(), 2000.0);
+  EXPECT_THROW(p.write_chrome_trace("/proc/rtvd/trace.json", ops), Error);
+}
+
+TEST(Profiler, CpuBackendTimesEveryFrameOp) {
+  EngineOptions o;
+  o.device = "cpu";
+  o.model_dir = std::string(RTVD_TEST_DATA) + "/tiny_batch";
+  Engine engine(o);
+  EXPECT_TRUE(engine.backend().frame_op_ms().empty());
+  engine.backend().set_profiling(true);
+  engine.render(nullptr);
+  const std::vector<float> ms = engine.backend().frame_op_ms();
+  ASSERT_EQ(ms.size(), engine.plan().graph.frame.size());
+  double total = 0;
+  for (float m : ms) {
+    EXPECT_GE(m, 0.0f);
+    total += m;
+  }
+  EXPECT_GT(total, 0.0);
+}
+
+}  // namespace
+}  // namespace rtvd
