@@ -8,10 +8,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "build_config.h"
 #include "cli.h"
 #include "commands.h"
+#include "pipeline/device.h"
 #include "pipeline/engine.h"
 #include "pipeline/error.h"
+#if RTVD_HAS_CUDA
+#include "pipeline/cuda/kernel_bench.h"
+#endif
 
 namespace rtvd {
 
@@ -49,11 +54,49 @@ double median_frame_ms(Engine& engine, int warmup, int frames, F&& after_frame) 
   return ms[ms.size() / 2];
 }
 
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return date;
+}
+
+void write_json(const std::string& path, const nlohmann::json& doc) {
+  std::ofstream f(path);
+  if (!(f << doc.dump(2) << "\n")) fail("--json ", path, ": cannot write");
+}
+
+int bench_kernels_command(const std::vector<std::string>& args) {
+  using K = cli::ValueKind;
+  static const std::vector<cli::FlagSpec> specs = {
+      {"runs", 0, K::Int, "timed runs per case (the median is reported)", "50", "N"},
+      {"json", 0, K::String, "write the results as JSON", "", "FILE"},
+      {"help", 'h', K::None, "show this help", "", ""},
+  };
+  const cli::Flags flags = cli::parse_flags("bench kernels", specs, args);
+  if (flags.has("help")) {
+    std::printf("usage: rtvd bench kernels [flags]\n\nEach CUDA kernel and its cuDNN/cuBLAS alternative at production shapes.\n\n%s",
+                cli::flags_help(specs).c_str());
+    return 0;
+  }
+  std::string why_not;
+  const auto gpus = cuda_devices(&why_not);
+  if (gpus.empty()) fail("rtvd bench kernels needs a CUDA device: ", why_not);
+#if RTVD_HAS_CUDA
+  nlohmann::json doc = bench_kernels(gpus.front(), flags.get_int("runs", 50, 3, 100000));
+  doc["bench"] = "kernels";
+  doc["date"] = utc_now();
+  if (const std::string path = flags.get_string("json", ""); !path.empty()) write_json(path, doc);
+#endif
+  return 0;
+}
+
 }  // namespace
 
 int bench_command(const std::vector<std::string>& args) {
+  if (!args.empty() && args[0] == "kernels") return bench_kernels_command({args.begin() + 1, args.end()});
   if (args.empty() || args[0] != "frames")
-    fail("rtvd bench: expected a benchmark name: frames (see rtvd bench frames --help)");
+    fail("rtvd bench: expected a benchmark name: frames or kernels (see rtvd bench frames --help)");
   const cli::Flags flags = cli::parse_flags("bench frames", bench_flags(), {args.begin() + 1, args.end()});
   if (flags.has("help")) {
     std::printf("usage: rtvd bench frames [flags]\n\nEnd-to-end frames per second of the engine, without recording.\n\n%s",
@@ -94,11 +137,8 @@ int bench_command(const std::vector<std::string>& args) {
     nlohmann::json ops = nlohmann::json::array();
     for (const OpTypeRow& r : profile.by_type())
       ops.push_back({{"op", r.type}, {"calls", r.calls}, {"ms", r.ms}, {"flops", r.flops}, {"bytes", r.bytes}});
-    const std::time_t now = std::time(nullptr);
-    char date[32];
-    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
     const nlohmann::json doc = {
-        {"bench", "frames"}, {"date", date}, {"backend", engine.backend().describe()},
+        {"bench", "frames"}, {"date", utc_now()}, {"backend", engine.backend().describe()},
         {"model", engine.config().name}, {"width", engine.width()}, {"height", engine.height()}, {"steps", s.steps},
         {"batch", engine.plan().batch}, {"frames", frames}, {"frame_ms_median", plain_ms},
         {"frames_per_second", 1e3 / plain_ms}, {"profiled_frame_ms_median", profiled_ms},
@@ -106,8 +146,7 @@ int bench_command(const std::vector<std::string>& args) {
         {"ceilings", {{"gemm_tflops", ceilings.gemm_tflops}, {"gemm", ceilings.gemm_what},
                       {"copy_gbps", ceilings.copy_gbps}, {"copy", ceilings.copy_what}}},
         {"ops_per_frame", ops}};
-    std::ofstream f(path);
-    if (!(f << doc.dump(2) << "\n")) fail("--json ", path, ": cannot write");
+    write_json(path, doc);
   }
   return 0;
 }

@@ -17,7 +17,7 @@ constexpr const char* kUsage =
     "commands:\n"
     "  render   render frames headless to an MP4 or a PNG sequence\n"
     "  info     print the build's features, the devices and the model\n"
-    "  bench    frames: end-to-end frames per second with a per-op profile\n"
+    "  bench    frames: end-to-end frames/s with a per-op profile; kernels: CUDA kernels at production shapes\n"
     "  help     this text; `rtvd <command> --help` for a command's flags\n";
 
 }  // namespace

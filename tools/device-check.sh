@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On the GPU machine: unpack the bundle built here (tools/device-bundle.sh), then run what is asked:
-#   tools/device-check.sh [tests|sanitize|render|bench|all]...
+#   tools/device-check.sh [tests|sanitize|render|bench|kernels|all]...
 # Few files come back from the device, so $OUT gets: summary.txt, logs.tar.gz (every log), the
 # benchmark JSON and the Perfetto trace of a profiled render. The summary is printed last.
 set -uo pipefail
@@ -48,18 +48,30 @@ run_render() {
   cat "$LOGS/render_profile.txt"
 }
 
-# End-to-end frame rate of the default model; GPU, driver and commit added to the JSON for docs/bench/.
+# GPU, driver and commit added to a benchmark's JSON for docs/bench/.
+stamp() {
+  python3 - "$1" "$2" <<'PY'
+import json, os, subprocess, sys
+doc = json.load(open(sys.argv[1]))
+gpu, driver = subprocess.check_output(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], text=True).strip().split(", ")
+doc.update(gpu=gpu, driver=driver, commit=open(".commit").read().strip() if os.path.exists(".commit") else "unknown")
+json.dump(doc, open(sys.argv[2], "w"), indent=2)
+PY
+}
+
+# End-to-end frame rate of the default model.
 run_bench() {
   ./rtvd bench frames --device cuda --frames 2000 --json "$LOGS/bench.json" >"$LOGS/bench.txt" 2>&1
   note "bench frames rc=$? $(grep -E '^frame:' "$LOGS/bench.txt")"
   cat "$LOGS/bench.txt"
-  python3 - "$LOGS/bench.json" "$OUT/bench_frames_cuda.json" <<'PY'
-import json, subprocess, sys
-doc = json.load(open(sys.argv[1]))
-gpu, driver = subprocess.check_output(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], text=True).strip().split(", ")
-doc.update(gpu=gpu, driver=driver, commit=open(".commit").read().strip() if __import__("os").path.exists(".commit") else "unknown")
-json.dump(doc, open(sys.argv[2], "w"), indent=2)
-PY
+  stamp "$LOGS/bench.json" "$OUT/bench_frames_cuda.json"
+}
+
+# Every kernel and its library alternative at production shapes.
+run_kernels() {
+  ./rtvd bench kernels --runs 50 --json "$LOGS/kernels.json" 2>&1 | tee "$LOGS/kernels.txt"
+  note "bench kernels rc=${PIPESTATUS[0]}"
+  stamp "$LOGS/kernels.json" "$OUT/bench_kernels_cuda.json"
 }
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
@@ -69,6 +81,7 @@ for what in "${@:-all}"; do
     sanitize) run_sanitizers ;;
     render) run_render ;;
     bench) run_bench ;;
+    kernels) run_kernels ;;
     all) run_tests; run_render; run_bench ;;
   esac
 done

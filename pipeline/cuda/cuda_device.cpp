@@ -14,7 +14,8 @@ std::vector<GpuInfo> cuda_devices(std::string* why_not) {
     int driver = 0, runtime = 0;
     cudaDriverGetVersion(&driver);
     cudaRuntimeGetVersion(&runtime);
-    if (why_not) *why_not = cat("the NVIDIA driver supports CUDA ", driver / 1000, ".", driver % 1000 / 10,
+    if (why_not && driver == 0) *why_not = "no NVIDIA driver (no CUDA device)";
+    else if (why_not) *why_not = cat("the NVIDIA driver supports CUDA ", driver / 1000, ".", driver % 1000 / 10,
                                 " but this build needs ", runtime / 1000, ".", runtime % 1000 / 10, " (update the driver)");
     return out;
   }
