@@ -35,7 +35,6 @@ class Backend {
   // U8 to bytes, I32 to int32. count in elements, from the tensor's start.
   virtual void write(Ref tensor, const void* host, size_t count) = 0;
   virtual void read(Ref tensor, void* host, size_t count) = 0;
-  virtual void synchronize() {}
 
   // Per-op timing of frames. While on, frames record the time of every frame op; frame_op_ms() gives
   // those of the last completed frame (empty before one), without waiting for the frame in flight.

@@ -77,11 +77,6 @@ const ImageRgba8& Engine::render(const std::vector<float>* image) {
   return image_;
 }
 
-void Engine::reset() {
-  first_frame_ = true;
-  frame_ = 0;
-}
-
 int Engine::class_id(const std::string& v) const {
   const ModelConfig& c = model_.config;
   if (c.num_class_embeds == 0) fail("--class ", v, ": this model has no classes");

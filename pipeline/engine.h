@@ -38,8 +38,6 @@ class Engine {
 
   // One frame. image: (height, width, in_channels) in [-1, 1] for img2img, or null for the noise walk.
   const ImageRgba8& render(const std::vector<float>* image);
-  void reset();  // restart the blend history (the walk continues from the frame counter)
-  int64_t frame_index() const { return frame_; }
 
   // Resolves a class given as a name or a number to its id; Error naming the flag value if unknown.
   int class_id(const std::string& name_or_id) const;

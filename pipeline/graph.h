@@ -149,7 +149,6 @@ struct Graph {
   std::vector<Op> frame;
 
   Ref add_tensor(std::string name, Elem elem, std::vector<int64_t> shape, bool persistent = false);
-  const TensorInfo& info(Ref r) const { return tensors.at(r.id); }
 };
 
 }  // namespace rtvd

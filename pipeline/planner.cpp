@@ -70,7 +70,6 @@ ArenaPlan plan_arena(Graph& g, size_t act_bytes) {
   std::vector<Placed> placed;
   for (int t : order) {
     if (life[t].first < 0) continue;  // never used by any op
-    plan.transient_sum += size[t];
     std::vector<std::pair<size_t, size_t>> busy;
     for (const Placed& p : placed)
       if (p.life.first <= life[t].last && life[t].first <= p.life.last) busy.emplace_back(p.begin, p.end);

@@ -12,7 +12,6 @@ namespace rtvd {
 struct ArenaPlan {
   std::vector<size_t> offsets;  // per tensor, bytes from the arena base
   size_t bytes = 0;             // arena size needed
-  size_t transient_sum = 0;     // bytes if nothing were shared (for the report)
 };
 
 size_t elem_bytes(Elem e, size_t act_bytes);

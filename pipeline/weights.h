@@ -25,7 +25,6 @@ class WeightStore {
 
   // A checkpoint tensor as fp32 in PyTorch layout; Error when missing or of another dtype/shape.
   std::vector<float> read(const std::string& name, const std::vector<int64_t>& shape);
-  bool has(const std::string& name) const { return file_.find(name) != nullptr; }
 
   // The engine-side weight `name`, made by `make` the first time and shared by later plans.
   Ref get(const std::string& name, Elem elem, const std::function<WeightTensor()>& make);

@@ -246,7 +246,6 @@ class CudaBackend final : public Backend {
     }
   }
 
-  void synchronize() override { RTVD_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream)); }
   size_t arena_bytes() const override { return arena_.bytes(); }
   size_t weight_bytes() const override { return weights_.bytes(); }
 
