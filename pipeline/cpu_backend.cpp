@@ -175,6 +175,7 @@ class CpuBackend final : public Backend {
                      [](GuidanceStepOp& o) { guidance_step_cpu(o.p); },
                      [](TemporalBlendOp& o) { temporal_blend_cpu(o.p); },
                      [](ToRgba8Op& o) { to_rgba8_cpu(o.p); },
+                     [](DenoiseBlendOp& o) { denoise_blend_cpu(o.p); },
                  },
                  op.body);
       if (op_ms) (*op_ms)[i] = std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - start).count();

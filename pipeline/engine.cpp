@@ -62,7 +62,7 @@ const ImageRgba8& Engine::render(const std::vector<float>* image) {
     for (size_t i = 0; i < count; ++i) sample_[i] = (1.0f - s) * (*image)[i] + s * sample_[i];
   }
   backend_->write(plan_.sample, sample_.data(), count);
-  auto& blend = std::get<TemporalBlendOp>(plan_.graph.frame[plan_.blend_op].body);
+  auto& blend = std::get<DenoiseBlendOp>(plan_.graph.frame[plan_.blend_op].body);
   if (blend.p.first != first_frame_) {
     blend.p.first = first_frame_;
     backend_->ops_changed();

@@ -25,7 +25,6 @@ FramePlan build_frame_plan(const ModelConfig& cfg, WeightStore& weights, const F
 
   plan.sample = g.add_tensor("sample", Elem::F32, {1, height, width, C}, true);
   plan.prev = g.add_tensor("previous_frame", Elem::F32, {1, height, width, C}, true);
-  plan.out = g.add_tensor("blended", Elem::F32, {1, height, width, C}, true);
   plan.rgba = g.add_tensor("rgba", Elem::U8, {height, width, 4}, true);
   if (cfg.num_class_embeds > 0) plan.class_ids = g.add_tensor("class_ids", Elem::I32, {B}, true);
   if (cfg.cross_attention_dim > 0)
@@ -46,32 +45,36 @@ FramePlan build_frame_plan(const ModelConfig& cfg, WeightStore& weights, const F
 
   for (int i = 0; i < s.steps; ++i) {
     const Ref v = unet.forward(model_in, height, width, cond[i], cross, cat("step", i));
-    const bool last = i + 1 == s.steps;
-    GuidanceStepOp step;
-    step.p.count = count;
-    step.p.batch = B;
-    step.p.guidance = s.guidance;
-    step.p.dt = plan.times[i] - plan.times[i + 1];
-    step.v = v;
-    step.x = plan.sample;
-    if (!last) step.model_in = model_in;
-    g.frame.push_back(Op{cat("sampler.step", i), std::move(step), 0, double(count) * (B * act_bytes + 8 + (last ? 0 : B * act_bytes))});
+    const float dt = plan.times[i] - plan.times[i + 1];
+    if (i + 1 < s.steps) {
+      GuidanceStepOp step;
+      step.p.count = count;
+      step.p.batch = B;
+      step.p.guidance = s.guidance;
+      step.p.dt = dt;
+      step.v = v;
+      step.x = plan.sample;
+      step.model_in = model_in;
+      g.frame.push_back(Op{cat("sampler.step", i), std::move(step), 0, double(count) * (2 * B * act_bytes + 8)});
+      continue;
+    }
+    // The last step, the blend with the previous frame and the RGBA8 conversion in one pass.
+    DenoiseBlendOp last;
+    last.p.h = height;
+    last.p.w = width;
+    last.p.c = C;
+    last.p.batch = B;
+    last.p.guidance = s.guidance;
+    last.p.dt = dt;
+    last.p.blend = s.blend;
+    last.v = v;
+    last.x = plan.sample;
+    last.prev = plan.prev;
+    last.rgba = plan.rgba;
+    plan.blend_op = g.frame.size();
+    g.frame.push_back(Op{cat("sampler.step", i, "+blend+rgba8"), std::move(last), 0,
+                         double(count) * (B * act_bytes + 16) + double(width) * height * 4});
   }
-
-  TemporalBlendOp blend;
-  blend.p.count = count;
-  blend.p.blend = s.blend;
-  blend.x = plan.sample;
-  blend.prev = plan.prev;
-  blend.out = plan.out;
-  plan.blend_op = g.frame.size();
-  g.frame.push_back(Op{"sampler.blend", std::move(blend), 0, double(count) * 16});
-
-  ToRgba8Op rgba;
-  rgba.p = {nullptr, nullptr, height, width, C};
-  rgba.x = plan.out;
-  rgba.rgba = plan.rgba;
-  g.frame.push_back(Op{"sampler.to_rgba8", std::move(rgba), 0, double(count) * 4 + double(width) * height * 4});
   return plan;
 }
 

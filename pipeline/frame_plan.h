@@ -1,7 +1,7 @@
 // One frame as a graph: rectified-flow Euler sampling with classifier-free guidance.
 //   sample x (t = strength): noise, or (1 - s) image + s noise for img2img   [written by the host]
 //   k steps: v = U-Net(x, t_i) over the batch [cond | uncond]; x -= (t_i - t_{i+1}) * guided(v)
-//   out = blend(x, previous out); rgba = to_rgba8(out)
+//   the last step fused with prev = blend(x, prev) and rgba = to_rgba8(prev) (denoise_blend)
 // The per-step time embeddings and FiLM depend only on the settings: they are setup ops, run once per plan.
 #pragma once
 #include <cstdint>
@@ -29,8 +29,8 @@ struct FramePlan {
   int batch = 2, width = 0, height = 0;
   float start_t = 1.0f;        // flow time of the initial sample
   std::vector<float> times;    // t_0 > t_1 > ... > t_k = 0
-  Ref sample, out, prev, rgba, class_ids, context;
-  size_t blend_op = 0;         // index of the temporal blend in graph.frame (its `first` flag is per frame)
+  Ref sample, prev, rgba, class_ids, context;
+  size_t blend_op = 0;         // index of the last step's denoise_blend in graph.frame (`first` is per frame)
 };
 
 // Flow times of a k-step schedule from t = start down to 0, evenly spaced.

@@ -355,6 +355,7 @@ class CudaBackend final : public Backend {
                      [&](GuidanceStepOp& o) { guidance_step(o.p, c); },
                      [&](TemporalBlendOp& o) { temporal_blend(o.p, c); },
                      [&](ToRgba8Op& o) { to_rgba8(o.p, c); },
+                     [&](DenoiseBlendOp& o) { denoise_blend(o.p, c); },
                  },
                  op.body);
     }
