@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "pipeline/error.h"
+#include "pipeline/json_keys.h"
 
 namespace rtvd {
 
@@ -229,8 +230,9 @@ void check_consistency(const ModelConfig& c, const ConfigReader& r) {
 
 ModelConfig parse_model_config(const std::string& json_text, const std::string& label) {
   json root;
+  DuplicateKeyFinder duplicates;
   try {
-    root = json::parse(json_text);
+    root = json::parse(json_text, std::ref(duplicates));
   } catch (const json::exception& e) {
     std::string what = e.what();
     for (char& ch : what)
@@ -238,6 +240,7 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
     fail(label, ": not valid JSON: ", what);
   }
   if (!root.is_object()) fail(label, ": expected a JSON object at the top level, got ", describe(root));
+  if (duplicates.found) fail(label, ": key '", duplicates.duplicate, "' appears twice");
 
   const ConfigReader r(root, label);
   r.reject_unknown_keys();

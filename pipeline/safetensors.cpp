@@ -20,6 +20,7 @@
 #include <tuple>
 
 #include "pipeline/error.h"
+#include "pipeline/json_keys.h"
 
 namespace rtvd {
 
@@ -82,31 +83,6 @@ uint64_t read_le64(const uint8_t* p) {
   return v;
 }
 
-// nlohmann::json keeps only the last of duplicate keys, so the parse callback records the first duplicate
-// it sees (at any depth) and the caller reports it once parsing is done.
-struct DuplicateKeyFinder {
-  std::vector<std::set<std::string>> open_objects;
-  std::string top_level_key;  // the entry being parsed, to name it in the error
-  std::string message;        // empty while no duplicate was found
-
-  bool operator()(int /*depth*/, json::parse_event_t event, json& parsed) {
-    if (event == json::parse_event_t::object_start) {
-      open_objects.emplace_back();
-    } else if (event == json::parse_event_t::object_end) {
-      open_objects.pop_back();
-    } else if (event == json::parse_event_t::key) {
-      const std::string& key = parsed.get_ref<const std::string&>();
-      const bool fresh = open_objects.back().insert(key).second;
-      if (open_objects.size() == 1) top_level_key = key;
-      if (!fresh && message.empty())
-        message = open_objects.size() == 1
-                      ? cat("duplicate tensor name ", quote_name(key), " in the header")
-                      : cat("tensor ", quote_name(top_level_key), ": duplicate key ", quote_name(key));
-    }
-    return true;
-  }
-};
-
 json parse_header(const std::string& label, const uint8_t* text, size_t size) {
   DuplicateKeyFinder duplicates;
   json header;
@@ -116,7 +92,10 @@ json parse_header(const std::string& label, const uint8_t* text, size_t size) {
     fail(label, ": header is not valid JSON: ", one_line(e.what()));
   }
   if (!header.is_object()) fail(label, ": header must be a JSON object, got ", header.type_name());
-  if (!duplicates.message.empty()) fail(label, ": ", duplicates.message);
+  if (duplicates.found) {
+    if (duplicates.duplicate_in.empty()) fail(label, ": duplicate tensor name ", quote_name(duplicates.duplicate), " in the header");
+    fail(label, ": tensor ", quote_name(duplicates.duplicate_in), ": duplicate key ", quote_name(duplicates.duplicate));
+  }
   return header;
 }
 

@@ -131,6 +131,13 @@ TEST(ModelConfig, UnknownKeyIsATypoNotAnOption) {
   EXPECT_PRED_FORMAT2(IsSubstring, "got an unknown key", error_after([](json& c) { c["Name"] = "x"; }));
 }
 
+// JSON parsers keep the last of repeated keys; a config that says two things must not pass silently.
+TEST(ModelConfig, RepeatedKey) {
+  std::string text = minimal_config().dump();
+  text.insert(text.size() - 1, R"(,"sample_size": 64)");
+  EXPECT_EQ(error_of([&] { parse_model_config(text, "config.json"); }), "config.json: key 'sample_size' appears twice");
+}
+
 TEST(ModelConfig, WrongType) {
   const std::vector<std::pair<const char*, json>> cases = {
       {"name", 3},
