@@ -44,6 +44,7 @@ class CpuBackend final : public Backend {
 
   void upload_weights(const WeightStore& store) override {
     const auto& ws = store.tensors();
+    if (ws.size() == memory_.weights.size()) return;  // unchanged since the last plan
     size_t total = 0;
     for (const auto& w : ws) total += (w.data.size() * 4 + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
     weights_ = allocate(total);
@@ -173,8 +174,6 @@ class CpuBackend final : public Backend {
                      [](FilmOp& o) { film_cpu(o.p); },
                      [](CastOp& o) { cast_cpu(o.p); },
                      [](GuidanceStepOp& o) { guidance_step_cpu(o.p); },
-                     [](TemporalBlendOp& o) { temporal_blend_cpu(o.p); },
-                     [](ToRgba8Op& o) { to_rgba8_cpu(o.p); },
                      [](DenoiseBlendOp& o) { denoise_blend_cpu(o.p); },
                  },
                  op.body);

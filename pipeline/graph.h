@@ -116,26 +116,16 @@ struct GuidanceStepOp {
   Ref v, x, model_in;
   template <class F> void refs(F&& f) { RTVD_BIND(v, v); RTVD_BIND(x, x); RTVD_BIND(model_in, model_in); }
 };
-struct TemporalBlendOp {
-  TemporalBlendParams p;
-  Ref x, prev, out;
-  template <class F> void refs(F&& f) { RTVD_BIND(x, x); RTVD_BIND(prev, prev); RTVD_BIND(out, out); }
-};
 struct DenoiseBlendOp {
   DenoiseBlendParams p;
   Ref v, x, prev, rgba;
   template <class F> void refs(F&& f) { RTVD_BIND(v, v); RTVD_BIND(x, x); RTVD_BIND(prev, prev); RTVD_BIND(rgba, rgba); }
 };
-struct ToRgba8Op {
-  ToRgba8Params p;
-  Ref x, rgba;
-  template <class F> void refs(F&& f) { RTVD_BIND(x, x); RTVD_BIND(rgba, rgba); }
-};
 #undef RTVD_BIND
 
 using OpBody = std::variant<ConvOp, GroupNormOp, LayerNormOp, LinearOp, AttentionOp, GegluOp, SiluOp, Upsample2xOp,
                             ConcatOp, TimestepEmbeddingOp, EmbeddingOp, FilmOp, CastOp, GuidanceStepOp,
-                            TemporalBlendOp, ToRgba8Op, DenoiseBlendOp>;
+                            DenoiseBlendOp>;
 
 const char* op_type_name(const OpBody& body);  // "conv2d", "attention", ... for the profiler
 

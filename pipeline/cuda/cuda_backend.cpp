@@ -353,8 +353,6 @@ class CudaBackend final : public Backend {
                      [&](FilmOp& o) { film(o.p, c); },
                      [&](CastOp& o) { cast(o.p, c); },
                      [&](GuidanceStepOp& o) { guidance_step(o.p, c); },
-                     [&](TemporalBlendOp& o) { temporal_blend(o.p, c); },
-                     [&](ToRgba8Op& o) { to_rgba8(o.p, c); },
                      [&](DenoiseBlendOp& o) { denoise_blend(o.p, c); },
                  },
                  op.body);
