@@ -36,6 +36,14 @@ class Backend {
   virtual void write(Ref tensor, const void* host, size_t count) = 0;
   virtual void read(Ref tensor, void* host, size_t count) = 0;
 
+  // A tensor in device memory and the stream whose work writes it (a cudaStream_t), for consumers that
+  // read it on the GPU without a host round trip (the GUI's CUDA-OpenGL interop). Both null on the CPU.
+  struct DeviceView {
+    const void* data = nullptr;
+    void* stream = nullptr;
+  };
+  virtual DeviceView device_view(Ref) { return {}; }
+
   // Per-op timing of frames. While on, frames record the time of every frame op; frame_op_ms() gives
   // those of the last completed frame (empty before one), without waiting for the frame in flight.
   virtual void set_profiling(bool on) = 0;

@@ -28,6 +28,7 @@ void Engine::configure(const FrameSettings& s, bool img2img) {
     fail("class ", s.class_id, " out of range [0, ", model_.config.num_class_embeds, ")");
   if (configured_ && s == settings_ && img2img == img2img_) return;
 
+  if (frame_ > 0) image();  // the new plan's memory no longer holds the last frame
   // Keep the blend history across re-plans so a settings change doesn't flash.
   std::vector<float> previous;
   if (configured_ && !first_frame_) {
@@ -52,7 +53,7 @@ void Engine::configure(const FrameSettings& s, bool img2img) {
   configured_ = true;
 }
 
-const ImageRgba8& Engine::render(const std::vector<float>* image) {
+void Engine::step(const std::vector<float>* image) {
   const size_t count = size_t(width_) * height_ * model_.config.in_channels;
   sample_.resize(count);
   noise_walk(settings_.seed, frame_, settings_.noise_period, sample_.data(), count);
@@ -68,12 +69,20 @@ const ImageRgba8& Engine::render(const std::vector<float>* image) {
     backend_->ops_changed();
   }
   backend_->run_frame();
-  image_.width = width_;
-  image_.height = height_;
-  image_.pixels.resize(size_t(width_) * height_ * 4);
-  backend_->read(plan_.rgba, image_.pixels.data(), image_.pixels.size());
   first_frame_ = false;
+  image_current_ = false;
   ++frame_;
+}
+
+const ImageRgba8& Engine::image() {
+  if (frame_ == 0) fail("engine: no frame rendered yet");
+  if (!image_current_) {
+    image_.width = width_;
+    image_.height = height_;
+    image_.pixels.resize(size_t(width_) * height_ * 4);
+    backend_->read(plan_.rgba, image_.pixels.data(), image_.pixels.size());
+    image_current_ = true;
+  }
   return image_;
 }
 

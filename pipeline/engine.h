@@ -36,8 +36,20 @@ class Engine {
   void configure(const FrameSettings& settings, bool img2img);
   const FrameSettings& settings() const { return settings_; }
 
-  // One frame. image: (height, width, in_channels) in [-1, 1] for img2img, or null for the noise walk.
-  const ImageRgba8& render(const std::vector<float>* image);
+  // One frame, left on the backend. image: (height, width, in_channels) in [-1, 1] for img2img, or null
+  // for the noise walk.
+  void step(const std::vector<float>* image);
+  // The last frame on the host (read back at the first call after a step).
+  const ImageRgba8& image();
+  // The last frame's RGBA8 pixels on the GPU (rows of width * 4 bytes) and the stream that wrote them;
+  // both null on the CPU backend.
+  Backend::DeviceView device_image() { return backend_->device_view(plan_.rgba); }
+  // step() then image().
+  const ImageRgba8& render(const std::vector<float>* image) {
+    step(image);
+    return this->image();
+  }
+  int64_t frame_index() const { return frame_; }  // frames stepped since the engine was made
 
   // Resolves a class given as a name or a number to its id; Error naming the flag value if unknown.
   int class_id(const std::string& name_or_id) const;
@@ -48,7 +60,7 @@ class Engine {
   std::string device_note_;
   int width_ = 0, height_ = 0;
   FrameSettings settings_;
-  bool img2img_ = false, configured_ = false, first_frame_ = true;
+  bool img2img_ = false, configured_ = false, first_frame_ = true, image_current_ = false;
   FramePlan plan_;
   int64_t frame_ = 0;
   std::vector<float> sample_, noise_;

@@ -246,6 +246,8 @@ class CudaBackend final : public Backend {
     }
   }
 
+  DeviceView device_view(Ref tensor) override { return {resolve(graph(), memory_, tensor), ctx_.stream}; }
+
   size_t arena_bytes() const override { return arena_.bytes(); }
   size_t weight_bytes() const override { return weights_.bytes(); }
 
