@@ -1,10 +1,18 @@
 // rtvd bench frames: end-to-end frame rate of the engine (no recording), median over many frames after
 // warm-up, the per-op profile against ceilings measured in the same run, and the profiler's overhead.
+// rtvd bench unet: one U-Net forward alone (SD-class configs), its time to first output and memory.
+#include <time.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
+#include <random>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -14,6 +22,8 @@
 #include "pipeline/device.h"
 #include "pipeline/engine.h"
 #include "pipeline/error.h"
+#include "pipeline/model.h"
+#include "pipeline/unet_runner.h"
 #if RTVD_HAS_CUDA
 #include "pipeline/cuda/kernel_bench.h"
 #endif
@@ -22,19 +32,27 @@ namespace rtvd {
 
 namespace {
 
+// A benchmark's own flags, then those of every benchmark that runs a model on a backend.
+std::vector<cli::FlagSpec> with_backend_flags(std::vector<cli::FlagSpec> specs) {
+  using K = cli::ValueKind;
+  specs.insert(specs.end(), {
+                                {"device", 0, K::String, "auto, cpu or cuda", "auto", "D"},
+                                {"threads", 0, K::Int, "CPU threads, 0 = all cores", "0", ""},
+                                {"kernels", 0, K::String, "auto, custom or cudnn", "auto", "K"},
+                                {"json", 0, K::String, "write the results as JSON", "", "FILE"},
+                                {"help", 'h', K::None, "show this help", "", ""},
+                            });
+  return specs;
+}
+
 const std::vector<cli::FlagSpec>& bench_flags() {
   using K = cli::ValueKind;
-  static const std::vector<cli::FlagSpec> specs = {
+  static const std::vector<cli::FlagSpec> specs = with_backend_flags({
       {"frames", 'n', K::Int, "timed frames per measurement", "200", "N"},
       {"size", 0, K::Int, "square frame size", "the model's sample size", "N"},
       {"steps", 0, K::Int, "denoising steps per frame", "4", "K"},
       {"model", 0, K::String, "model directory", "embedded", "DIR"},
-      {"device", 0, K::String, "auto, cpu or cuda", "auto", "D"},
-      {"threads", 0, K::Int, "CPU threads, 0 = all cores", "0", ""},
-      {"kernels", 0, K::String, "auto, custom or cudnn", "auto", "K"},
-      {"json", 0, K::String, "write the results as JSON", "", "FILE"},
-      {"help", 'h', K::None, "show this help", "", ""},
-  };
+  });
   return specs;
 }
 
@@ -66,6 +84,39 @@ void write_json(const std::string& path, const nlohmann::json& doc) {
   if (!(f << doc.dump(2) << "\n")) fail("--json ", path, ": cannot write");
 }
 
+// Seconds since this process started: the kernel's start time (/proc/self/stat field 22, clock ticks since
+// boot) against CLOCK_BOOTTIME, so exec and dynamic loading count too. 10 ms resolution.
+double seconds_since_process_start() {
+  std::ifstream f("/proc/self/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::istringstream fields(stat.substr(stat.rfind(')') + 2));  // after "pid (comm) ": field 3 onwards
+  std::string field;
+  for (int i = 3; i <= 22 && fields >> field; ++i) {}
+  timespec now{};
+  clock_gettime(CLOCK_BOOTTIME, &now);
+  return double(now.tv_sec) + now.tv_nsec * 1e-9 - std::stod(field) / double(sysconf(_SC_CLK_TCK));
+}
+
+// The NVIDIA kernel module's version ("580.159.04"), or "unknown".
+std::string nvidia_driver_version() {
+  std::ifstream f("/proc/driver/nvidia/version");
+  std::string word, previous;
+  while (f >> word) {
+    if (previous == "Module") return word;
+    previous = word;
+  }
+  return "unknown";
+}
+
+// The commit of a bundle (tools/device-bundle.sh writes .commit beside the binary), or "unknown".
+std::string bundle_commit() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  std::ifstream f(exe.parent_path() / ".commit");
+  std::string commit;
+  return f >> commit ? commit : "unknown";
+}
+
 int bench_kernels_command(const std::vector<std::string>& args) {
   using K = cli::ValueKind;
   static const std::vector<cli::FlagSpec> specs = {
@@ -91,12 +142,160 @@ int bench_kernels_command(const std::vector<std::string>& args) {
   return 0;
 }
 
+const std::vector<cli::FlagSpec>& bench_unet_flags() {
+  using K = cli::ValueKind;
+  static const std::vector<cli::FlagSpec> specs = with_backend_flags({
+      {"config", 0, K::String, "sd21, sd15, a model directory or a config.json", "sd21", "NAME|DIR|FILE"},
+      {"batch", 0, K::Int, "images per forward (2: guidance's cond + uncond)", "2", "N"},
+      {"size", 0, K::Int, "square latent size", "the config's sample size", "N"},
+      {"weights", 0, K::String, "safetensors checkpoint in the config's dtype", "random weights", "FILE"},
+      {"seed", 0, K::Int, "seed of the random weights and inputs", "0", "N"},
+      {"runs", 0, K::Int, "timed forwards (the median is reported)", "200 on the GPU, 3 on the CPU", "N"},
+  });
+  return specs;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+int bench_unet_command(const std::vector<std::string>& args) {
+  const double to_main_s = seconds_since_process_start();  // exec, dynamic loading, static initialisers
+  const cli::Flags flags = cli::parse_flags("bench unet", bench_unet_flags(), args);
+  if (flags.has("help")) {
+    std::printf("usage: rtvd bench unet [flags]\n\nOne U-Net forward alone: time (median of many, one CUDA graph on the GPU), TFLOP/s,\n"
+                "time to first output from process start, and memory.\n\n%s",
+                cli::flags_help(bench_unet_flags()).c_str());
+    return 0;
+  }
+  if (!flags.positional().empty())
+    fail("unexpected argument '", flags.positional().front(), "' for 'rtvd bench unet' (see rtvd bench unet --help)");
+  const std::string config_spec = flags.get_string("config", "sd21");
+  const ModelConfig cfg = find_model_config(config_spec);
+  const int batch = flags.get_int("batch", 2, 1, 64);
+  const int size = flags.get_int("size", cfg.sample_size, 1, 4096);
+  if (size % cfg.size_multiple()) fail("--size ", size, ": must be a multiple of ", cfg.size_multiple(), " for this config");
+  const std::string weights_path = flags.get_string("weights", "");
+  const int seed = flags.get_int("seed", 0, 0);
+  const std::string device = flags.get_choice("device", "auto", {"auto", "cpu", "cuda"});
+  const std::string kernels = flags.get_choice("kernels", "auto", {"auto", "custom", "cudnn"});
+
+  std::string why_not;
+  const auto gpus = device == "cpu" ? std::vector<GpuInfo>{} : cuda_devices(&why_not);
+  const bool cuda = !gpus.empty();
+  if (device == "cuda" && !cuda) fail("--device cuda: ", why_not);
+  if (!cuda && kernels != "auto") fail("--kernels ", kernels, ": a choice of CUDA kernels, but this runs on the CPU");
+  const int runs = flags.get_int("runs", cuda ? 200 : 3, 1, 100000);
+
+  // Each step from process start to the first output, in seconds; the CUDA context is made first, so
+  // that the memory it holds is not counted as the model's.
+  std::vector<std::pair<std::string, double>> steps{{"start", to_main_s}};
+  auto clock = std::chrono::steady_clock::now();
+  auto step = [&](const char* what) {
+    const auto now = std::chrono::steady_clock::now();
+    steps.emplace_back(what, std::chrono::duration<double>(now - clock).count());
+    clock = now;
+  };
+  const size_t memory_before = cuda ? cuda_memory_used(gpus.front().index) : 0;
+  auto backend = make_backend(cuda ? "cuda" : "cpu", flags.get_int("threads", 0, 0, 1024), kernels, nullptr);
+  step("backend");
+  Model model;
+  if (weights_path.empty()) {
+    model = random_model(cfg, uint64_t(seed), config_spec);
+  } else {
+    model.config = cfg;
+    model.weights = std::make_unique<WeightStore>(SafeTensorsFile::open(weights_path), cfg.dtype);
+  }
+  WeightStore& weights = *model.weights;
+  step("weights");
+  UNetRunner runner(cfg, weights, *backend, batch, size, size, 0.5f);
+  weights.check_all_read();
+  const UNetRunner::LoadTimes& load = runner.load_times();
+  steps.insert(steps.end(), {{"build", load.build}, {"upload", load.upload}, {"prepare", load.prepare}});
+  clock = std::chrono::steady_clock::now();
+
+  std::mt19937_64 rng{uint64_t(seed)};
+  std::normal_distribution<float> normal;
+  std::vector<float> x(size_t(batch) * size * size * cfg.in_channels), context;
+  for (float& v : x) v = normal(rng);
+  if (cfg.cross_attention_dim > 0) {
+    context.resize(size_t(batch) * cfg.context_length * cfg.cross_attention_dim);
+    for (float& v : context) v = normal(rng);
+  }
+  std::vector<int32_t> class_ids;
+  for (int i = 0; i < batch && cfg.num_class_embeds > 0; ++i) class_ids.push_back(i % 2 ? cfg.null_class() : 0);
+  runner.set_inputs(x, class_ids, context);
+  step("inputs");
+  runner.forward();
+  const std::vector<float> v = runner.output();
+  step("first forward");
+  const double first_output_s = seconds_since_process_start();
+
+  double square_sum = 0;
+  bool finite = true;
+  for (float f : v) finite = finite && std::isfinite(f), square_sum += double(f) * f;
+  const double rms = std::sqrt(square_sum / double(v.size()));
+  runner.time_forwards(std::max(2, runs / 10));  // warm-up: the CUDA graph is captured at the second forward
+  const std::vector<double> ms = runner.time_forwards(runs);
+  const size_t memory_after = cuda ? cuda_memory_used(gpus.front().index) : 0;
+  const Ceilings ceilings = backend->measure_ceilings();
+
+  const double ms_median = median(ms), flops = runner.forward_flops();
+  const double tflops = flops / ms_median / 1e9, floor_ms = flops / ceilings.gemm_tflops / 1e9;
+  const double mib = 1048576.0;
+  std::string step_text;
+  for (const auto& [what, s] : steps) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%s%s %.3f", step_text.empty() ? "" : ", ", what.c_str(), s);
+    step_text += text;
+  }
+  std::printf("rtvd bench unet: %s (%s), batch %d, %dx%dx%d latents", cfg.name.c_str(), config_spec.c_str(), batch, size, size,
+              cfg.in_channels);
+  if (cfg.cross_attention_dim > 0) std::printf(", context %dx%d", cfg.context_length, cfg.cross_attention_dim);
+  std::printf("\nbackend: %s\n", backend->describe().c_str());
+  std::printf("weights: %s, %lld parameters, %s\n", weights_path.empty() ? cat("random (seed ", seed, ")").c_str() : weights_path.c_str(),
+              (long long)weights.checkpoint_parameters(), dtype_name(cfg.dtype));
+  std::printf("forward: %.3f ms median of %d (min %.3f, max %.3f), %.4g GFLOP, %.3g TFLOP/s = %.0f%% of the %.3g TFLOP/s "
+              "GEMM peak measured now (floor %.3f ms)\n",
+              ms_median, runs, *std::min_element(ms.begin(), ms.end()), *std::max_element(ms.begin(), ms.end()), flops / 1e9,
+              tflops, 100.0 * tflops / ceilings.gemm_tflops, ceilings.gemm_tflops, floor_ms);
+  std::printf("time to first output: %.3f s from process start (%s)\n", first_output_s, step_text.c_str());
+  std::printf("memory: weights %.1f MiB, activations %.1f MiB", backend->weight_bytes() / mib, backend->arena_bytes() / mib);
+  if (cuda) std::printf("; GPU memory in use grew by %.1f MiB after the CUDA context", (memory_after - memory_before) / mib);
+  std::printf("\noutput: %s, rms %.4f\n", finite ? "finite" : "NOT FINITE", rms);
+
+  if (const std::string path = flags.get_string("json", ""); !path.empty()) {
+    nlohmann::json step_json = nlohmann::json::object();
+    for (const auto& [what, s] : steps) step_json[what] = s;
+    const nlohmann::json doc = {
+        {"bench", "unet"}, {"date", utc_now()}, {"commit", bundle_commit()},
+        {"gpu", cuda ? gpus.front().name : "cpu"}, {"driver", cuda ? nvidia_driver_version() : ""},
+        {"backend", backend->describe()}, {"kernels", kernels}, {"config", config_spec}, {"model", cfg.name},
+        {"batch", batch}, {"height", size}, {"width", size},
+        {"weights", weights_path.empty() ? cat("random seed ", seed) : weights_path},
+        {"parameters", weights.checkpoint_parameters()}, {"runs", runs}, {"ms_median", ms_median},
+        {"ms_min", *std::min_element(ms.begin(), ms.end())}, {"ms_max", *std::max_element(ms.begin(), ms.end())},
+        {"forward_flops", flops}, {"setup_flops", runner.setup_flops()}, {"tflops", tflops},
+        {"ceilings", {{"gemm_tflops", ceilings.gemm_tflops}, {"gemm", ceilings.gemm_what},
+                      {"copy_gbps", ceilings.copy_gbps}, {"copy", ceilings.copy_what}}},
+        {"floor_ms", floor_ms}, {"time_to_first_output_s", first_output_s}, {"steps_s", step_json},
+        {"weight_bytes", backend->weight_bytes()}, {"activation_bytes", backend->arena_bytes()},
+        {"gpu_memory_growth_bytes", memory_after - memory_before},
+        {"output_finite", finite}, {"output_rms", rms}};
+    write_json(path, doc);
+  }
+  if (!finite) fail("the forward's output is not finite (NaN or inf): a broken kernel or an fp16 overflow");
+  return 0;
+}
+
 }  // namespace
 
 int bench_command(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "kernels") return bench_kernels_command({args.begin() + 1, args.end()});
+  if (!args.empty() && args[0] == "unet") return bench_unet_command({args.begin() + 1, args.end()});
   if (args.empty() || args[0] != "frames")
-    fail("rtvd bench: expected a benchmark name: frames or kernels (see rtvd bench frames --help)");
+    fail("rtvd bench: expected a benchmark name: frames, kernels or unet (see rtvd bench frames --help)");
   const cli::Flags flags = cli::parse_flags("bench frames", bench_flags(), {args.begin() + 1, args.end()});
   if (flags.has("help")) {
     std::printf("usage: rtvd bench frames [flags]\n\nEnd-to-end frames per second of the engine, without recording.\n\n%s",

@@ -177,13 +177,9 @@ std::string flags_help(const std::vector<FlagSpec>& specs) {
   return out;
 }
 
-const std::vector<FlagSpec>& render_flags() {
+const std::vector<FlagSpec>& generation_flags() {
   using K = ValueKind;
   static const std::vector<FlagSpec> specs = {
-      {"output", 'o', K::String, "video file (.mp4 .mkv .avi), directory/ or %05d.png pattern for PNG frames",
-       "out/rtvd.mp4", "PATH"},
-      {"frames", 'n', K::Int, "frames to render", "48, or the length of a video source", ""},
-      {"fps", 0, K::Float, "frame rate of the output", "24", "F"},
       {"size", 0, K::String, "frame size, width x height or square", "the model's sample size", "WxH|N"},
       {"seed", 0, K::UInt64, "random seed: same seed and flags, same frames", "0", ""},
       {"steps", 0, K::Int, "denoising steps per frame, 1 to 100", "4", "K"},
@@ -196,32 +192,41 @@ const std::vector<FlagSpec>& render_flags() {
       {"device", 0, K::String, "where the model runs", "auto", "auto|cpu|cuda"},
       {"threads", 0, K::Int, "CPU threads, 0 = all cores", "0", ""},
       {"kernels", 0, K::String, "which CUDA kernels run the model", "auto", "auto|custom|cudnn"},
-      {"profile", 0, K::String, "write per-kernel GPU times as JSON", "", "FILE.json"},
-      {"quiet", 'q', K::None, "no progress output", "", ""},
-      {"help", 'h', K::None, "show this help", "", ""},
   };
   return specs;
 }
 
-RenderOptions parse_render_options(const std::vector<std::string>& args) {
-  const Flags flags = parse_flags("render", render_flags(), args);
-  RenderOptions o;
-  if (flags.has("help")) {
-    o.help = true;
-    return o;
-  }
-  if (!flags.positional().empty())
-    fail("unexpected argument '", flags.positional().front(), "' for 'rtvd render' (see rtvd render --help)");
+namespace {
 
-  o.output = flags.get_string("output", o.output);
-  if (o.output.empty()) fail("flag '--output': expected a path, got ''");
-  if (flags.has("frames")) o.frames = flags.get_int("frames", kDefaultFrames, 1);
-  o.fps = flags.get_float("fps", o.fps, {.min = 0, .min_open = true});
-  if (flags.has("size")) {
-    o.size = parse_size(flags.get_string("size", ""));
-    if (!o.size)
-      fail("flag '--size': expected WxH or N with positive integers, got '", flags.get_string("size", ""), "'");
-  }
+// A command's own flags around the shared generation flags, in help order.
+std::vector<FlagSpec> with_generation_flags(std::vector<FlagSpec> before, const std::vector<FlagSpec>& after) {
+  before.insert(before.end(), generation_flags().begin(), generation_flags().end());
+  before.insert(before.end(), after.begin(), after.end());
+  return before;
+}
+
+std::optional<FrameSize> get_size(const Flags& flags, const std::string& name) {
+  if (!flags.has(name)) return std::nullopt;
+  const std::string text = flags.get_string(name, "");
+  const auto size = parse_size(text);
+  if (!size) fail("flag '--", name, "': expected WxH or N with positive integers, got '", text, "'");
+  return size;
+}
+
+std::string get_path(const Flags& flags, const std::string& name, const std::string& fallback) {
+  const std::string path = flags.get_string(name, fallback);
+  if (path.empty() && flags.has(name)) fail("flag '--", name, "': expected a path, got ''");
+  return path;
+}
+
+void reject_positionals(const Flags& flags, const std::string& command) {
+  if (!flags.positional().empty())
+    fail("unexpected argument '", flags.positional().front(), "' for 'rtvd ", command, "' (see rtvd ", command,
+         " --help)");
+}
+
+void read_generation_flags(const Flags& flags, GenerationOptions& o) {
+  o.size = get_size(flags, "size");
   o.seed = flags.get_uint64("seed", o.seed);
   o.steps = flags.get_int("steps", o.steps, 1, 100);
   o.guidance = flags.get_float("guidance", o.guidance, {.min = 0});
@@ -233,8 +238,81 @@ RenderOptions parse_render_options(const std::vector<std::string>& args) {
   o.device = flags.get_choice("device", o.device, {"auto", "cpu", "cuda"});
   o.threads = flags.get_int("threads", o.threads, 0);
   o.kernels = flags.get_choice("kernels", o.kernels, {"auto", "custom", "cudnn"});
+}
+
+}  // namespace
+
+const std::vector<FlagSpec>& render_flags() {
+  using K = ValueKind;
+  static const std::vector<FlagSpec> specs = with_generation_flags(
+      {
+          {"output", 'o', K::String, "video file (.mp4 .mkv .avi), directory/ or %05d.png pattern for PNG frames",
+           "out/rtvd.mp4", "PATH"},
+          {"frames", 'n', K::Int, "frames to render", "48, or the length of a video source", ""},
+          {"fps", 0, K::Float, "frame rate of the output", "24", "F"},
+      },
+      {
+          {"profile", 0, K::String, "write per-kernel GPU times as JSON", "", "FILE.json"},
+          {"quiet", 'q', K::None, "no progress output", "", ""},
+          {"help", 'h', K::None, "show this help", "", ""},
+      });
+  return specs;
+}
+
+RenderOptions parse_render_options(const std::vector<std::string>& args) {
+  const Flags flags = parse_flags("render", render_flags(), args);
+  RenderOptions o;
+  if (flags.has("help")) {
+    o.help = true;
+    return o;
+  }
+  reject_positionals(flags, "render");
+  o.output = get_path(flags, "output", o.output);
+  if (flags.has("frames")) o.frames = flags.get_int("frames", kDefaultFrames, 1);
+  o.fps = flags.get_float("fps", o.fps, {.min = 0, .min_open = true});
+  read_generation_flags(flags, o);
   o.profile_path = flags.get_string("profile", o.profile_path);
   o.quiet = flags.has("quiet");
+  return o;
+}
+
+const std::vector<FlagSpec>& gui_flags() {
+  using K = ValueKind;
+  static const std::vector<FlagSpec> specs = with_generation_flags(
+      {
+          {"frames", 'n', K::Int, "generate N frames, then exit", "run until the window is closed", ""},
+          {"screenshot", 0, K::String, "at exit, save the window (frame and panels) as a PNG", "", "FILE.png"},
+          {"record", 0, K::String, "start recording at launch: video file, directory/ or %05d.png pattern", "",
+           "PATH"},
+          {"fps", 0, K::Float, "frame rate of recordings", "24", "F"},
+          {"budget-ms", 0, K::Float, "frame-time budget drawn in the overlay, > 0", "40", "MS"},
+          {"window", 0, K::String, "window size, width x height or square", "1280x720", "WxH|N"},
+          {"filter", 0, K::String, "how the frame is scaled to the window", "linear", "linear|nearest"},
+          {"no-vsync", 0, K::None, "present without waiting for the display's refresh", "", ""},
+      },
+      {
+          {"help", 'h', K::None, "show this help", "", ""},
+      });
+  return specs;
+}
+
+GuiOptions parse_gui_options(const std::vector<std::string>& args) {
+  const Flags flags = parse_flags("gui", gui_flags(), args);
+  GuiOptions o;
+  if (flags.has("help")) {
+    o.help = true;
+    return o;
+  }
+  reject_positionals(flags, "gui");
+  if (flags.has("frames")) o.frames = flags.get_int("frames", 1, 1);
+  o.screenshot = get_path(flags, "screenshot", o.screenshot);
+  o.record = get_path(flags, "record", o.record);
+  o.fps = flags.get_float("fps", o.fps, {.min = 0, .min_open = true});
+  o.budget_ms = flags.get_float("budget-ms", o.budget_ms, {.min = 0, .min_open = true});
+  if (const auto window = get_size(flags, "window")) o.window = *window;
+  o.filter = flags.get_choice("filter", o.filter, {"linear", "nearest"});
+  o.vsync = !flags.has("no-vsync");
+  read_generation_flags(flags, o);
   return o;
 }
 

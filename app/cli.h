@@ -1,6 +1,6 @@
 // The rtvd command line: a table of flags per subcommand, a parser that checks each value's kind
-// (integer, number, text) as it reads it, typed getters that check ranges, and the render command's
-// options. Every mistake is one rtvd::Error line naming the flag, for main to print.
+// (integer, number, text) as it reads it, typed getters that check ranges, and the options of the render
+// and gui commands. Every mistake is one rtvd::Error line naming the flag, for main to print.
 #pragma once
 #include <climits>
 #include <cstdint>
@@ -64,10 +64,8 @@ struct FrameSize {
 
 constexpr int kDefaultFrames = 48;
 
-struct RenderOptions {
-  std::string output = "out/rtvd.mp4";
-  std::optional<int> frames;     // not given: kDefaultFrames, or a video source's length
-  double fps = 24.0;
+// What to generate and where the model runs: the flags of every command that drives the engine.
+struct GenerationOptions {
   std::optional<FrameSize> size;  // not given: the model's sample_size
   uint64_t seed = 0;
   int steps = 4;
@@ -80,12 +78,33 @@ struct RenderOptions {
   std::string device = "auto";     // auto | cpu | cuda
   int threads = 0;                 // 0 = all cores
   std::string kernels = "auto";    // auto | custom | cudnn
+};
+
+struct RenderOptions : GenerationOptions {
+  std::string output = "out/rtvd.mp4";
+  std::optional<int> frames;     // not given: kDefaultFrames, or a video source's length
+  double fps = 24.0;
   std::string profile_path;        // "" = no profile
   bool quiet = false;
   bool help = false;  // -h given: the other values are defaults, nothing was validated
 };
 
+struct GuiOptions : GenerationOptions {
+  std::optional<int> frames;       // exit after this many frames; not given: run until the window closes
+  std::string screenshot;          // PNG of the window written at exit; "" = none
+  std::string record;              // start recording here at launch (as render's --output); "" = not
+  double fps = 24.0;               // frame rate of recordings
+  double budget_ms = 40.0;         // frame-time budget drawn in the overlay
+  FrameSize window{1280, 720};     // initial window size in screen coordinates
+  std::string filter = "linear";   // linear | nearest: how the frame is scaled to the window
+  bool vsync = true;
+  bool help = false;  // -h given: the other values are defaults, nothing was validated
+};
+
+const std::vector<FlagSpec>& generation_flags();  // shared by render_flags() and gui_flags()
 const std::vector<FlagSpec>& render_flags();
 RenderOptions parse_render_options(const std::vector<std::string>& args);
+const std::vector<FlagSpec>& gui_flags();
+GuiOptions parse_gui_options(const std::vector<std::string>& args);
 
 }  // namespace rtvd::cli

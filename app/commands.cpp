@@ -15,6 +15,7 @@ constexpr const char* kUsage =
     "usage: rtvd <command> [flags]\n"
     "\n"
     "commands:\n"
+    "  gui      generate live in a window: controls, per-op timings, recording (the default with a display)\n"
     "  render   render frames headless to an MP4 or a PNG sequence\n"
     "  info     print the build's features, the devices and the model\n"
     "  bench    frames: end-to-end frames/s with a per-op profile; kernels: CUDA kernels at production shapes\n"
@@ -23,6 +24,7 @@ constexpr const char* kUsage =
 }  // namespace
 
 int run_command(const std::vector<std::string>& args) {
+  if (args.empty() && RTVD_HAS_GUI && display_available()) return gui_command(args);
   if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
     std::fputs(kUsage, stdout);
     return 0;
@@ -32,10 +34,11 @@ int run_command(const std::vector<std::string>& args) {
     return 0;
   }
   const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (args[0] == "gui") return gui_command(rest);
   if (args[0] == "render") return render_command(rest);
   if (args[0] == "info") return info_command(rest);
   if (args[0] == "bench") return bench_command(rest);
-  fail("unknown command '", args[0], "' (expected render, info, bench or help)");
+  fail("unknown command '", args[0], "' (expected gui, render, info, bench or help)");
 }
 
 }  // namespace rtvd

@@ -1,4 +1,4 @@
-// rtvd command line: render, info. Errors become one line on stderr and a non-zero exit code.
+// rtvd command line: gui, render, info, bench. Errors become one line on stderr and a non-zero exit code.
 #include <cstdio>
 #include <exception>
 #include <string>

@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "engine_setup.h"
 #include "pipeline/engine.h"
 #include "pipeline/error.h"
 #include "pipeline/profiler.h"
@@ -31,22 +32,8 @@ int render_command(const std::vector<std::string>& args) {
   }
 
   std::unique_ptr<FrameSource> source = open_source(o.source);
-  EngineOptions eo;
-  eo.model_dir = o.model_dir;
-  eo.device = o.device;
-  eo.threads = o.threads;
-  eo.kernels = o.kernels;
-  if (o.size) eo.width = o.size->width, eo.height = o.size->height;
-  Engine engine(eo);
-
-  FrameSettings s;
-  s.seed = o.seed;
-  s.steps = o.steps;
-  s.guidance = float(o.guidance);
-  s.strength = float(o.strength);
-  s.blend = float(o.blend);
-  if (engine.config().num_class_embeds > 0) s.class_id = engine.class_id(o.class_name);
-  else if (!o.class_name.empty()) fail("--class ", o.class_name, ": this model has no classes");
+  Engine engine(engine_options(o));
+  const FrameSettings s = frame_settings(o, engine);
   engine.configure(s, source->has_images());
 
   const int frames = o.frames ? *o.frames : (source->frame_count() > 0 ? source->frame_count() : cli::kDefaultFrames);
@@ -69,13 +56,17 @@ int render_command(const std::vector<std::string>& args) {
   int done = 0;
   for (; done < frames && !g_interrupted; ++done) {
     if (source->has_images() && !source->next(engine.width(), engine.height(), image)) break;
-    recorder->write(engine.render(source->has_images() ? &image : nullptr));
+    engine.step(source->has_images() ? &image : nullptr);
+    // The frame is copied to the host while the next one computes; the recorder takes it a frame late.
+    engine.queue_image();
+    if (engine.queued_images() == 2) recorder->write(engine.take_image());
     if (!o.profile_path.empty()) {
       const std::vector<float> ms = engine.backend().frame_op_ms();
       if (!ms.empty()) profile.add_frame(engine.plan().graph.frame, ms);
     }
     progress.update(done + 1);
   }
+  while (engine.queued_images() > 0) recorder->write(engine.take_image());
   progress.finish();
   std::signal(SIGINT, previous_handler);
   if (done == 0) fail(source->describe(), ": no frame could be read");

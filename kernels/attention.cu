@@ -17,11 +17,10 @@
 // zero-filled on load and never stored).
 #include "kernels/attention.cuh"
 
-#include <nvtx3/nvToolsExt.h>
-
 #include <cstdint>
 
 #include "kernels/attention_traits.cuh"
+#include "kernels/nvtx_range.h"
 
 namespace rtvd {
 namespace {
@@ -343,14 +342,6 @@ void launch(const AttentionParams& p, const CudaContext& ctx) {
 }
 
 bool aligned(const void* ptr, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(ptr) % bytes == 0; }
-
-// Costs one indirect call when no profiler is attached.
-struct NvtxRange {
-  explicit NvtxRange(const char* name) { nvtxRangePushA(name); }
-  ~NvtxRange() { nvtxRangePop(); }
-  NvtxRange(const NvtxRange&) = delete;
-  NvtxRange& operator=(const NvtxRange&) = delete;
-};
 
 // The named fallback for what the flash kernel can't load (head dims that are not a multiple of 8, e.g.
 // the tiny test models; unaligned layouts): one block per (query, head, image), scores in shared memory,

@@ -17,12 +17,11 @@
 // per output element, fp32.
 #include "kernels/conv2d.cuh"
 
-#include <nvtx3/nvToolsExt.h>
-
 #include <algorithm>
 #include <cstdint>
 
 #include "kernels/conv2d_traits.cuh"
+#include "kernels/nvtx_range.h"
 
 namespace rtvd {
 namespace {
@@ -306,13 +305,6 @@ __global__ void conv2d_direct_kernel(const __grid_constant__ Conv2dParams p, Gem
 }
 
 // ---- launchers ----
-
-struct NvtxRange {
-  explicit NvtxRange(const char* name) { nvtxRangePushA(name); }
-  ~NvtxRange() { nvtxRangePop(); }
-  NvtxRange(const NvtxRange&) = delete;
-  NvtxRange& operator=(const NvtxRange&) = delete;
-};
 
 bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 int ceil_div(int a, int b) { return (a + b - 1) / b; }

@@ -4,14 +4,13 @@
 // (conv2d_traits.cuh). The conv output is rounded to fp16 before the epilogue, as in PyTorch.
 #include "kernels/conv2d_cudnn.cuh"
 
-#include <nvtx3/nvToolsExt.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <utility>
 #include <vector>
 
 #include "kernels/conv2d_traits.cuh"
+#include "kernels/nvtx_range.h"
 
 namespace rtvd {
 namespace {
@@ -84,13 +83,6 @@ __global__ void epilogue_kernel(const __grid_constant__ Conv2dParams p, bool vec
 }
 
 // ---- launchers ----
-
-struct NvtxRange {
-  explicit NvtxRange(const char* name) { nvtxRangePushA(name); }
-  ~NvtxRange() { nvtxRangePop(); }
-  NvtxRange(const NvtxRange&) = delete;
-  NvtxRange& operator=(const NvtxRange&) = delete;
-};
 
 bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 

@@ -21,4 +21,10 @@ void bind_ops(Graph& g, std::vector<Op>& ops, const BackendMemory& m) {
     }, op.body);
 }
 
+bool touches(Op& op, int id) {
+  bool found = false;
+  std::visit([&](auto& body) { body.refs([&](const Ref& r, auto&) { found |= r.kind == Ref::Tensor && r.id == id; }); }, op.body);
+  return found;
+}
+
 }  // namespace rtvd

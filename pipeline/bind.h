@@ -17,6 +17,9 @@ struct BackendMemory {
 };
 
 void* resolve(const Graph& g, const BackendMemory& m, const Ref& r);
+// Whether the op reads or writes graph tensor `id`.
+bool touches(Op& op, int id);
+
 void bind_ops(Graph& g, std::vector<Op>& ops, const BackendMemory& m);
 
 }  // namespace rtvd

@@ -45,8 +45,9 @@ class CpuBackend final : public Backend {
   void upload_weights(const WeightStore& store) override {
     const auto& ws = store.tensors();
     if (ws.size() == memory_.weights.size()) return;  // unchanged since the last plan
+    auto padded = [](const WeightTensor& w) { return (w.numel() * 4 + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment; };
     size_t total = 0;
-    for (const auto& w : ws) total += (w.data.size() * 4 + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+    for (const auto& w : ws) total += padded(w);
     weights_ = allocate(total);
     weight_bytes_ = total;
     memory_.weights.clear();
@@ -54,10 +55,10 @@ class CpuBackend final : public Backend {
     size_t offset = 0;
     for (const auto& w : ws) {
       uint8_t* p = weights_.get() + offset;
-      std::memcpy(p, w.data.data(), w.data.size() * 4);
+      w.write(p, DType::F32);
       memory_.weights.push_back(p);
       memory_.weight_elems.push_back(w.elem);
-      offset += (w.data.size() * 4 + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+      offset += padded(w);
     }
   }
 
@@ -92,18 +93,28 @@ class CpuBackend final : public Backend {
       }
   }
 
+  std::string frame_op_impl(size_t i) const override {
+    if (!graph_ || i >= graph_->frame.size()) return "";
+    const OpBody& body = graph_->frame[i].body;
+    return std::holds_alternative<ConvOp>(body) || std::holds_alternative<LinearOp>(body) ? "cpu OpenBLAS" : "cpu";
+  }
+
   void run_setup() override { run(graph().setup, nullptr); }
   void run_frame() override {
     if (!profiling_) return run(graph().frame, nullptr);
     op_ms_.assign(graph().frame.size(), 0.0f);
     run(graph().frame, &op_ms_);
+    frame_ms_ = 0;
+    for (float ms : op_ms_) frame_ms_ += ms;
   }
 
   void set_profiling(bool on) override {
     profiling_ = on;
     op_ms_.clear();
+    frame_ms_ = 0;
   }
-  std::vector<float> frame_op_ms() override { return op_ms_; }
+  std::vector<float> frame_op_ms() override { return std::exchange(op_ms_, {}); }
+  float frame_gpu_ms() override { return frame_ms_; }
 
   Ceilings measure_ceilings() override {
     Ceilings c;
@@ -132,6 +143,21 @@ class CpuBackend final : public Backend {
   void read(Ref tensor, void* host, size_t count) override {
     const Elem e = graph().tensors.at(tensor.id).elem;
     std::memcpy(host, resolve(graph(), memory_, tensor), count * elem_bytes(e, 4));
+  }
+
+  void begin_readback(Ref tensor, size_t bytes) override {
+    if (readbacks_pending_ == 2) fail("cpu backend: a third readback began before the first finished");
+    std::vector<uint8_t>& slot = readback_[(readback_next_ + readbacks_pending_) % 2];
+    slot.resize(bytes);
+    read(tensor, slot.data(), bytes);
+    ++readbacks_pending_;
+  }
+  const uint8_t* finish_readback() override {
+    if (readbacks_pending_ == 0) fail("cpu backend: no readback pending");
+    const uint8_t* bytes = readback_[readback_next_].data();
+    readback_next_ = (readback_next_ + 1) % 2;
+    --readbacks_pending_;
+    return bytes;
   }
 
   size_t arena_bytes() const override { return arena_bytes_; }
@@ -183,12 +209,15 @@ class CpuBackend final : public Backend {
 
   int threads_;
   bool profiling_ = false;
-  std::vector<float> op_ms_;
+  std::vector<float> op_ms_;  // of the last frame, until frame_op_ms() takes them
+  float frame_ms_ = 0;
   Graph* graph_ = nullptr;
   ArenaPlan plan_;
   BackendMemory memory_;
   HostBuffer arena_, weights_, scratch_;
   size_t arena_bytes_ = 0, weight_bytes_ = 0, scratch_bytes_ = 0;
+  std::vector<uint8_t> readback_[2];
+  int readback_next_ = 0, readbacks_pending_ = 0;  // the oldest pending slot, and how many are pending
 };
 
 }  // namespace

@@ -13,6 +13,12 @@ std::vector<GpuInfo> cuda_devices(std::string* why_not) {
   if (why_not) *why_not = "this build has no CUDA backend (no CUDA toolkit at configure time)";
   return {};
 }
+
+std::vector<double> cuda_event_times_ms(void*, int, const std::function<void()>&) {
+  fail("GPU timing: this build has no CUDA backend");
+}
+
+size_t cuda_memory_used(int) { fail("GPU memory: this build has no CUDA backend"); }
 #endif
 
 std::unique_ptr<Backend> make_backend(const std::string& device, int threads, const std::string& kernels,

@@ -1,6 +1,7 @@
 // Backend selection: --device auto|cpu|cuda. auto takes a usable CUDA GPU (sm_80 or newer, a driver
 // new enough) and otherwise the CPU, saying why in `note`; cuda asked for but unusable is an Error.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,5 +22,11 @@ std::vector<GpuInfo> cuda_devices(std::string* why_not);
 
 std::unique_ptr<Backend> make_backend(const std::string& device, int threads, const std::string& kernels,
                                       std::string* note);
+
+// For benchmarks. GPU milliseconds of each of `runs` calls of f, from events recorded on `stream` (the
+// backend's cudaStream_t) around each call; the calls are queued back to back, as frames are.
+std::vector<double> cuda_event_times_ms(void* stream, int runs, const std::function<void()>& f);
+// Bytes of memory in use on the GPU, by every process (this one's CUDA context included).
+size_t cuda_memory_used(int device);
 
 }  // namespace rtvd

@@ -74,6 +74,12 @@ void Engine::step(const std::vector<float>* image) {
   ++frame_;
 }
 
+void Engine::restart() {
+  frame_ = 0;
+  first_frame_ = true;
+  image_current_ = false;
+}
+
 const ImageRgba8& Engine::image() {
   if (frame_ == 0) fail("engine: no frame rendered yet");
   if (!image_current_) {
@@ -84,6 +90,22 @@ const ImageRgba8& Engine::image() {
     image_current_ = true;
   }
   return image_;
+}
+
+void Engine::queue_image() {
+  if (frame_ == 0) fail("engine: no frame rendered yet");
+  backend_->begin_readback(plan_.rgba, size_t(width_) * height_ * 4);
+  ++queued_;
+}
+
+const ImageRgba8& Engine::take_image() {
+  if (queued_ == 0) fail("engine: no frame queued");
+  const uint8_t* bytes = backend_->finish_readback();
+  --queued_;
+  taken_.width = width_;
+  taken_.height = height_;
+  taken_.pixels.assign(bytes, bytes + size_t(width_) * height_ * 4);
+  return taken_;
 }
 
 int Engine::class_id(const std::string& v) const {

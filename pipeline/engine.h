@@ -44,12 +44,20 @@ class Engine {
   // The last frame's RGBA8 pixels on the GPU (rows of width * 4 bytes) and the stream that wrote them;
   // both null on the CPU backend.
   Backend::DeviceView device_image() { return backend_->device_view(plan_.rgba); }
+  // Asynchronous readback, for consumers that can take frames a step late (the recorder): queue_image()
+  // after step() starts copying that frame to the host while the next frame computes; take_image()
+  // returns the oldest queued frame, waiting for its copy if needed. At most two are queued.
+  void queue_image();
+  const ImageRgba8& take_image();
+  int queued_images() const { return queued_; }
   // step() then image().
   const ImageRgba8& render(const std::vector<float>* image) {
     step(image);
     return this->image();
   }
-  int64_t frame_index() const { return frame_; }  // frames stepped since the engine was made
+  int64_t frame_index() const { return frame_; }  // frames stepped since the engine was made or restarted
+  // Starts the sequence over: the next step is frame 0 of the noise walk, with no blend history.
+  void restart();
 
   // Resolves a class given as a name or a number to its id; Error naming the flag value if unknown.
   int class_id(const std::string& name_or_id) const;
@@ -64,7 +72,8 @@ class Engine {
   FramePlan plan_;
   int64_t frame_ = 0;
   std::vector<float> sample_, noise_;
-  ImageRgba8 image_;
+  ImageRgba8 image_, taken_;
+  int queued_ = 0;
 };
 
 }  // namespace rtvd

@@ -4,6 +4,7 @@
 
 #include "embedded_model.h"
 #include "error.h"
+#include "random_weights.h"
 
 namespace rtvd {
 
@@ -25,6 +26,14 @@ Model load_embedded_model() {
   m.weights = std::make_unique<WeightStore>(
       SafeTensorsFile::from_memory(e.weights.data(), e.weights.size(), "embedded default model weights.safetensors"),
       m.config.dtype);
+  return m;
+}
+
+Model random_model(const ModelConfig& cfg, uint64_t seed, const std::string& source) {
+  Model m;
+  m.source = source;
+  m.config = cfg;
+  m.weights = std::make_unique<WeightStore>(random_checkpoint(cfg, seed), cfg.dtype);
   return m;
 }
 

@@ -49,4 +49,11 @@ struct ModelConfig {
 ModelConfig parse_model_config(const std::string& json_text, const std::string& label);
 ModelConfig load_model_config(const std::string& path);
 
+// Configs compiled into the binary (assets/<name>/config.json): "sd21", the Stable Diffusion 2.1 /
+// SD-Turbo U-Net, and "sd15", the SD 1.5 U-Net.
+std::vector<std::string> builtin_config_names();
+ModelConfig builtin_model_config(const std::string& name);
+// A built-in config by name, a model directory's config.json, or a config file.
+ModelConfig find_model_config(const std::string& spec);
+
 }  // namespace rtvd

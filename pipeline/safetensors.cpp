@@ -204,6 +204,36 @@ void check_tiling(const std::string& label, const std::vector<Entry>& sorted, ui
          " (trailing bytes)");
 }
 
+// The header of a file that holds `specs` contiguously in their order, padded with spaces to a multiple
+// of 8 (the format suggests aligning the data section); sizes gets each tensor's byte count.
+std::string header_text(const std::string& label, const std::vector<TensorSpec>& specs,
+                        const std::map<std::string, std::string>& metadata, std::vector<uint64_t>& sizes) {
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty()) header[kMetadataKey] = metadata;
+  uint64_t offset = 0;
+  sizes.clear();
+  for (const TensorSpec& t : specs) {
+    const std::string where = cat(label, ": tensor '", t.name, "'");
+    if (t.name == kMetadataKey || header.contains(t.name)) fail(where, ": name is reserved or repeated");
+    for (int64_t d : t.shape)
+      if (d < 0) fail(where, ": shape ", shape_string(t.shape), " has a negative dimension");
+    const std::optional<uint64_t> bytes = checked_bytes(t.shape, t.dtype);
+    if (!bytes) fail(where, ": size of shape ", shape_string(t.shape), " x ", dtype_name(t.dtype), " overflows 64 bits");
+    header[t.name] = {{"dtype", dtype_name(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + *bytes}}};
+    offset += *bytes;
+    sizes.push_back(*bytes);
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  return text;
+}
+
+std::array<uint8_t, kLengthFieldBytes> length_field(uint64_t header_bytes) {
+  std::array<uint8_t, kLengthFieldBytes> length{};
+  for (size_t i = 0; i < length.size(); ++i) length[i] = uint8_t(header_bytes >> (8 * i));
+  return length;
+}
+
 }  // namespace
 
 size_t dtype_size(DType t) { return dtype_info(t).size; }
@@ -248,7 +278,9 @@ SafeTensorsFile SafeTensorsFile::open(const std::string& path) {
     ::close(fd);
     fail(path, ": file is empty, expected at least the 8-byte header length");
   }
-  void* address = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  // MAP_POPULATE reads the file in ahead of use: one sequential pass instead of a page fault per 4 KiB
+  // while the weights are converted (a 1.7 GB checkpoint is 400k pages).
+  void* address = mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
   const int err = errno;
   ::close(fd);  // the mapping keeps the file alive
   if (address == MAP_FAILED) fail(path, ": cannot mmap: ", std::strerror(err));
@@ -264,6 +296,36 @@ SafeTensorsFile SafeTensorsFile::from_memory(const void* data, size_t size, std:
   SafeTensorsFile file;
   file.label_ = std::move(label);
   file.parse(static_cast<const uint8_t*>(data), size);
+  return file;
+}
+
+SafeTensorsFile SafeTensorsFile::build(std::string label, const std::vector<TensorSpec>& specs,
+                                       const std::function<void(size_t, uint8_t*)>& fill) {
+  std::vector<uint64_t> sizes;
+  const std::string text = header_text(label, specs, {}, sizes);
+  std::vector<uint64_t> offsets;  // of each tensor in the data section
+  uint64_t data_bytes = 0;
+  for (uint64_t n : sizes) offsets.push_back(data_bytes), data_bytes += n;
+  const size_t size = kLengthFieldBytes + text.size() + data_bytes;
+  void* address = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (address == MAP_FAILED) fail(label, ": cannot allocate ", size, " bytes: ", std::strerror(errno));
+  SafeTensorsFile file;
+  file.mapping_ = std::make_shared<Mapping>(address, size);
+  file.label_ = std::move(label);
+
+  auto* bytes = static_cast<uint8_t*>(address);
+  const auto length = length_field(text.size());
+  std::copy(length.begin(), length.end(), bytes);
+  std::copy(text.begin(), text.end(), bytes + kLengthFieldBytes);
+  uint8_t* data = bytes + kLengthFieldBytes + text.size();
+  // Largest first, one tensor per task: the threads finish together although sizes span 1 to 10^7 elements.
+  std::vector<size_t> order(specs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return sizes[a] > sizes[b]; });
+#pragma omp parallel for schedule(dynamic, 1)
+  for (size_t k = 0; k < order.size(); ++k) fill(order[k], data + offsets[order[k]]);
+
+  file.parse(bytes, size);
   return file;
 }
 
@@ -321,28 +383,15 @@ const TensorView& SafeTensorsFile::get(std::string_view name, DType dtype,
 
 void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
                        const std::map<std::string, std::string>& metadata) {
-  nlohmann::ordered_json header = nlohmann::ordered_json::object();
-  if (!metadata.empty()) header[kMetadataKey] = metadata;
-  uint64_t offset = 0;
-  for (const TensorToWrite& t : tensors) {
-    const std::string where = cat(path, ": tensor '", t.name, "'");
-    if (t.name == kMetadataKey || header.contains(t.name)) fail(where, ": name is reserved or repeated");
-    for (int64_t d : t.shape)
-      if (d < 0) fail(where, ": shape ", shape_string(t.shape), " has a negative dimension");
-    const std::optional<uint64_t> bytes = checked_bytes(t.shape, t.dtype);
-    if (!bytes || *bytes != t.bytes.size())
-      fail(where, ": has ", t.bytes.size(), " bytes, expected shape ", shape_string(t.shape), " x ",
-           dtype_name(t.dtype));
-    header[t.name] = {{"dtype", dtype_name(t.dtype)},
-                      {"shape", t.shape},
-                      {"data_offsets", {offset, offset + *bytes}}};
-    offset += *bytes;
-  }
-  std::string text = header.dump();
-  text.append((8 - text.size() % 8) % 8, ' ');  // the format suggests aligning the data section to 8
-
-  std::array<uint8_t, kLengthFieldBytes> length{};
-  for (size_t i = 0; i < length.size(); ++i) length[i] = uint8_t(uint64_t(text.size()) >> (8 * i));
+  std::vector<TensorSpec> specs;
+  for (const TensorToWrite& t : tensors) specs.push_back({t.name, t.dtype, t.shape});
+  std::vector<uint64_t> sizes;
+  const std::string text = header_text(path, specs, metadata, sizes);
+  for (size_t i = 0; i < tensors.size(); ++i)
+    if (sizes[i] != tensors[i].bytes.size())
+      fail(path, ": tensor '", tensors[i].name, "': has ", tensors[i].bytes.size(), " bytes, expected shape ",
+           shape_string(tensors[i].shape), " x ", dtype_name(tensors[i].dtype));
+  const std::array<uint8_t, kLengthFieldBytes> length = length_field(text.size());
 
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (!f) fail(path, ": cannot write: ", std::strerror(errno));

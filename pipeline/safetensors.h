@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -30,11 +31,23 @@ struct TensorView {
 
 std::string shape_string(std::span<const int64_t> shape);  // "(320, 4, 3, 3)"
 
+// A tensor's name, dtype and shape, without its data.
+struct TensorSpec {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> shape;
+};
+
 class SafeTensorsFile {
  public:
-  static SafeTensorsFile open(const std::string& path);  // mmap, read-only
+  static SafeTensorsFile open(const std::string& path);  // mmap, read-only, pages read ahead
   // Parses bytes that outlive the object (e.g. the embedded default model); label names it in errors.
   static SafeTensorsFile from_memory(const void* data, size_t size, std::string label);
+  // A file made in memory: the header for `specs` (in order, contiguous), then fill(i, data) writes the
+  // bytes of tensor i. fill is called once per tensor, for several tensors at once on OpenMP threads, and
+  // must not throw.
+  static SafeTensorsFile build(std::string label, const std::vector<TensorSpec>& specs,
+                               const std::function<void(size_t, uint8_t*)>& fill);
 
   const std::string& label() const { return label_; }
   const std::vector<TensorView>& tensors() const { return tensors_; }  // in file order
@@ -46,7 +59,7 @@ class SafeTensorsFile {
 
  private:
   struct Mapping;
-  std::shared_ptr<Mapping> mapping_;  // owns the mmap when opened from a file
+  std::shared_ptr<Mapping> mapping_;  // owns the mmap when opened from a file or built
   std::string label_;
   std::vector<TensorView> tensors_;
   std::map<std::string, size_t> index_;

@@ -1,6 +1,7 @@
 #include "unet.h"
 
 #include <cmath>
+#include <tuple>
 
 #include "error.h"
 
@@ -27,6 +28,90 @@ std::vector<std::pair<std::string, int>> unet_resnets(const ModelConfig& cfg) {
   return out;
 }
 
+std::vector<TensorSpec> unet_parameters(const ModelConfig& cfg) {
+  std::vector<TensorSpec> out;
+  const int L = cfg.levels(), T = cfg.time_embed_dim(), D = cfg.cross_attention_dim;
+  const auto& ch = cfg.block_out_channels;
+  auto add = [&](const std::string& name, std::vector<int64_t> shape) { out.push_back({name, cfg.dtype, std::move(shape)}); };
+  auto with_bias = [&](const std::string& name, std::vector<int64_t> weight_shape) {
+    const int64_t n = weight_shape[0];
+    add(name + ".weight", std::move(weight_shape));
+    add(name + ".bias", {n});
+  };
+  auto resnet = [&](const std::string& p, int in, int c) {
+    if (cfg.norm == NormKind::Group) {
+      with_bias(p + ".norm1", {in});
+      with_bias(p + ".conv1", {c, in, 3, 3});
+      with_bias(p + ".time_emb_proj", {c, T});
+      with_bias(p + ".norm2", {c});
+      with_bias(p + ".conv2", {c, c, 3, 3});
+    } else {
+      add(p + ".conv1.weight", {c, in, 3, 3});
+      add(p + ".conv2.weight", {c, c, 3, 3});
+      for (const char* norm : {".norm1", ".norm2"})
+        for (const char* field : {".weight", ".bias", ".running_mean", ".running_var"}) add(p + norm + field, {c});
+      with_bias(p + ".time_emb_proj", {2 * c, T});
+    }
+    if (in != c) with_bias(p + ".conv_shortcut", {c, in, 1, 1});
+  };
+  auto transformer = [&](const std::string& p, int c) {
+    const std::vector<int64_t> proj = cfg.use_linear_projection ? std::vector<int64_t>{c, c} : std::vector<int64_t>{c, c, 1, 1};
+    with_bias(p + ".norm", {c});
+    with_bias(p + ".proj_in", proj);
+    with_bias(p + ".proj_out", proj);
+    for (int k = 0; k < cfg.transformer_layers_per_block; ++k) {
+      const std::string b = cat(p, ".transformer_blocks.", k);
+      for (const auto& [norm, attn, kv] : {std::tuple{".norm1", ".attn1", c}, std::tuple{".norm2", ".attn2", D}}) {
+        if (kv == 0) continue;  // no cross-attention
+        with_bias(b + norm, {c});
+        add(b + attn + ".to_q.weight", {c, c});
+        add(b + attn + ".to_k.weight", {c, kv});
+        add(b + attn + ".to_v.weight", {c, kv});
+        with_bias(b + attn + ".to_out.0", {c, c});
+      }
+      with_bias(b + ".norm3", {c});
+      with_bias(b + ".ff.net.0.proj", {8 * c, c});
+      with_bias(b + ".ff.net.2", {c, 4 * c});
+    }
+  };
+
+  with_bias("time_embedding.linear_1", {T, ch[0]});
+  with_bias("time_embedding.linear_2", {T, T});
+  if (cfg.num_class_embeds > 0) add("class_embedding.weight", {cfg.num_class_embeds, T});
+  with_bias("conv_in", {ch[0], cfg.in_channels, 3, 3});
+  // The channel count h walks through the net; skips holds the channels of what the down path pushed.
+  int h = ch[0];
+  std::vector<int> skips{h};
+  for (int i = 0; i < L; ++i) {
+    for (int j = 0; j < cfg.layers_per_block; ++j) {
+      resnet(cat("down_blocks.", i, ".resnets.", j), h, ch[i]);
+      h = ch[i];
+      if (cfg.attention_levels[i]) transformer(cat("down_blocks.", i, ".attentions.", j), h);
+      skips.push_back(h);
+    }
+    if (i < L - 1) {
+      with_bias(cat("down_blocks.", i, ".downsamplers.0.conv"), {h, h, 3, 3});
+      skips.push_back(h);
+    }
+  }
+  resnet("mid_block.resnets.0", h, h);
+  resnet("mid_block.resnets.1", h, h);
+  if (cfg.mid_attention) transformer("mid_block.attentions.0", h);
+  for (int i = 0; i < L; ++i) {
+    const int level = L - 1 - i;
+    for (int j = 0; j <= cfg.layers_per_block; ++j) {
+      resnet(cat("up_blocks.", i, ".resnets.", j), h + skips.back(), ch[level]);
+      skips.pop_back();
+      h = ch[level];
+      if (cfg.attention_levels[level]) transformer(cat("up_blocks.", i, ".attentions.", j), h);
+    }
+    if (i < L - 1) with_bias(cat("up_blocks.", i, ".upsamplers.0.conv"), {h, h, 3, 3});
+  }
+  if (cfg.norm == NormKind::Group) with_bias("conv_norm_out", {ch[0]});
+  with_bias("conv_out", {cfg.out_channels, ch[0], 3, 3});
+  return out;
+}
+
 UNetBuilder::UNetBuilder(const ModelConfig& cfg, WeightStore& weights, Graph& graph, int batch, int act_bytes)
     : cfg_(cfg), weights_(weights), g_(graph), batch_(batch), act_bytes_(act_bytes) {}
 
@@ -34,17 +119,16 @@ UNetBuilder::UNetBuilder(const ModelConfig& cfg, WeightStore& weights, Graph& gr
 
 Ref UNetBuilder::conv_weight(const std::string& name, int out, int in, int k) {
   return weights_.get(name, Elem::Act, [&] {
-    return WeightTensor{"", Elem::Act, {out, k, k, in},
-                        conv_weight_to_ohwi(weights_.read(name, {out, in, k, k}), out, in, k, k)};
+    return WeightTensor::stacked({out, k, k, in}, {weights_.view(name, {out, in, k, k})}, true);
   });
 }
 
 Ref UNetBuilder::matrix(const std::string& name, int out, int in) {
-  return weights_.get(name, Elem::Act, [&] { return WeightTensor{"", Elem::Act, {out, in}, weights_.read(name, {out, in})}; });
+  return weights_.get(name, Elem::Act, [&] { return WeightTensor::stacked({out, in}, {weights_.view(name, {out, in})}); });
 }
 
 Ref UNetBuilder::vector(const std::string& name, int n) {
-  return weights_.get(name, Elem::F32, [&] { return WeightTensor{"", Elem::F32, {n}, weights_.read(name, {n})}; });
+  return weights_.get(name, Elem::F32, [&] { return WeightTensor::floats({n}, weights_.read(name, {n})); });
 }
 
 int UNetBuilder::resnet_proj_width(int out) const { return cfg_.norm == NormKind::Batch ? 2 * out : out; }
@@ -53,11 +137,10 @@ int UNetBuilder::resnet_proj_width(int out) const { return cfg_.norm == NormKind
 Ref UNetBuilder::time_projection_weight() {
   return weights_.get("time_emb_proj.all.weight", Elem::Act, [&] {
     const int T = cfg_.time_embed_dim();
-    WeightTensor t{"", Elem::Act, {0, T}, {}};
+    WeightTensor t = WeightTensor::stacked({0, T}, {});
     for (const auto& [prefix, out] : unet_resnets(cfg_)) {
       const int width = resnet_proj_width(out);
-      auto w = weights_.read(prefix + ".time_emb_proj.weight", {width, T});
-      t.data.insert(t.data.end(), w.begin(), w.end());
+      t.parts.push_back(weights_.view(prefix + ".time_emb_proj.weight", {width, T}));
       t.shape[0] += width;
     }
     return t;
@@ -66,11 +149,11 @@ Ref UNetBuilder::time_projection_weight() {
 
 Ref UNetBuilder::time_projection_bias() {
   return weights_.get("time_emb_proj.all.bias", Elem::F32, [&] {
-    WeightTensor t{"", Elem::F32, {0}, {}};
+    WeightTensor t = WeightTensor::floats({0}, {});
     for (const auto& [prefix, out] : unet_resnets(cfg_)) {
       const int width = resnet_proj_width(out);
       auto b = weights_.read(prefix + ".time_emb_proj.bias", {width});
-      t.data.insert(t.data.end(), b.begin(), b.end());
+      t.values.insert(t.values.end(), b.begin(), b.end());
       t.shape[0] += width;
     }
     return t;
@@ -93,8 +176,8 @@ std::pair<Ref, Ref> UNetBuilder::folded_batch_norm(const std::string& prefix, in
       }
     }
   };
-  Ref s = weights_.get(prefix + ".folded_scale", Elem::F32, [&] { make(); return WeightTensor{"", Elem::F32, {c}, scale}; });
-  Ref b = weights_.get(prefix + ".folded_shift", Elem::F32, [&] { make(); return WeightTensor{"", Elem::F32, {c}, shift}; });
+  Ref s = weights_.get(prefix + ".folded_scale", Elem::F32, [&] { make(); return WeightTensor::floats({c}, scale); });
+  Ref b = weights_.get(prefix + ".folded_shift", Elem::F32, [&] { make(); return WeightTensor::floats({c}, shift); });
   return {s, b};
 }
 
@@ -282,9 +365,7 @@ CrossContext UNetBuilder::cross_context(Ref context) {
     for (int k = 0; k < cfg_.transformer_layers_per_block; ++k) {
       const std::string p = cat(attn_prefix, ".transformer_blocks.", k, ".attn2");
       Ref w = weights_.get(p + ".to_kv.weight", Elem::Act, [&] {
-        auto kw = weights_.read(p + ".to_k.weight", {c, D}), vw = weights_.read(p + ".to_v.weight", {c, D});
-        kw.insert(kw.end(), vw.begin(), vw.end());
-        return WeightTensor{"", Elem::Act, {2 * c, D}, kw};
+        return WeightTensor::stacked({2 * c, D}, {weights_.view(p + ".to_k.weight", {c, D}), weights_.view(p + ".to_v.weight", {c, D})});
       });
       Ref kv = linear(p + ".to_kv", context, rows, D, 2 * c, w, {}, {});
       g_.tensors[kv.id].persistent = true;
@@ -363,7 +444,7 @@ UNetBuilder::Act4 UNetBuilder::transformer(const std::string& prefix, const Act4
   auto projection = [&](const std::string& name) {
     if (cfg_.use_linear_projection) return matrix(name + ".weight", C, C);
     return weights_.get(name + ".weight", Elem::Act, [&] {
-      return WeightTensor{"", Elem::Act, {C, C}, weights_.read(name + ".weight", {C, C, 1, 1})};
+      return WeightTensor::stacked({C, C}, {weights_.view(name + ".weight", {C, C, 1, 1})});
     });
   };
 
@@ -384,12 +465,10 @@ UNetBuilder::Act4 UNetBuilder::transformer(const std::string& prefix, const Act4
     // self-attention: one fused QKV projection, read in place by the attention op
     Ref n1 = layer_norm(b + ".norm1", h, rows, C);
     Ref wqkv = weights_.get(b + ".attn1.to_qkv.weight", Elem::Act, [&] {
-      auto w = weights_.read(b + ".attn1.to_q.weight", {C, C});
-      for (const char* name : {".attn1.to_k.weight", ".attn1.to_v.weight"}) {
-        auto part = weights_.read(b + name, {C, C});
-        w.insert(w.end(), part.begin(), part.end());
-      }
-      return WeightTensor{"", Elem::Act, {3 * C, C}, w};
+      WeightTensor t = WeightTensor::stacked({3 * C, C}, {});
+      for (const char* name : {".attn1.to_q.weight", ".attn1.to_k.weight", ".attn1.to_v.weight"})
+        t.parts.push_back(weights_.view(b + name, {C, C}));
+      return t;
     });
     Ref qkv = linear(b + ".attn1.to_qkv", n1, rows, C, 3 * C, wqkv, {}, {});
     Ref a1 = attention(b + ".attn1", qkv, qkv.at(C), qkv.at(2 * C), seq, seq, C, 3 * C, 3 * C);

@@ -83,4 +83,8 @@ class UNetBuilder {
 // Every ResNet of the architecture in forward order: (parameter prefix, output channels).
 std::vector<std::pair<std::string, int>> unet_resnets(const ModelConfig& cfg);
 
+// Every parameter of the architecture: checkpoint key (diffusers' for SD-class configs), the config's
+// dtype and the PyTorch shape, in the order of docs/model-format.md. A checkpoint holds exactly these.
+std::vector<TensorSpec> unet_parameters(const ModelConfig& cfg);
+
 }  // namespace rtvd

@@ -1,13 +1,31 @@
 #include "unet_runner.h"
 
+#include <chrono>
+
+#include "device.h"
 #include "error.h"
 #include "unet.h"
 
 namespace rtvd {
 
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+double sum_flops(const std::vector<Op>& ops) {
+  double f = 0;
+  for (const Op& op : ops) f += op.flops;
+  return f;
+}
+
+}  // namespace
+
 UNetRunner::UNetRunner(const ModelConfig& cfg, WeightStore& weights, Backend& backend, int batch, int height, int width,
                        float t)
     : cfg_(cfg), backend_(backend), batch_(batch), height_(height), width_(width) {
+  auto start = std::chrono::steady_clock::now();
   x_ = graph_.add_tensor("x", Elem::Act, {batch, height, width, cfg.in_channels}, true);
   if (cfg.num_class_embeds > 0) class_ids_ = graph_.add_tensor("class_ids", Elem::I32, {batch}, true);
   if (cfg.cross_attention_dim > 0)
@@ -17,8 +35,13 @@ UNetRunner::UNetRunner(const ModelConfig& cfg, WeightStore& weights, Backend& ba
   const StepConditioning cond = unet.conditioning(t, class_ids_, "step0");
   v_ = unet.forward(x_, height, width, cond, cross, "step0");
   graph_.tensors[v_.id].persistent = true;  // read after the run
+  load_times_.build = seconds_since(start);
+  start = std::chrono::steady_clock::now();
   backend_.upload_weights(weights);
+  load_times_.upload = seconds_since(start);
+  start = std::chrono::steady_clock::now();
   backend_.prepare(graph_);
+  load_times_.prepare = seconds_since(start);
 }
 
 void UNetRunner::set_inputs(const std::vector<float>& x, const std::vector<int32_t>& class_ids,
@@ -41,6 +64,20 @@ void UNetRunner::set_inputs(const std::vector<float>& x, const std::vector<int32
 }
 
 void UNetRunner::forward() { backend_.run_frame(); }
+
+std::vector<double> UNetRunner::time_forwards(int runs) {
+  if (backend_.is_cuda()) return cuda_event_times_ms(backend_.device_view(v_).stream, runs, [&] { forward(); });
+  std::vector<double> ms;
+  for (int i = 0; i < runs; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    forward();
+    ms.push_back(1e3 * seconds_since(start));
+  }
+  return ms;
+}
+
+double UNetRunner::forward_flops() const { return sum_flops(graph_.frame); }
+double UNetRunner::setup_flops() const { return sum_flops(graph_.setup); }
 
 std::vector<float> UNetRunner::output() {
   std::vector<float> v(size_t(batch_) * height_ * width_ * cfg_.out_channels);

@@ -20,8 +20,23 @@ class UNetRunner {
   // context: (batch, context_length, cross_attention_dim) when it has cross-attention.
   void set_inputs(const std::vector<float>& x, const std::vector<int32_t>& class_ids, const std::vector<float>& context);
   void forward();                   // frame ops only: what a benchmark times
-  std::vector<float> output();      // (batch, height, width, out_channels) as float
+  std::vector<float> output();      // (batch, height, width, out_channels) as float; waits for the forward
   const Graph& graph() const { return graph_; }
+
+  // Milliseconds of each of `runs` forwards queued back to back: GPU time from events on the backend's
+  // stream on the GPU, host time on the CPU.
+  std::vector<double> time_forwards(int runs);
+
+  // Arithmetic work of one forward (the frame ops) and of the per-plan setup (time embedding, FiLM,
+  // cross-attention K/V), in FLOP.
+  double forward_flops() const;
+  double setup_flops() const;
+
+  // Host seconds of the constructor's steps.
+  struct LoadTimes {
+    double build = 0, upload = 0, prepare = 0;
+  };
+  const LoadTimes& load_times() const { return load_times_; }
 
  private:
   const ModelConfig& cfg_;
@@ -29,6 +44,7 @@ class UNetRunner {
   Graph graph_;
   int batch_, height_, width_;
   Ref x_, class_ids_, context_, v_;
+  LoadTimes load_times_;
 };
 
 }  // namespace rtvd

@@ -1,6 +1,8 @@
-// Model weights on the host, by name. Checkpoint tensors are read once, checked for the config's dtype
-// and the exact shape the architecture expects, converted to fp32 and transformed into the engine's
-// layouts (conv OIHW -> OHWI, BatchNorm folded, projections fused). Backends upload them.
+// Model weights on the host, by name. Checkpoint tensors are checked for the config's dtype and the exact
+// shape the architecture expects, then described rather than copied: an engine weight is a list of
+// checkpoint tensors (views into the mapped file) in an engine layout, or per-channel floats computed at
+// load. A backend writes each weight once, straight into its own memory in its own element type, so an
+// fp16 checkpoint reaches an fp16 GPU without an fp32 round trip or a second host copy.
 #pragma once
 #include <functional>
 #include <map>
@@ -14,9 +16,21 @@ namespace rtvd {
 
 struct WeightTensor {
   std::string name;
-  Elem elem;  // Act: matrices in the backend's activation type; F32: per-channel vectors
-  std::vector<int64_t> shape;
-  std::vector<float> data;
+  Elem elem = Elem::Act;       // Act: in the backend's activation type; F32: per-channel floats
+  std::vector<int64_t> shape;  // in the engine's layout
+  // Act: checkpoint tensors stacked along their first dimension (q, k, v into one QKV matrix)...
+  std::vector<TensorView> parts;
+  bool oihw_to_ohwi = false;   // ...each a conv weight (o, i, kh, kw) stored as (o, kh, kw, i)
+  std::vector<float> values;   // F32: the values
+
+  // A weight made of checkpoint tensors, and one of floats computed at load.
+  static WeightTensor stacked(std::vector<int64_t> shape, std::vector<TensorView> parts, bool oihw_to_ohwi = false);
+  static WeightTensor floats(std::vector<int64_t> shape, std::vector<float> values);
+
+  int64_t numel() const;
+  // Writes the numel() elements to dst: Act weights as `act` (F32 or F16), F32 weights as float. Large
+  // weights are written by all OpenMP threads.
+  void write(void* dst, DType act) const;
 };
 
 class WeightStore {
@@ -25,6 +39,8 @@ class WeightStore {
 
   // A checkpoint tensor as fp32 in PyTorch layout; Error when missing or of another dtype/shape.
   std::vector<float> read(const std::string& name, const std::vector<int64_t>& shape);
+  // The same check, then the tensor itself (a view into the file, valid while the store lives).
+  const TensorView& view(const std::string& name, const std::vector<int64_t>& shape);
 
   // The engine-side weight `name`, made by `make` the first time and shared by later plans.
   Ref get(const std::string& name, Elem elem, const std::function<WeightTensor()>& make);
@@ -43,8 +59,5 @@ class WeightStore {
   std::map<std::string, int> index_;
   std::vector<WeightTensor> tensors_;
 };
-
-// OIHW (PyTorch) -> OHWI (engine) for a conv weight of shape (o, i, kh, kw).
-std::vector<float> conv_weight_to_ohwi(const std::vector<float>& oihw, int64_t o, int64_t i, int64_t kh, int64_t kw);
 
 }  // namespace rtvd

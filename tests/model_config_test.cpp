@@ -11,22 +11,14 @@
 #include <nlohmann/json.hpp>
 
 #include "pipeline/error.h"
+#include "support/test_util.h"
 
 namespace rtvd {
 namespace {
 
 using nlohmann::json;
+using test::error_of;
 using testing::IsSubstring;
-
-template <class F>
-std::string error_of(F&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error thrown>";
-}
 
 // The smallest valid config: the required keys only.
 json minimal_config() {

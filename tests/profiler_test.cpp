@@ -76,6 +76,8 @@ TEST(Profiler, CpuBackendTimesEveryFrameOp) {
     total += m;
   }
   EXPECT_GT(total, 0.0);
+  EXPECT_NEAR(engine.backend().frame_gpu_ms(), total, 1e-3 * total);
+  EXPECT_TRUE(engine.backend().frame_op_ms().empty()) << "each frame's times are given once";
 }
 
 }  // namespace

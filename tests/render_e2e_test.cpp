@@ -1,41 +1,27 @@
 // End to end: runs the built rtvd binary and checks what it leaves on disk with readers that share no
 // code with it (ffprobe for MP4, the PNG header bytes read here), and that every bad input is one line
 // on stderr, a non-zero exit code and no output file.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-
-#include "support/test_util.h"
-#include <spawn.h>
-#include <stdlib.h>
-#include <sys/wait.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdio>
-#include <cstring>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
 #include "build_config.h"
-
-extern char** environ;
+#include "support/process.h"
+#include "support/test_util.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using Result = rtvd::test::RunResult;
+using rtvd::test::read_file;
 
 class RenderE2E : public ::testing::Test {
  protected:
@@ -44,33 +30,8 @@ class RenderE2E : public ::testing::Test {
   }
   std::string path(const std::string& name) const { return temp_.path(name); }
 
-  // Runs `rtvd args...` with stdout and stderr captured to files (no shell: arguments pass verbatim).
   Result run(const std::vector<std::string>& args) const {
-    const std::string out = path("logs/stdout"), err = path("logs/stderr");
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    std::vector<std::string> argv_strings = {RTVD_BINARY};
-    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : argv_strings) argv.push_back(a.data());
-    argv.push_back(nullptr);
-
-    Result r;
-    pid_t pid = 0;
-    const int spawned = posix_spawn(&pid, RTVD_BINARY, &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (spawned != 0) {
-      ADD_FAILURE() << "cannot run " << RTVD_BINARY << ": " << std::strerror(spawned);
-      return r;
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    r.out = read_text(out);
-    r.err = read_text(err);
-    return r;
+    return rtvd::test::run_program(RTVD_BINARY, args, rtvd::test::environment(), tmp_ / "logs");
   }
 
   // A render that must succeed; its output is described on failure.
@@ -93,7 +54,7 @@ std::vector<fs::path> files_in(const fs::path& dir) {
 
 // Width and height from the IHDR chunk, which the PNG standard puts first: bytes 16..23, big-endian.
 std::array<uint32_t, 2> png_size(const fs::path& file) {
-  const std::string b = read_text(file);
+  const std::string b = read_file(file);
   if (b.size() < 24 || b.compare(0, 8, "\x89PNG\r\n\x1a\n") != 0 || b.compare(12, 4, "IHDR") != 0) return {0, 0};
   auto be32 = [&](size_t at) {
     uint32_t v = 0;
@@ -139,8 +100,8 @@ TEST_F(RenderE2E, SameSeedSameBytesOtherSeedOtherFrames) {
   ASSERT_EQ(c.size(), 2u);
   bool any_differs = false;
   for (size_t i = 0; i < a.size(); ++i) {
-    EXPECT_EQ(read_text(a[i]), read_text(b[i])) << a[i] << " vs " << b[i];
-    any_differs |= read_text(a[i]) != read_text(c[i]);
+    EXPECT_EQ(read_file(a[i]), read_file(b[i])) << a[i] << " vs " << b[i];
+    any_differs |= read_file(a[i]) != read_file(c[i]);
   }
   EXPECT_TRUE(any_differs) << "seeds 7 and 8 rendered the same frames";
 }

@@ -19,17 +19,7 @@ namespace rtvd {
 namespace {
 
 using testing::IsSubstring;
-
-// The message of the rtvd::Error that fn throws, or a text that matches none of the expected ones.
-template <class F>
-std::string error_of(F&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error thrown>";
-}
+using test::error_of;
 
 // A file under the test temp directory, unique to this process and test, removed afterwards.
 struct TempFile {

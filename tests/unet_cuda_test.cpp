@@ -2,7 +2,11 @@
 // fresh random inputs: the tiny test models, the default model, and graph replay against eager runs.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "pipeline/device.h"
 #include "pipeline/engine.h"
@@ -14,12 +18,14 @@
 namespace rtvd {
 namespace {
 
-std::unique_ptr<Backend> cuda_backend() {
+std::unique_ptr<Backend> cuda_backend(const std::string& kernels = "custom") {
   std::string why;
-  return make_backend("cuda", 0, "custom", &why);
+  return make_backend("cuda", 0, kernels, &why);
 }
 
-void compare_unet(const std::string& dir, int batch, int h, int w) {
+// The GPU U-Net's output for the CPU's inputs, and the relative L2 error against the CPU.
+double compare_unet(const std::string& dir, int batch, int h, int w, const std::string& kernels = "custom",
+                    std::vector<std::string>* conv_impls = nullptr) {
   test::Rng rng;
   SCOPED_TRACE(test::seed_trace(rng));
   const float t = rng.uniform(0.05f, 0.95f);
@@ -35,12 +41,18 @@ void compare_unet(const std::string& dir, int batch, int h, int w) {
   UNetRunner ref(c, *cpu_model.weights, *cpu, batch, h, w, t);
   ref.set_inputs(test::round_to_half(x), ids, test::round_to_half(context));
   ref.forward();
-  auto gpu = cuda_backend();
+  auto gpu = cuda_backend(kernels);
   UNetRunner run(c, *gpu_model.weights, *gpu, batch, h, w, t);
   run.set_inputs(x, ids, context);
+  if (conv_impls) {  // what the backend chose before the first frame (cached or forced choices)
+    conv_impls->clear();
+    for (size_t i = 0; i < run.graph().frame.size(); ++i)
+      if (std::holds_alternative<ConvOp>(run.graph().frame[i].body)) conv_impls->push_back(gpu->frame_op_impl(i));
+  }
   run.forward();
   const double err = test::rel_l2(run.output(), ref.output());
-  EXPECT_LE(err, 1e-2) << dir << " " << h << "x" << w;
+  EXPECT_LE(err, 1e-2) << dir << " " << h << "x" << w << " kernels " << kernels;
+  return err;
 }
 
 TEST(UNetCuda, TinyBatchNormModelMatchesCpu) {
@@ -56,6 +68,34 @@ TEST(UNetCuda, TinyGroupNormCrossAttentionModelMatchesCpu) {
 TEST(UNetCuda, DefaultModelMatchesCpu) {
   RTVD_SKIP_WITHOUT_CUDA();
   compare_unet(std::string(RTVD_SOURCE_DIR) + "/assets/default", 2, 64, 64);
+}
+
+// --kernels auto: each conv shape is tuned at the first frame (every candidate checked against the
+// custom default config and timed), the choices are cached on disk, and a second load takes them from
+// the cache without tuning; both give the CPU's result.
+TEST(UNetCuda, AutotunedConvsMatchCpuAndAreCachedOnDisk) {
+  RTVD_SKIP_WITHOUT_CUDA();
+  test::TempDir cache;
+  const char* old = std::getenv("RTVD_CACHE_DIR");
+  const std::string saved = old ? old : "";
+  setenv("RTVD_CACHE_DIR", cache.dir().c_str(), 1);
+  const std::string model = std::string(RTVD_SOURCE_DIR) + "/assets/default";
+  std::vector<std::string> first, second;
+  compare_unet(model, 2, 64, 64, "auto", &first);
+  ASSERT_FALSE(first.empty());
+  for (const std::string& impl : first) EXPECT_EQ(impl, "autotuned at the first frame");
+
+  std::ifstream in(cache.path("conv-autotune.json"));
+  ASSERT_TRUE(in) << "no cache file written";
+  const nlohmann::json j = nlohmann::json::parse(in);
+  ASSERT_GT(j.at("layers").size(), 0u);
+  for (const auto& [key, v] : j.at("layers").items()) EXPECT_GT(v.at("ms").get<double>(), 0.0) << key;
+
+  compare_unet(model, 2, 64, 64, "auto", &second);
+  ASSERT_EQ(second.size(), first.size());
+  for (const std::string& impl : second) EXPECT_NE(impl, "autotuned at the first frame");
+  if (old) setenv("RTVD_CACHE_DIR", saved.c_str(), 1);
+  else unsetenv("RTVD_CACHE_DIR");
 }
 
 // The shipped default model on the GPU (fp16) against PyTorch (float64) on the same weights and noise.

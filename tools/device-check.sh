@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On the GPU machine: unpack the bundle built here (tools/device-bundle.sh), then run what is asked:
-#   tools/device-check.sh [tests|sanitize|render|bench|kernels|all]...
+#   tools/device-check.sh [tests|sanitize|render|bench|kernels|gui|all]...
 # Few files come back from the device, so $OUT gets: summary.txt, logs.tar.gz (every log), the
 # benchmark JSON and the Perfetto trace of a profiled render. The summary is printed last.
 set -uo pipefail
@@ -17,7 +17,7 @@ summary=()
 note() { summary+=("$1"); echo "== $1"; }
 
 run_tests() {
-  for t in tests/*_cuda_test tests/unet_golden_test tests/cpu_ops_test; do
+  for t in tests/*_cuda_test tests/engine_test tests/unet_golden_test tests/cpu_ops_test; do
     name=$(basename "$t")
     timeout 300 "$t" --gtest_brief=1 >"$LOGS/$name.log" 2>&1
     rc=$?
@@ -74,6 +74,17 @@ run_kernels() {
   stamp "$LOGS/kernels.json" "$OUT/bench_kernels_cuda.json"
 }
 
+# The GUI on NVIDIA's GLX under Xvfb (interop path), from .device/gui.tar.xz and .gl/: a screenshot with
+# the overlay's per-kernel timings, and the GUI's own line on the display path and frame time.
+run_gui() {
+  local gdir=/tmp/rtvd-gui
+  mkdir -p $gdir && tar -xJf .device/gui.tar.xz -C $gdir || { note "gui: no .device/gui.tar.xz"; return; }
+  (source .gl/gl-up.sh && LD_LIBRARY_PATH=$gdir/lib:$LD_LIBRARY_PATH timeout 120 $gdir/rtvd gui --device cuda \
+     --frames 600 --screenshot "$OUT/gui_h100.png" >"$LOGS/gui.txt" 2>&1)
+  note "gui rc=$? $(tail -1 "$LOGS/gui.txt")"
+  cat "$LOGS/gui.txt"
+}
+
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 for what in "${@:-all}"; do
   case $what in
@@ -82,6 +93,7 @@ for what in "${@:-all}"; do
     render) run_render ;;
     bench) run_bench ;;
     kernels) run_kernels ;;
+    gui) run_gui ;;
     all) run_tests; run_render; run_bench ;;
   esac
 done

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One command from a fresh Debian 12 (as root) to a rendered video or a tested build:
 #   tools/quickstart.sh render [rtvd render flags...]   install, build, render out/rtvd.mp4
+#   tools/quickstart.sh gui [rtvd gui flags...]         install, build, open the live window
 #   tools/quickstart.sh test                            install, build, run the whole test suite
 # Idempotent: installed packages and an up-to-date build are left alone.
 set -euo pipefail
@@ -10,8 +11,11 @@ shift || true
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${RTVD_BUILD_DIR:-$root/build}
 
+# The GUI and its test: GLFW, Dear ImGui, GL headers; Xvfb with Mesa's GLX and software renderer
+# (llvmpipe), named here because --no-install-recommends would not bring them.
 packages=(build-essential cmake ninja-build pkg-config zlib1g-dev libopenblas-dev nlohmann-json3-dev
-          libgtest-dev libopencv-dev ffmpeg libglfw3-dev libimgui-dev libgl-dev xvfb xauth)
+          libgtest-dev libopencv-dev ffmpeg libglfw3-dev libimgui-dev libgl-dev xvfb xauth
+          libglx-mesa0 libgl1-mesa-dri)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -34,6 +38,7 @@ cmake --build "$build"
 
 case "$mode" in
   render) exec "$build/rtvd" render "$@" ;;
+  gui) exec "$build/rtvd" gui "$@" ;;
   test) exec ctest --test-dir "$build" --output-on-failure -j "$(nproc)" "$@" ;;
-  *) echo "usage: tools/quickstart.sh render|test [flags]" >&2; exit 2 ;;
+  *) echo "usage: tools/quickstart.sh render|gui|test [flags]" >&2; exit 2 ;;
 esac

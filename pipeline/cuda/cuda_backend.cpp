@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <vector>
 
 #include "kernels/attention.cuh"
@@ -17,10 +18,14 @@
 #include "kernels/group_norm.cuh"
 #include "kernels/layer_norm.cuh"
 #include "kernels/linear.cuh"
+#include "kernels/nvtx_range.h"
 #if RTVD_HAS_CUDNN
 #include "kernels/conv2d_cudnn.cuh"
 #endif
 #include "pipeline/bind.h"
+#include "pipeline/cuda/conv_tuner.h"
+#include "pipeline/cuda/cuda_memory.h"
+#include "pipeline/cuda/frame_timer.h"
 #include "pipeline/half.h"
 #include "pipeline/planner.h"
 
@@ -29,34 +34,6 @@ namespace rtvd {
 namespace {
 
 constexpr size_t kLibraryWorkspace = size_t(32) << 20;  // cuBLASLt / cuDNN scratch
-
-// Owns device memory; move-only.
-class DeviceMemory {
- public:
-  DeviceMemory() = default;
-  DeviceMemory(size_t bytes, const char* what) : bytes_(bytes) {
-    size_t free_bytes = 0, total = 0;
-    RTVD_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
-    if (bytes > free_bytes)
-      fail("out of GPU memory allocating ", what, ": needs ", bytes, " bytes, ", free_bytes, " free of ", total);
-    RTVD_CUDA_CHECK(cudaMalloc(&ptr_, std::max<size_t>(bytes, 256)));
-  }
-  DeviceMemory(DeviceMemory&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-  DeviceMemory& operator=(DeviceMemory&& o) noexcept {
-    std::swap(ptr_, o.ptr_);
-    std::swap(bytes_, o.bytes_);
-    return *this;
-  }
-  ~DeviceMemory() {
-    if (ptr_) cudaFree(ptr_);  // destructor: nothing to report to
-  }
-  uint8_t* get() const { return static_cast<uint8_t*>(ptr_); }
-  size_t bytes() const { return bytes_; }
-
- private:
-  void* ptr_ = nullptr;
-  size_t bytes_ = 0;
-};
 
 template <class... F>
 struct Overloaded : F... {
@@ -70,6 +47,10 @@ class CudaBackend final : public Backend {
   CudaBackend(const GpuInfo& gpu, const std::string& kernels) : gpu_(gpu), kernels_(kernels) {
     RTVD_CUDA_CHECK(cudaSetDevice(gpu.index));
     RTVD_CUDA_CHECK(cudaStreamCreateWithFlags(&ctx_.stream, cudaStreamNonBlocking));
+    RTVD_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
+    RTVD_CUDA_CHECK(cudaEventCreateWithFlags(&frame_queued_, cudaEventDisableTiming));
+    RTVD_CUDA_CHECK(cudaEventCreateWithFlags(&copied_out_, cudaEventDisableTiming));
+    for (cudaEvent_t& e : readback_done_) RTVD_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     RTVD_CUBLAS_CHECK(cublasLtCreate(&ctx_.cublaslt));
 #if RTVD_HAS_CUDNN
     if (cudnnCreate(&cudnn_) != CUDNN_STATUS_SUCCESS) fail("cudnnCreate failed");
@@ -80,54 +61,86 @@ class CudaBackend final : public Backend {
     cudaDeviceProp p{};
     RTVD_CUDA_CHECK(cudaGetDeviceProperties(&p, gpu.index));
     ctx_.sm_count = p.multiProcessorCount;
+    if (kernels == "auto") tuner_ = std::make_unique<ConvTuner>(default_tuning_cache_path(), device_key());
   }
 
   ~CudaBackend() override {
-    if (exec_) cudaGraphExecDestroy(exec_);
-    destroy_events();
+    cudaStreamSynchronize(ctx_.stream);  // copies from pinned staging may be in flight
+    drop_graph();
 #if RTVD_HAS_CUDNN
     cudnn_plans_.clear();
     if (cudnn_) cudnnDestroy(cudnn_);
 #endif
     cublasLtDestroy(ctx_.cublaslt);
+    cudaStreamSynchronize(copy_stream_);
+    for (auto& [id, s] : staging_) cudaEventDestroy(s.copied);
+    for (cudaEvent_t e : readback_done_) cudaEventDestroy(e);
+    cudaEventDestroy(frame_queued_);
+    cudaEventDestroy(copied_out_);
+    cudaStreamDestroy(copy_stream_);
     cudaStreamDestroy(ctx_.stream);
   }
 
   std::string describe() const override {
-    return cat("cuda: ", gpu_.name, " (sm_", gpu_.sm, "), fp16, ", kernels_ == "cudnn" ? "cuDNN convolutions" : "custom kernels",
-               ", one CUDA graph per frame");
+    const char* convs = kernels_ == "cudnn" ? "cuDNN convolutions" : kernels_ == "auto" ? "autotuned convolutions" : "custom kernels";
+    return cat("cuda: ", gpu_.name, " (sm_", gpu_.sm, "), fp16, ", convs, ", one CUDA graph per frame");
   }
   bool is_cuda() const override { return true; }
   size_t act_bytes() const override { return 2; }
 
+  // Through two pinned staging buffers: the host threads write (reorder, convert) weights into one while
+  // the copy engine moves the other, so an fp16 checkpoint costs about one pass over its bytes.
   void upload_weights(const WeightStore& store) override {
     const auto& ws = store.tensors();
-    size_t total = 0;
-    for (const auto& w : ws) total += aligned(w.data.size() * elem_bytes(w.elem, 2));
+    size_t total = 0, largest = 0;
+    for (const auto& w : ws) {
+      const size_t bytes = aligned(size_t(w.numel()) * elem_bytes(w.elem, 2));
+      total += bytes;
+      largest = std::max(largest, bytes);
+    }
     if (ws.size() == uploaded_count_ && total == weights_.bytes()) return;  // unchanged since the last plan
-    std::vector<uint8_t> host(total);
     memory_.weights.clear();
     memory_.weight_elems.clear();
     DeviceMemory device(total, "weights");
-    size_t offset = 0;
-    for (const auto& w : ws) {
-      if (w.elem == Elem::Act) {
-        auto* h = reinterpret_cast<uint16_t*>(host.data() + offset);
-        for (size_t i = 0; i < w.data.size(); ++i) h[i] = float_to_half(w.data[i]);
-      } else {
-        std::memcpy(host.data() + offset, w.data.data(), w.data.size() * 4);
+    const size_t chunk = std::min(total, std::max(largest, size_t(64) << 20));
+    PinnedMemory staging[2] = {PinnedMemory(chunk), PinnedMemory(chunk)};
+    struct Events {
+      cudaEvent_t copied[2] = {};
+      ~Events() {
+        for (cudaEvent_t e : copied)
+          if (e) cudaEventDestroy(e);  // destructor: nothing to report to
       }
+    } events;
+    for (cudaEvent_t& e : events.copied) RTVD_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    int current = 0;
+    size_t offset = 0, chunk_begin = 0, used = 0;
+    auto send = [&] {
+      RTVD_CUDA_CHECK(cudaMemcpyAsync(device.get() + chunk_begin, staging[current].get(), used, cudaMemcpyHostToDevice, ctx_.stream));
+      RTVD_CUDA_CHECK(cudaEventRecord(events.copied[current], ctx_.stream));
+      current ^= 1;
+      RTVD_CUDA_CHECK(cudaEventSynchronize(events.copied[current]));  // the other buffer's copy is done
+      chunk_begin += used;
+      used = 0;
+    };
+    for (const auto& w : ws) {
+      const size_t bytes = aligned(size_t(w.numel()) * elem_bytes(w.elem, 2));
+      if (used + bytes > chunk) send();
+      w.write(staging[current].get() + used, DType::F16);
       memory_.weights.push_back(device.get() + offset);
       memory_.weight_elems.push_back(w.elem);
-      offset += aligned(w.data.size() * elem_bytes(w.elem, 2));
+      offset += bytes;
+      used += bytes;
     }
-    RTVD_CUDA_CHECK(cudaMemcpy(device.get(), host.data(), total, cudaMemcpyHostToDevice));
+    send();
+    RTVD_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));
     weights_ = std::move(device);
     uploaded_count_ = ws.size();
   }
 
   void prepare(Graph& graph) override {
     drop_graph();
+    RTVD_CUDA_CHECK(cudaStreamSynchronize(copy_stream_));  // readbacks of the old plan's memory are done
+    readback_tensor_ = -1;
     graph_ = &graph;
     plan_ = plan_arena(graph, 2);
     if (plan_.bytes > arena_.bytes()) {
@@ -140,24 +153,25 @@ class CudaBackend final : public Backend {
     bind_ops(graph, graph.setup, memory_);
     bind_ops(graph, graph.frame, memory_);
     size_t workspace = kLibraryWorkspace;
-    for (auto* list : {&graph.setup, &graph.frame})
-      for (Op& op : *list)
-        if (auto* c = std::get_if<ConvOp>(&op.body)) {
-          workspace = std::max(workspace, conv2d_workspace_bytes(c->p, conv2d_choose_config(c->p, ctx_)));
-#if RTVD_HAS_CUDNN
-          if (kernels_ == "cudnn") {
-            cudnn_plans_.push_back(make_conv2d_cudnn_plan(c->p, cudnn_));
-            workspace = std::max(workspace, cudnn_plans_.back().workspace_bytes);
-          }
-#endif
-        }
-    if (workspace > workspace_.bytes()) workspace_ = DeviceMemory(workspace, "workspace");
-    ctx_.workspace = workspace_.get();
-    ctx_.workspace_bytes = workspace_.bytes();
+    for (const Op& op : graph.setup)
+      if (auto* c = std::get_if<ConvOp>(&op.body))
+        workspace = std::max(workspace, conv2d_workspace_bytes(c->p, conv2d_choose_config(c->p, ctx_)));
+    frame_convs_.assign(graph.frame.size(), FrameConv{});
+    for (size_t i = 0; i < graph.frame.size(); ++i)
+      if (auto* c = std::get_if<ConvOp>(&graph.frame[i].body)) {
+        FrameConv& f = frame_convs_[i];
+        if (kernels_ == "cudnn") f.choice.cudnn = true;
+        else if (kernels_ == "custom") f.choice.config = conv2d_choose_config(c->p, ctx_);
+        else if (const ConvChoice* cached = tuner_->cached(c->p)) f.choice = *cached;
+        else continue;  // tuned at the first (eager) run of the frame
+        f.decided = true;
+        workspace = std::max(workspace, conv_workspace_bytes(c->p, f));
+      }
+    with_workspace(workspace);
   }
 
   void run_setup() override {
-    run(graph().setup);
+    run(graph().setup, false);
     RTVD_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));
   }
 
@@ -166,31 +180,37 @@ class CudaBackend final : public Backend {
   void run_frame() override {
     if (!exec_ && eager_runs_ > 0) capture();
     if (exec_) {
-      RTVD_CUDA_CHECK(cudaGraphLaunch(exec_, ctx_.stream));
+      const bool op_timed = profiling_ && timer_.want_op_times();
+      if (profiling_) timer_.frame_begin(ctx_.stream, op_timed);
+      RTVD_CUDA_CHECK(cudaGraphLaunch(op_timed ? exec_op_timed_ : exec_, ctx_.stream));
+      if (profiling_) timer_.frame_end(ctx_.stream);
     } else {
-      run(graph().frame);
+      run(graph().frame, false);
       ++eager_runs_;
+      if (tuner_) tuner_->save();
     }
+  }
+
+  std::string frame_op_impl(size_t i) const override {
+    if (!graph_ || i >= graph_->frame.size()) return "";
+    const OpBody& body = graph_->frame[i].body;
+    if (std::holds_alternative<ConvOp>(body))
+      return frame_convs_[i].decided ? frame_convs_[i].choice.describe() : "autotuned at the first frame";
+    if (std::holds_alternative<LinearOp>(body)) return "cuBLASLt";
+    if (auto* a = std::get_if<AttentionOp>(&body)) return attention_can_implement(a->p) ? "custom flash" : "custom fallback";
+    return "custom";
   }
 
   void ops_changed() override { drop_graph(); }
 
-  // Events around every frame op, recorded into the captured graph as external event nodes (so they
-  // keep their timestamps); read once the frame has completed, never waited for.
+  // See FrameTimer: every frame timed whole, sampled frames per op.
   void set_profiling(bool on) override {
     if (on == profiling_) return;
     drop_graph();
-    destroy_events();
     profiling_ = on;
   }
-
-  std::vector<float> frame_op_ms() override {
-    if (events_.empty() || cudaEventQuery(events_.back()) != cudaSuccess) return last_op_ms_;
-    last_op_ms_.resize(events_.size() - 1);
-    for (size_t i = 0; i + 1 < events_.size(); ++i)
-      RTVD_CUDA_CHECK(cudaEventElapsedTime(&last_op_ms_[i], events_[i], events_[i + 1]));
-    return last_op_ms_;
-  }
+  std::vector<float> frame_op_ms() override { return profiling_ ? timer_.take_op_ms() : std::vector<float>{}; }
+  float frame_gpu_ms() override { return profiling_ ? timer_.last_frame_ms() : 0.0f; }
 
   Ceilings measure_ceilings() override {
     Ceilings c;
@@ -215,35 +235,65 @@ class CudaBackend final : public Backend {
     return c;
   }
 
+  // Converts into the tensor's own pinned staging buffer and copies from there asynchronously: the
+  // host never waits for the frames in flight, only (rarely) for this buffer's previous copy.
   void write(Ref tensor, const void* host, size_t count) override {
     const Elem e = graph().tensors.at(tensor.id).elem;
-    void* dst = resolve(graph(), memory_, tensor);
+    const size_t bytes = count * elem_bytes(e, 2);
+    Staging& st = staging_[tensor.id];
+    if (!st.copied) RTVD_CUDA_CHECK(cudaEventCreateWithFlags(&st.copied, cudaEventDisableTiming));
+    RTVD_CUDA_CHECK(cudaEventSynchronize(st.copied));  // the previous copy from this buffer has read it
+    if (st.memory.bytes() < bytes) st.memory = PinnedMemory(bytes);
     if (e == Elem::Act) {
-      staging_.resize(count * 2);
-      auto* h = reinterpret_cast<uint16_t*>(staging_.data());
+      auto* h = reinterpret_cast<uint16_t*>(st.memory.get());
       const float* f = static_cast<const float*>(host);
       for (size_t i = 0; i < count; ++i) h[i] = float_to_half(f[i]);
-      RTVD_CUDA_CHECK(cudaMemcpyAsync(dst, staging_.data(), count * 2, cudaMemcpyHostToDevice, ctx_.stream));
     } else {
-      RTVD_CUDA_CHECK(cudaMemcpyAsync(dst, host, count * elem_bytes(e, 2), cudaMemcpyHostToDevice, ctx_.stream));
+      std::memcpy(st.memory.get(), host, bytes);
     }
-    RTVD_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));  // host buffer may be reused right after
+    RTVD_CUDA_CHECK(cudaMemcpyAsync(resolve(graph(), memory_, tensor), st.memory.get(), bytes, cudaMemcpyHostToDevice, ctx_.stream));
+    RTVD_CUDA_CHECK(cudaEventRecord(st.copied, ctx_.stream));
   }
 
   void read(Ref tensor, void* host, size_t count) override {
     const Elem e = graph().tensors.at(tensor.id).elem;
     const void* src = resolve(graph(), memory_, tensor);
     if (e == Elem::Act) {
-      staging_.resize(count * 2);
-      RTVD_CUDA_CHECK(cudaMemcpyAsync(staging_.data(), src, count * 2, cudaMemcpyDeviceToHost, ctx_.stream));
+      read_half_.resize(count);
+      RTVD_CUDA_CHECK(cudaMemcpyAsync(read_half_.data(), src, count * 2, cudaMemcpyDeviceToHost, ctx_.stream));
       RTVD_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));
-      const auto* h = reinterpret_cast<const uint16_t*>(staging_.data());
+      const uint16_t* h = read_half_.data();
       float* f = static_cast<float*>(host);
       for (size_t i = 0; i < count; ++i) f[i] = half_to_float(h[i]);
     } else {
       RTVD_CUDA_CHECK(cudaMemcpyAsync(host, src, count * elem_bytes(e, 2), cudaMemcpyDeviceToHost, ctx_.stream));
       RTVD_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));
     }
+  }
+
+  void begin_readback(Ref tensor, size_t bytes) override {
+    if (readbacks_pending_ == 2) fail("cuda backend: a third readback began before the first finished");
+    if (readback_tensor_ != tensor.id) {  // the graph must wait for this tensor's copies before writing it
+      readback_tensor_ = tensor.id;
+      drop_graph();
+    }
+    const int slot = (readback_next_ + readbacks_pending_) % 2;
+    if (readback_[slot].bytes() < bytes) readback_[slot] = PinnedMemory(bytes);
+    RTVD_CUDA_CHECK(cudaEventRecord(frame_queued_, ctx_.stream));
+    RTVD_CUDA_CHECK(cudaStreamWaitEvent(copy_stream_, frame_queued_, 0));
+    RTVD_CUDA_CHECK(cudaMemcpyAsync(readback_[slot].get(), resolve(graph(), memory_, tensor), bytes, cudaMemcpyDeviceToHost, copy_stream_));
+    RTVD_CUDA_CHECK(cudaEventRecord(readback_done_[slot], copy_stream_));
+    RTVD_CUDA_CHECK(cudaEventRecord(copied_out_, copy_stream_));
+    ++readbacks_pending_;
+  }
+
+  const uint8_t* finish_readback() override {
+    if (readbacks_pending_ == 0) fail("cuda backend: no readback pending");
+    const int slot = readback_next_;
+    RTVD_CUDA_CHECK(cudaEventSynchronize(readback_done_[slot]));
+    readback_next_ = (readback_next_ + 1) % 2;
+    --readbacks_pending_;
+    return readback_[slot].get();
   }
 
   DeviceView device_view(Ref tensor) override { return {resolve(graph(), memory_, tensor), ctx_.stream}; }
@@ -287,24 +337,29 @@ class CudaBackend final : public Backend {
     RTVD_CUDA_CHECK(cudaMemcpy(m.get(), h.data(), m.bytes(), cudaMemcpyHostToDevice));
   }
 
-  void destroy_events() {
-    for (cudaEvent_t e : events_) cudaEventDestroy(e);
-    events_.clear();
-    last_op_ms_.clear();
-  }
-
   void drop_graph() {
-    if (exec_) cudaGraphExecDestroy(exec_);
-    exec_ = nullptr;
+    for (cudaGraphExec_t* e : {&exec_, &exec_op_timed_}) {
+      if (*e) cudaGraphExecDestroy(*e);
+      *e = nullptr;
+    }
     eager_runs_ = 0;
   }
 
+  // The frame as a graph; with profiling also a second one with an event between every two ops.
   void capture() {
+    if (profiling_) {
+      timer_.reset(graph().frame.size());
+      exec_op_timed_ = capture_frame(true);
+    }
+    exec_ = capture_frame(false);
+  }
+
+  cudaGraphExec_t capture_frame(bool op_timed) {
     cudaGraph_t g = nullptr;
     RTVD_CUDA_CHECK(cudaStreamBeginCapture(ctx_.stream, cudaStreamCaptureModeThreadLocal));
     capturing_ = true;
     try {
-      run(graph().frame);
+      run(graph().frame, op_timed);
       capturing_ = false;
     } catch (...) {
       capturing_ = false;
@@ -313,34 +368,28 @@ class CudaBackend final : public Backend {
       throw;
     }
     RTVD_CUDA_CHECK(cudaStreamEndCapture(ctx_.stream, &g));
-    const cudaError_t e = cudaGraphInstantiate(&exec_, g, 0);
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t e = cudaGraphInstantiate(&exec, g, 0);
     cudaGraphDestroy(g);
     RTVD_CUDA_CHECK(e);
+    return exec;
   }
 
-  void run(std::vector<Op>& ops) {
+  // Queues ops on the stream. op_timed (frame ops under capture): an event node before every op and
+  // after the last, External so that the nodes keep their timestamps.
+  void run(std::vector<Op>& ops, bool op_timed) {
     const CudaContext& c = ctx_;
-    const bool timed = profiling_ && &ops == &graph().frame;
-    if (timed && events_.size() != ops.size() + 1) {
-      destroy_events();
-      events_.resize(ops.size() + 1);
-      for (cudaEvent_t& e : events_) RTVD_CUDA_CHECK(cudaEventCreate(&e));
-    }
-    // Under capture the records must become event nodes of the graph (External); eager runs record plainly.
-    const unsigned event_flags = capturing_ ? cudaEventRecordExternal : cudaEventRecordDefault;
-    size_t conv_index = 0;
+    const bool frame = &ops == &graph().frame;
     for (size_t i = 0; i < ops.size(); ++i) {
       Op& op = ops[i];
-      if (timed) RTVD_CUDA_CHECK(cudaEventRecordWithFlags(events_[i], c.stream, event_flags));
+      const NvtxRange layer(op.layer.c_str());  // under capture, Nsight Systems projects it onto the graph's nodes
+      if (op_timed) RTVD_CUDA_CHECK(cudaEventRecordWithFlags(timer_.op_event(i), c.stream, cudaEventRecordExternal));
+      if (frame && touches(op, readback_tensor_))  // the last readback of this tensor must have read it
+        RTVD_CUDA_CHECK(cudaStreamWaitEvent(c.stream, copied_out_, capturing_ ? cudaEventWaitExternal : 0));
       std::visit(Overloaded{
                      [&](ConvOp& o) {
-#if RTVD_HAS_CUDNN
-                       if (kernels_ == "cudnn" && &ops == &graph().frame) {
-                         conv2d_cudnn(o.p, cudnn_plans_.at(setup_conv_count() + conv_index++), c);
-                         return;
-                       }
-#endif
-                       conv2d(o.p, c);
+                       if (frame) run_conv(frame_convs_[i], o.p);
+                       else conv2d(o.p, c);
                      },
                      [&](GroupNormOp& o) { group_norm(o.p, c); },
                      [&](LayerNormOp& o) { layer_norm(o.p, c); },
@@ -359,13 +408,93 @@ class CudaBackend final : public Backend {
                  },
                  op.body);
     }
-    if (timed) RTVD_CUDA_CHECK(cudaEventRecordWithFlags(events_.back(), c.stream, event_flags));
+    if (op_timed) RTVD_CUDA_CHECK(cudaEventRecordWithFlags(timer_.op_event(ops.size()), c.stream, cudaEventRecordExternal));
   }
 
-  size_t setup_conv_count() {
-    size_t n = 0;
-    for (Op& op : graph().setup) n += std::holds_alternative<ConvOp>(op.body);
-    return n;
+  // How a frame conv runs: decided at prepare() (forced family or a cached choice) or by tuning at the
+  // first eager run of the frame.
+  struct FrameConv {
+    bool decided = false;
+    ConvChoice choice;
+  };
+
+  void run_conv(FrameConv& f, const Conv2dParams& p) {
+    if (!f.decided) {
+      if (capturing_) fail("conv autotune: ", conv_shape_key(p), " is not tuned before capture");
+      f.choice = tune_conv(p);
+      f.decided = true;
+    }
+    if (f.choice.cudnn) run_cudnn_conv(p);
+    else conv2d_with_config(p, f.choice.config, ctx_);
+  }
+
+  ConvChoice tune_conv(const Conv2dParams& p) {
+    std::vector<ConvCandidate> candidates = custom_conv_candidates(p, ctx_);
+    const auto overlaps = [&](const void* a) {
+      const size_t bytes = size_t(p.n) * p.h_out * p.w_out * p.c_out * 2;
+      return a && a < static_cast<const uint8_t*>(p.y) + bytes && static_cast<const uint8_t*>(p.y) < static_cast<const uint8_t*>(a) + bytes;
+    };
+    // Re-running a layer that updates its input in place would change its result: keep the default.
+    if (overlaps(p.x) || overlaps(p.residual)) return candidates[0].choice;
+#if RTVD_HAS_CUDNN
+    ConvCandidate cudnn;
+    cudnn.choice.cudnn = true;
+    cudnn.workspace_bytes = cudnn_plan(p).workspace_bytes;
+    cudnn.run = [this](const Conv2dParams& q, const CudaContext&) { run_cudnn_conv(q); };
+    candidates.push_back(std::move(cudnn));
+#endif
+    return tuner_->tune(p, candidates, [this](size_t bytes) -> const CudaContext& { return with_workspace(bytes); });
+  }
+
+  size_t conv_workspace_bytes(const Conv2dParams& p, const FrameConv& f) {
+    if (!f.choice.cudnn) return conv2d_workspace_bytes(p, f.choice.config);
+#if RTVD_HAS_CUDNN
+    return cudnn_plan(p).workspace_bytes;
+#else
+    fail("--kernels cudnn: this build has no cuDNN");
+#endif
+  }
+
+  void run_cudnn_conv(const Conv2dParams& p) {
+#if RTVD_HAS_CUDNN
+    conv2d_cudnn(p, cudnn_plan(p), ctx_);
+#else
+    fail("conv2d: ", conv_shape_key(p), " chose cuDNN, which this build lacks");
+#endif
+  }
+
+#if RTVD_HAS_CUDNN
+  // One plan per layer shape, made at its first use (at load) and kept: map nodes never move.
+  const Conv2dCudnnPlan& cudnn_plan(const Conv2dParams& p) {
+    const std::string key = conv_shape_key(p);
+    auto it = cudnn_plans_.find(key);
+    if (it == cudnn_plans_.end()) it = cudnn_plans_.emplace(key, make_conv2d_cudnn_plan(p, cudnn_)).first;
+    return it->second;
+  }
+#endif
+
+  // The context with a scratch of at least `bytes`, grown (after the stream's work that may use the old
+  // one) when short. Called at load only.
+  const CudaContext& with_workspace(size_t bytes) {
+    if (bytes > workspace_.bytes()) {
+      RTVD_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));
+      workspace_ = DeviceMemory();
+      workspace_ = DeviceMemory(bytes, "workspace");
+    }
+    ctx_.workspace = workspace_.get();
+    ctx_.workspace_bytes = workspace_.bytes();
+    return ctx_;
+  }
+
+  std::string device_key() const {
+    int driver = 0;
+    RTVD_CUDA_CHECK(cudaDriverGetVersion(&driver));
+#if RTVD_HAS_CUDNN
+    const std::string cudnn = cat(" cudnn ", cudnnGetVersion());
+#else
+    const std::string cudnn;
+#endif
+    return cat(gpu_.name, " sm_", gpu_.sm, " driver ", driver, cudnn);
   }
 
   GpuInfo gpu_;
@@ -376,15 +505,25 @@ class CudaBackend final : public Backend {
   BackendMemory memory_;
   DeviceMemory arena_, weights_, workspace_;
   size_t uploaded_count_ = 0;
-  std::vector<uint8_t> staging_;
-  cudaGraphExec_t exec_ = nullptr;
+  struct Staging {
+    PinnedMemory memory;
+    cudaEvent_t copied = nullptr;  // recorded after the last copy out of memory
+  };
+  std::map<int, Staging> staging_;  // per written tensor id
+  std::vector<uint16_t> read_half_;
+  cudaStream_t copy_stream_ = nullptr;
+  cudaEvent_t frame_queued_ = nullptr, copied_out_ = nullptr, readback_done_[2] = {};
+  PinnedMemory readback_[2];
+  int readback_tensor_ = -1, readback_next_ = 0, readbacks_pending_ = 0;
+  cudaGraphExec_t exec_ = nullptr, exec_op_timed_ = nullptr;
   int eager_runs_ = 0;
   bool profiling_ = false, capturing_ = false;
-  std::vector<cudaEvent_t> events_;  // before each frame op, and after the last
-  std::vector<float> last_op_ms_;
+  FrameTimer timer_;
+  std::unique_ptr<ConvTuner> tuner_;   // --kernels auto only
+  std::vector<FrameConv> frame_convs_;  // per frame op (used for convs)
 #if RTVD_HAS_CUDNN
   cudnnHandle_t cudnn_ = nullptr;
-  std::vector<Conv2dCudnnPlan> cudnn_plans_;
+  std::map<std::string, Conv2dCudnnPlan> cudnn_plans_;
 #endif
 };
 

@@ -6,7 +6,20 @@
 #include <string>
 #include <vector>
 
+#include "pipeline/error.h"
+
 namespace rtvd::test {
+
+// The message of the rtvd::Error that fn throws, or a text that matches none of the expected ones.
+template <class F>
+std::string error_of(F&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no error thrown>";
+}
 
 // A generator seeded from std::random_device: every run draws new inputs. The seed is kept so a failure
 // can be reproduced: wrap assertions in SCOPED_TRACE(seed_trace(rng_seed)).

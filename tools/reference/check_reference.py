@@ -1,12 +1,14 @@
 """Self-check of the reference: run with `python3 tools/reference/check_reference.py`; exits 1 on failure.
 
 (a) UNet's exported tensors equal, by name and shape, the list in docs/model-format.md, generated here
-    independently from the doc's text (tiny configs and assets/default);
+    independently from the doc's text (tiny configs, assets/default, and the SD 2.1 and SD 1.5 U-Nets,
+    whose parameter counts must be diffusers' UNet2DConditionModel's);
 (b) folding eval-mode BatchNorm and FiLM into per-channel conv scale/bias, as the engine does
     (kernels/embedding.h FilmParams), gives the same output as ResnetBatch;
 (c) st_io writes what it reads back, in the layout the safetensors format prescribes.
 """
 import json
+import math
 import os
 import struct
 import sys
@@ -19,9 +21,12 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import st_io  # noqa: E402
 from export_golden import TINY_BATCH, TINY_GROUP, randomize_norms  # noqa: E402
-from unet import BATCH_NORM_EPS, ResnetBatch, UNet  # noqa: E402
+from unet import BATCH_NORM_EPS, ResnetBatch, empty_model  # noqa: E402
 
-DEFAULT_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../assets/default/config.json")
+ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../assets")
+DEFAULT_CONFIG = os.path.join(ASSETS, "default/config.json")
+# Parameters of diffusers' UNet2DConditionModel for stable-diffusion-2-1 and stable-diffusion-v1-5.
+SD_PARAMETERS = {"sd21": 865_910_724, "sd15": 859_520_964}
 
 
 def doc_tensors(cfg):
@@ -109,15 +114,18 @@ def doc_tensors(cfg):
     return out
 
 
-def check_names(label, cfg):
+def check_names(label, cfg, parameters=None):
     expected = doc_tensors(cfg)
-    actual = {k: tuple(v.shape) for k, v in UNet(cfg).export_state().items()}
+    actual = {k: tuple(v.shape) for k, v in empty_model(cfg, "meta").export_state().items()}
     missing = sorted(set(expected) - set(actual))
     unknown = sorted(set(actual) - set(expected))
     wrong = sorted(k for k in set(expected) & set(actual) if expected[k] != actual[k])
     problems = [f"missing {k}" for k in missing] + [f"not in doc {k}" for k in unknown] + \
                [f"{k}: doc {expected[k]}, model {actual[k]}" for k in wrong]
-    return f"(a) names and shapes, {label}: {len(actual)} tensors", problems
+    count = sum(math.prod(shape) for shape in actual.values())
+    if parameters is not None and count != parameters:
+        problems.append(f"{count} parameters, diffusers has {parameters}")
+    return f"(a) names and shapes, {label}: {len(actual)} tensors, {count} parameters", problems
 
 
 def check_batchnorm_folding():
@@ -191,6 +199,9 @@ def main():
     if os.path.exists(DEFAULT_CONFIG):
         with open(DEFAULT_CONFIG) as f:
             checks.append(check_names("assets/default", json.load(f)))
+    for name, parameters in SD_PARAMETERS.items():
+        with open(os.path.join(ASSETS, name, "config.json")) as f:
+            checks.append(check_names(f"assets/{name}", json.load(f), parameters))
     checks += [check_batchnorm_folding(), check_st_io_round_trip()]
     failed = False
     for title, problems in checks:

@@ -105,6 +105,7 @@ class Attention(nn.Module):
     def __init__(self, dim, context_dim, heads):
         super().__init__()
         self.heads = heads
+        self.sdpa = False  # F.scaled_dot_product_attention (PyTorch 2) instead: see UNet.use_sdpa
         self.to_q = nn.Linear(dim, dim, bias=False)
         self.to_k = nn.Linear(context_dim, dim, bias=False)
         self.to_v = nn.Linear(context_dim, dim, bias=False)
@@ -119,8 +120,11 @@ class Attention(nn.Module):
         q = self.split_heads(self.to_q(x))                       # (B, h, N, d)
         k = self.split_heads(self.to_k(source))                  # (B, h, L, d)
         v = self.split_heads(self.to_v(source))                  # (B, h, L, d)
-        scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])  # (B, h, N, L)
-        out = scores.softmax(dim=-1) @ v                         # (B, h, N, d)
+        if self.sdpa:
+            out = F.scaled_dot_product_attention(q, k, v)        # (B, h, N, d)
+        else:
+            scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])  # (B, h, N, L)
+            out = scores.softmax(dim=-1) @ v                     # (B, h, N, d)
         out = out.transpose(1, 2).reshape(x.shape)               # (B, N, C)
         return self.to_out[0](out)
 
@@ -343,7 +347,8 @@ class UNet(nn.Module):
         steps = t * cfg.get("timestep_scale", 1000.0)
         sinusoids = timestep_embedding(steps, cfg["block_out_channels"][0],
                                        cfg.get("flip_sin_to_cos", True), cfg.get("freq_shift", 0.0))
-        emb = self.time_embedding(sinusoids)
+        # As diffusers: sinusoids in t's precision (float32 at least), then the network's dtype.
+        emb = self.time_embedding(sinusoids.to(self.conv_in.weight.dtype))
         if self.class_embedding is not None:
             if class_labels is None:
                 raise ValueError("this model is class-conditioned: class_labels are required")
@@ -351,7 +356,7 @@ class UNet(nn.Module):
         return emb
 
     def forward(self, x, t, class_labels=None, context=None):
-        emb = self.embed(t.to(x.dtype), class_labels)            # (B, T)
+        emb = self.embed(t.to(torch.promote_types(x.dtype, torch.float32)), class_labels)  # (B, T)
         h = self.conv_in(x)                                       # (B, C_0, H, W)
         skips = [h]
         for block in self.down_blocks:
@@ -364,9 +369,35 @@ class UNet(nn.Module):
             h = F.silu(self.conv_norm_out(h))
         return self.conv_out(h)                                   # (B, C_out, H, W)
 
+    def use_sdpa(self, on=True):
+        """Fused attention kernels (flash, memory-efficient) as diffusers uses them: for benchmarks."""
+        for module in self.modules():
+            if isinstance(module, Attention):
+                module.sdpa = on
+
     def parameter_count(self):
         return sum(p.numel() for p in self.parameters())
 
     def export_state(self):
         """The tensors of weights.safetensors: state_dict without BatchNorm's num_batches_tracked."""
         return {k: v for k, v in self.state_dict().items() if not k.endswith("num_batches_tracked")}
+
+    def import_state(self, tensors):
+        """Sets every tensor of export_state() from tensors (name -> array or tensor), exactly those names."""
+        own = self.export_state()
+        if set(tensors) != set(own):
+            raise ValueError(f"names differ: missing {sorted(set(own) - set(tensors))[:5]}, "
+                             f"unknown {sorted(set(tensors) - set(own))[:5]}")
+        with torch.no_grad():
+            for name, target in own.items():
+                target.copy_(torch.as_tensor(tensors[name]))
+
+
+def empty_model(cfg, device):
+    """UNet(cfg) with uninitialised parameters on device: on PyTorch 2 without the default init or a CPU
+    copy (an SD-class model is 3.5 GB of fp32), for weights that are set right after."""
+    if hasattr(torch.device("meta"), "__enter__"):
+        with torch.device("meta"):
+            model = UNet(cfg)
+        return model.to_empty(device=device)
+    return UNet(cfg).to(device)

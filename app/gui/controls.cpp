@@ -1,0 +1,134 @@
+#include "app/gui/controls.h"
+
+#include <imgui.h>
+#include <imgui_stdlib.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "app/gui/panel.h"
+#include "app/gui/shortcuts.h"
+
+namespace rtvd::gui {
+
+std::string SourceChoice::spec() const {
+  switch (kind) {
+    case SourceKind::Noise: return "noise";
+    case SourceKind::Image: return "image:" + path;
+    case SourceKind::Video: return "video:" + path;
+    case SourceKind::Webcam: return "webcam:" + std::to_string(webcam);
+  }
+  return "noise";
+}
+
+SourceChoice source_choice(const std::string& spec) {
+  SourceChoice c;
+  if (spec.starts_with("image:")) c = {SourceKind::Image, spec.substr(6)};
+  else if (spec.starts_with("video:")) c = {SourceKind::Video, spec.substr(6)};
+  else if (spec == "webcam") c.kind = SourceKind::Webcam;
+  else if (spec.starts_with("webcam:")) c = {SourceKind::Webcam, "", std::atoi(spec.c_str() + 7)};
+  return c;
+}
+
+void apply_command(Command c, ControlsState& s, Requests& r, int class_count) {
+  switch (c) {
+    case Command::Pause: s.paused = !s.paused; break;
+    case Command::Step:
+      s.paused = true;
+      r.step = true;
+      break;
+    case Command::Reset: r.reset = true; break;
+    case Command::Overlay: s.show_overlay = !s.show_overlay; break;
+    case Command::Controls: s.show_controls = !s.show_controls; break;
+    case Command::Help: s.show_help = !s.show_help; break;
+    case Command::Filter: s.linear = !s.linear; break;
+    case Command::PrevClass:
+      if (class_count > 0) s.settings.class_id = (s.settings.class_id + class_count - 1) % class_count;
+      break;
+    case Command::NextClass:
+      if (class_count > 0) s.settings.class_id = (s.settings.class_id + 1) % class_count;
+      break;
+    case Command::Record: r.record = true; break;
+    case Command::Screenshot: r.screenshot = true; break;
+    case Command::Quit: r.quit = true; break;
+  }
+}
+
+namespace {
+
+const ImVec4 kRed(1.0f, 0.35f, 0.3f, 1.0f);
+
+// A button whose label names its shortcut, running the same command as the key.
+void command_button(const char* label, Command c, ControlsState& s, Requests& r, int class_count) {
+  if (ImGui::Button(with_key(label, c).c_str())) apply_command(c, s, r, class_count);
+}
+
+void source_section(ControlsState& s, const ControlsInfo& info, Requests& r) {
+  ImGui::TextWrapped("now: %s", info.source.c_str());
+  static const char* kKinds[] = {"noise walk", "image file", "video file", "webcam"};
+  int kind = int(s.source.kind);
+  if (ImGui::Combo("source", &kind, kKinds, IM_ARRAYSIZE(kKinds))) s.source.kind = SourceKind(kind);
+  if (s.source.kind == SourceKind::Image || s.source.kind == SourceKind::Video)
+    ImGui::InputTextWithHint("path", "file to open", &s.source.path);
+  if (s.source.kind == SourceKind::Webcam && ImGui::InputInt("/dev/video", &s.source.webcam))
+    s.source.webcam = std::max(s.source.webcam, 0);
+  if (ImGui::Button("open source")) r.open_source = true;
+}
+
+void generation_section(ControlsState& s, const ControlsInfo& info) {
+  FrameSettings& f = s.settings;
+  if (info.class_names && !info.class_names->empty()) {
+    const auto& names = *info.class_names;
+    if (ImGui::BeginCombo("class", names.at(f.class_id).c_str())) {
+      for (int i = 0; i < int(names.size()); ++i)
+        if (ImGui::Selectable(names[i].c_str(), i == f.class_id)) f.class_id = i;
+      ImGui::EndCombo();
+    }
+  }
+  const ImU64 one = 1;
+  ImGui::InputScalar("seed", ImGuiDataType_U64, &f.seed, &one);
+  ImGui::SliderInt("steps", &f.steps, 1, 100, "%d", ImGuiSliderFlags_AlwaysClamp | ImGuiSliderFlags_Logarithmic);
+  ImGui::SliderFloat("guidance", &f.guidance, 0.0f, 10.0f, "%.2f", ImGuiSliderFlags_AlwaysClamp);
+  ImGui::SliderFloat("strength", &f.strength, 0.0f, 1.0f, "%.2f", ImGuiSliderFlags_AlwaysClamp);
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("image, video and webcam sources: how far each frame is re-noised");
+  ImGui::SliderFloat("blend", &f.blend, 0.0f, 0.99f, "%.2f", ImGuiSliderFlags_AlwaysClamp);
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("share of the previous frame kept: temporal smoothing");
+}
+
+}  // namespace
+
+void draw_controls(const Rect& area, ControlsState& s, const ControlsInfo& info, Requests& r) {
+  if (area.w <= 0) return;
+  const int classes = info.class_names ? int(info.class_names->size()) : 0;
+  begin_panel("Controls", area);
+
+  for (const Message& m : *info.messages) {
+    if (m.error) ImGui::PushStyleColor(ImGuiCol_Text, kRed);
+    ImGui::TextWrapped("%s", m.text.c_str());
+    if (m.error) ImGui::PopStyleColor();
+  }
+
+  if (ImGui::CollapsingHeader("Source", ImGuiTreeNodeFlags_DefaultOpen)) source_section(s, info, r);
+  if (ImGui::CollapsingHeader("Generation", ImGuiTreeNodeFlags_DefaultOpen)) generation_section(s, info);
+
+  if (ImGui::CollapsingHeader("Playback", ImGuiTreeNodeFlags_DefaultOpen)) {
+    command_button(s.paused ? "resume" : "pause", Command::Pause, s, r, classes);
+    ImGui::SameLine();
+    command_button("step", Command::Step, s, r, classes);
+    ImGui::SameLine();
+    command_button("reset", Command::Reset, s, r, classes);
+    ImGui::Checkbox("linear filtering", &s.linear);
+  }
+
+  if (ImGui::CollapsingHeader("Recording", ImGuiTreeNodeFlags_DefaultOpen)) {
+    if (!info.recording) ImGui::InputTextWithHint("file", "video, dir/ or %05d.png", &s.record_path);
+    command_button(info.recording ? "stop recording" : "record", Command::Record, s, r, classes);
+    command_button("screenshot", Command::Screenshot, s, r, classes);
+    if (!info.recording_status.empty()) ImGui::TextWrapped("%s", info.recording_status.c_str());
+  }
+
+  command_button("keyboard shortcuts", Command::Help, s, r, classes);
+  ImGui::End();
+}
+
+}  // namespace rtvd::gui

@@ -1,0 +1,69 @@
+// The controls panel and what it edits: a plain struct of settings the loop applies at the next frame
+// (engine.configure() re-plans only when they changed), and requests for the loop to act on. Buttons and
+// keyboard shortcuts go through the same apply_command().
+#pragma once
+#include <string>
+#include <vector>
+
+#include "app/gui/layout.h"
+#include "pipeline/frame_plan.h"
+
+namespace rtvd::gui {
+
+enum class SourceKind { Noise, Image, Video, Webcam };
+
+// A source as the panel edits it; spec() is what open_source() takes.
+struct SourceChoice {
+  SourceKind kind = SourceKind::Noise;
+  std::string path;  // image or video file
+  int webcam = 0;    // /dev/videoN
+  std::string spec() const;
+};
+// The panel's view of a --source spec. Specs are checked when opened, not here: a malformed one keeps its
+// text as the path so the user sees and fixes it.
+SourceChoice source_choice(const std::string& spec);
+
+struct ControlsState {
+  FrameSettings settings;  // applied at the next frame
+  SourceChoice source;     // opened on request
+  std::string record_path;
+  float budget_ms = 40.0f;
+  bool paused = false;
+  bool linear = true;     // linear or nearest scaling of the frame
+  bool profiling = true;  // per-op timing for the overlay (costs GPU time: events between ops)
+  bool show_controls = true, show_overlay = true, show_help = false;
+};
+
+// What the loop is asked to do this frame.
+struct Requests {
+  bool step = false;         // one frame while paused
+  bool reset = false;        // start the frame sequence over
+  bool open_source = false;  // open state.source
+  bool record = false;       // start or stop recording
+  bool screenshot = false;
+  bool quit = false;
+};
+
+enum class Command {
+  Pause, Step, Reset, Overlay, Controls, Help, Filter, PrevClass, NextClass, Record, Screenshot, Quit
+};
+
+void apply_command(Command c, ControlsState& state, Requests& requests, int class_count);
+
+struct Message {
+  std::string text;
+  bool error = true;  // red; else an event (a file written)
+};
+
+// What the panel shows besides the state.
+struct ControlsInfo {
+  const std::vector<std::string>* class_names = nullptr;  // empty: the model has no classes
+  std::string source;                                     // what is open now
+  bool recording = false;
+  std::string recording_status;  // "out/x.mp4: 120 frames, 3 dropped"
+  const std::vector<Message>* messages = nullptr;         // newest last
+};
+
+void draw_controls(const Rect& area, ControlsState& state, const ControlsInfo& info, Requests& requests);
+
+}  // namespace rtvd::gui

@@ -1,0 +1,196 @@
+#include "conv_tuner.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "pipeline/error.h"
+#include "pipeline/half.h"
+
+namespace rtvd {
+
+namespace {
+
+constexpr int kCacheVersion = 1;  // bump when kernels change enough to make old timings meaningless
+constexpr float kMaxRelL2 = 5e-3f;
+
+Conv2dKernel kernel_from_name(const std::string& name) {
+  for (Conv2dKernel k : {Conv2dKernel::Direct, Conv2dKernel::Igemm64x64, Conv2dKernel::Igemm128x128, Conv2dKernel::Igemm128x160})
+    if (name == conv2d_kernel_name(k)) return k;
+  fail("unknown conv kernel ", name);
+}
+
+// The layer's output, as floats on the host.
+std::vector<float> read_output(const Conv2dParams& p, cudaStream_t stream) {
+  const size_t count = size_t(p.n) * p.h_out * p.w_out * p.c_out;
+  std::vector<uint16_t> h(count);
+  RTVD_CUDA_CHECK(cudaMemcpyAsync(h.data(), p.y, count * 2, cudaMemcpyDeviceToHost, stream));
+  RTVD_CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::vector<float> f(count);
+  for (size_t i = 0; i < count; ++i) f[i] = half_to_float(h[i]);
+  return f;
+}
+
+// Relative L2 distance of a from the reference b; NaN or infinity in either makes it infinite.
+double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!std::isfinite(a[i]) || !std::isfinite(b[i])) return INFINITY;
+    num += double(a[i] - b[i]) * (a[i] - b[i]);
+    den += double(b[i]) * b[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-30));
+}
+
+float median_ms(const std::function<void()>& run, cudaStream_t stream) {
+  cudaEvent_t start, stop;
+  RTVD_CUDA_CHECK(cudaEventCreate(&start));
+  RTVD_CUDA_CHECK(cudaEventCreate(&stop));
+  std::vector<float> ms(5);
+  for (float& m : ms) {
+    RTVD_CUDA_CHECK(cudaEventRecord(start, stream));
+    run();
+    RTVD_CUDA_CHECK(cudaEventRecord(stop, stream));
+    RTVD_CUDA_CHECK(cudaEventSynchronize(stop));
+    RTVD_CUDA_CHECK(cudaEventElapsedTime(&m, start, stop));
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+}  // namespace
+
+std::string ConvChoice::describe() const {
+  if (cudnn) return "cuDNN";
+  std::string s = cat("custom ", conv2d_kernel_name(config.kernel));
+  if (config.split_k > 1) s += cat(" split-k ", config.split_k);
+  return s;
+}
+
+std::string conv_shape_key(const Conv2dParams& p) {
+  return cat(p.n, "x", p.h, "x", p.w, "x", p.c_in, " -> ", p.c_out, " k", p.kh, "x", p.kw, " s", p.stride, " p", p.pad,
+             p.gn_stats ? cat(" gn", p.gn_groups) : std::string(), p.residual ? " res" : "",
+             p.act == Activation::Silu ? " silu" : "", p.scale_batch_stride ? " film" : "");
+}
+
+std::string default_tuning_cache_path() {
+  std::string dir;
+  if (const char* d = std::getenv("RTVD_CACHE_DIR"); d && *d) dir = d;
+  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) dir = cat(x, "/rtvd");
+  else if (const char* h = std::getenv("HOME"); h && *h) dir = cat(h, "/.cache/rtvd");
+  return dir.empty() ? dir : dir + "/conv-autotune.json";
+}
+
+std::vector<ConvCandidate> custom_conv_candidates(const Conv2dParams& p, const CudaContext& ctx) {
+  const Conv2dConfig preferred = conv2d_choose_config(p, ctx);
+  std::vector<Conv2dConfig> configs = {preferred};
+  if (preferred.kernel != Conv2dKernel::Direct) {
+    const int k_tiles = (p.kh * p.kw * p.c_in + 31) / 32;
+    for (Conv2dKernel k : {Conv2dKernel::Igemm64x64, Conv2dKernel::Igemm128x128, Conv2dKernel::Igemm128x160})
+      for (int split : {1, 2, 4, 8})
+        if (split == 1 || k_tiles >= 8 * split) configs.push_back({k, split});
+  }
+  std::vector<ConvCandidate> out;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const Conv2dConfig c = configs[i];
+    if (i > 0 && c.kernel == preferred.kernel && c.split_k == preferred.split_k) continue;
+    ConvCandidate cand;
+    cand.choice.config = c;
+    cand.workspace_bytes = conv2d_workspace_bytes(p, c);
+    cand.run = [c](const Conv2dParams& q, const CudaContext& x) { conv2d_with_config(q, c, x); };
+    out.push_back(std::move(cand));
+  }
+  return out;
+}
+
+ConvTuner::ConvTuner(std::string cache_path, std::string device_key)
+    : path_(std::move(cache_path)), device_key_(std::move(device_key)) {
+  if (path_.empty()) return;
+  std::ifstream in(path_);
+  if (!in) return;
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || j.value("version", 0) != kCacheVersion || !j.contains("layers") ||
+      !j["layers"].is_object())
+    return;
+  for (const auto& [key, v] : j["layers"].items()) {
+    try {
+      ConvChoice c;
+      c.cudnn = v.at("impl").get<std::string>() == "cudnn";
+      if (!c.cudnn) c.config = {kernel_from_name(v.at("kernel").get<std::string>()), v.at("split_k").get<int>()};
+      c.ms = v.value("ms", 0.0f);
+      choices_[key] = c;
+    } catch (const std::exception&) {
+      // A malformed entry is re-tuned.
+    }
+  }
+}
+
+const ConvChoice* ConvTuner::cached(const Conv2dParams& p) const {
+  const auto it = choices_.find(device_key_ + "|" + conv_shape_key(p));
+  return it == choices_.end() ? nullptr : &it->second;
+}
+
+ConvChoice ConvTuner::tune(const Conv2dParams& p, const std::vector<ConvCandidate>& candidates,
+                           const std::function<const CudaContext&(size_t)>& workspace) {
+  if (candidates.empty()) fail("conv autotune: no candidate for ", conv_shape_key(p));
+  std::vector<float> reference;
+  ConvChoice best;
+  best.ms = INFINITY;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const ConvCandidate& c = candidates[i];
+    const CudaContext& ctx = workspace(c.workspace_bytes);
+    try {
+      c.run(p, ctx);  // warm-up, and the output checked below
+    } catch (const Error&) {
+      if (i == 0) throw;  // the reference must run
+      continue;           // e.g. a tile that needs more shared memory than this GPU has
+    }
+    if (i == 0) reference = read_output(p, ctx.stream);
+    else if (rel_l2(read_output(p, ctx.stream), reference) > kMaxRelL2) continue;
+    const float ms = median_ms([&] { c.run(p, ctx); }, ctx.stream);
+    if (ms < best.ms) best = c.choice, best.ms = ms;
+  }
+  // Leave y as the reference computed it, whatever ran last.
+  candidates[0].run(p, workspace(candidates[0].workspace_bytes));
+  choices_[device_key_ + "|" + conv_shape_key(p)] = best;
+  ++tuned_;
+  return best;
+}
+
+void ConvTuner::save() {
+  if (path_.empty() || tuned_ == 0) return;
+  nlohmann::json layers = nlohmann::json::object();
+  for (const auto& [key, c] : choices_) {
+    nlohmann::json v = {{"impl", c.cudnn ? "cudnn" : "custom"}, {"ms", c.ms}};
+    if (!c.cudnn) v["kernel"] = conv2d_kernel_name(c.config.kernel), v["split_k"] = c.config.split_k;
+    layers[key] = v;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path_).parent_path(), ec);
+  const std::string tmp = cat(path_, ".tmp", ::getpid());
+  {
+    std::ofstream out(tmp);
+    if (!out) return;
+    out << nlohmann::json{{"version", kCacheVersion}, {"layers", layers}}.dump(1) << "\n";
+    if (!out) {
+      std::filesystem::remove(tmp, ec);
+      return;
+    }
+  }
+  std::filesystem::rename(tmp, path_, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
+  tuned_ = 0;
+}
+
+}  // namespace rtvd
