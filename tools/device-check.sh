@@ -8,9 +8,8 @@ OUT=${OUT:-/tmp/rtvd-out}
 LOGS=/tmp/rtvd-logs
 mkdir -p "$OUT" "$LOGS"
 dir=/tmp/rtvd
-if [[ ! -x $dir/rtvd ]]; then
-  mkdir -p $dir && tar -xJf .device/bundle.tar.xz -C $dir || { echo "no bundle: run tools/device-bundle.sh first"; exit 1; }
-fi
+# Unpacked afresh: a machine kept warm between calls still has the previous call's bundle.
+rm -rf $dir && mkdir -p $dir && tar -xJf .device/bundle.tar.xz -C $dir || { echo "no bundle: run tools/device-bundle.sh first"; exit 1; }
 export LD_LIBRARY_PATH=$dir/lib:${LD_LIBRARY_PATH:-}
 cd $dir
 summary=()
