@@ -151,6 +151,7 @@ const std::vector<cli::FlagSpec>& bench_unet_flags() {
       {"weights", 0, K::String, "safetensors checkpoint in the config's dtype", "random weights", "FILE"},
       {"seed", 0, K::Int, "seed of the random weights and inputs", "0", "N"},
       {"runs", 0, K::Int, "timed forwards (the median is reported)", "200 on the GPU, 3 on the CPU", "N"},
+      {"profile", 0, K::None, "after timing, per-op profile and the slowest layers with their implementation", "", ""},
   });
   return specs;
 }
@@ -265,6 +266,25 @@ int bench_unet_command(const std::vector<std::string>& args) {
   if (cuda) std::printf("; GPU memory in use grew by %.1f MiB after the CUDA context", (memory_after - memory_before) / mib);
   std::printf("\noutput: %s, rms %.4f\n", finite ? "finite" : "NOT FINITE", rms);
 
+  // Profiled forwards after the timed ones, so that profiling never touches the reported time.
+  FrameProfile profile;
+  if (flags.has("profile")) {
+    backend->set_profiling(true);
+    for (int i = 0; i < 2000 && profile.frames() < 20; ++i) {
+      runner.forward();
+      runner.output();  // the forward has completed: its times can be read
+      if (const std::vector<float> op_ms = backend->frame_op_ms(); !op_ms.empty()) profile.add_frame(runner.graph().frame, op_ms);
+    }
+    backend->set_profiling(false);
+    std::printf("\n%s\nslowest layers (ms per forward, implementation):\n", profile.table(ceilings).c_str());
+    const std::vector<Op>& ops = runner.graph().frame;
+    for (const auto& [layer, layer_ms] : profile.slowest_layers(16)) {
+      size_t i = 0;
+      while (i < ops.size() && ops[i].layer != layer) ++i;
+      std::printf("  %-60s %8.3f  %s\n", layer.c_str(), layer_ms, backend->frame_op_impl(i).c_str());
+    }
+  }
+
   if (const std::string path = flags.get_string("json", ""); !path.empty()) {
     nlohmann::json step_json = nlohmann::json::object();
     for (const auto& [what, s] : steps) step_json[what] = s;
@@ -283,7 +303,10 @@ int bench_unet_command(const std::vector<std::string>& args) {
         {"weight_bytes", backend->weight_bytes()}, {"activation_bytes", backend->arena_bytes()},
         {"gpu_memory_growth_bytes", memory_after - memory_before},
         {"output_finite", finite}, {"output_rms", rms}};
-    write_json(path, doc);
+    nlohmann::json with_profile = doc;
+    for (const OpTypeRow& r : profile.by_type())
+      with_profile["ops_per_forward"].push_back({{"op", r.type}, {"calls", r.calls}, {"ms", r.ms}, {"flops", r.flops}, {"bytes", r.bytes}});
+    write_json(path, with_profile);
   }
   if (!finite) fail("the forward's output is not finite (NaN or inf): a broken kernel or an fp16 overflow");
   return 0;
