@@ -144,25 +144,44 @@ const ConvChoice* ConvTuner::cached(const Conv2dParams& p) const {
 ConvChoice ConvTuner::tune(const Conv2dParams& p, const std::vector<ConvCandidate>& candidates,
                            const std::function<const CudaContext&(size_t)>& workspace) {
   if (candidates.empty()) fail("conv autotune: no candidate for ", conv_shape_key(p));
-  std::vector<float> reference;
+  // Time every candidate that runs, then check outputs fastest first until one matches the reference:
+  // reading an output back costs more than timing, so only the winner's usually is.
+  candidates[0].run(p, workspace(candidates[0].workspace_bytes));
+  const std::vector<float> reference = read_output(p, workspace(0).stream);
+  std::vector<std::pair<float, size_t>> timed;  // (ms, candidate)
   ConvChoice best;
-  best.ms = INFINITY;
   for (size_t i = 0; i < candidates.size(); ++i) {
     const ConvCandidate& c = candidates[i];
     const CudaContext& ctx = workspace(c.workspace_bytes);
     try {
-      c.run(p, ctx);  // warm-up, and the output checked below
-    } catch (const Error&) {
+      c.run(p, ctx);  // warm-up (and lazy module loading)
+    } catch (const Error& e) {
       if (i == 0) throw;  // the reference must run
-      continue;           // e.g. a tile that needs more shared memory than this GPU has
+      best.rejected.push_back(cat(c.choice.describe(), ": ", e.what()));  // e.g. a tile too big for this GPU
+      continue;
     }
-    if (i == 0) reference = read_output(p, ctx.stream);
-    else if (rel_l2(read_output(p, ctx.stream), reference) > kMaxRelL2) continue;
     const float ms = median_ms([&] { c.run(p, ctx); }, ctx.stream);
-    if (ms < best.ms) best = c.choice, best.ms = ms;
+    timed.emplace_back(ms, i);
+    best.timings.emplace_back(c.choice.describe(), ms);
   }
-  // Leave y as the reference computed it, whatever ran last.
-  candidates[0].run(p, workspace(candidates[0].workspace_bytes));
+  std::sort(timed.begin(), timed.end());
+  for (const auto& [ms, i] : timed) {
+    const ConvCandidate& c = candidates[i];
+    if (i > 0) {
+      c.run(p, workspace(c.workspace_bytes));
+      const double err = rel_l2(read_output(p, workspace(0).stream), reference);
+      if (!(err <= kMaxRelL2)) {
+        best.rejected.push_back(cat(c.choice.describe(), ": relative L2 ", err, " from the default config"));
+        continue;
+      }
+    }
+    best.cudnn = c.choice.cudnn;
+    best.config = c.choice.config;
+    best.ms = ms;
+    break;
+  }
+  if (best.ms == 0) fail("conv autotune: the default config of ", conv_shape_key(p), " failed its own check");
+  candidates[0].run(p, workspace(candidates[0].workspace_bytes));  // y as the reference computed it
   choices_[device_key_ + "|" + conv_shape_key(p)] = best;
   ++tuned_;
   return best;
@@ -174,6 +193,8 @@ void ConvTuner::save() {
   for (const auto& [key, c] : choices_) {
     nlohmann::json v = {{"impl", c.cudnn ? "cudnn" : "custom"}, {"ms", c.ms}};
     if (!c.cudnn) v["kernel"] = conv2d_kernel_name(c.config.kernel), v["split_k"] = c.config.split_k;
+    for (const auto& [what, ms] : c.timings) v["timings_ms"][what] = ms;  // why this one: what the others took
+    if (!c.rejected.empty()) v["rejected"] = c.rejected;
     layers[key] = v;
   }
   std::error_code ec;

@@ -18,6 +18,8 @@ struct ConvChoice {
   bool cudnn = false;
   Conv2dConfig config;  // when !cudnn
   float ms = 0;         // measured time of the layer when chosen (0: not timed, e.g. forced)
+  std::vector<std::pair<std::string, float>> timings;  // every candidate's time when tuned (for the cache file)
+  std::vector<std::string> rejected;                   // candidates that failed to run or to match, and why
   std::string describe() const;  // "custom igemm128x160" / "custom igemm64x64 split-k 4" / "cuDNN"
 };
 
@@ -48,9 +50,9 @@ class ConvTuner {
   // The cached choice for this shape, if any.
   const ConvChoice* cached(const Conv2dParams& p) const;
 
-  // Runs every candidate on p's real inputs (p.y is overwritten; it must not overlap x or residual),
-  // checks its output against candidates[0]'s (relative L2 <= 5e-3, no NaN), times it (median of 5 after
-  // a warm-up) and returns the fastest correct one, remembered for save(). workspace(bytes) returns a
+  // Times every candidate on p's real inputs (median of 5 after a warm-up; p.y is overwritten and must not
+  // overlap x or residual) and returns the fastest whose output matches candidates[0]'s (relative L2
+  // <= 5e-3, no NaN), remembered for save(). workspace(bytes) returns a
   // context whose scratch holds at least that many bytes (tuning runs at load, never inside a frame).
   ConvChoice tune(const Conv2dParams& p, const std::vector<ConvCandidate>& candidates,
                   const std::function<const CudaContext&(size_t)>& workspace);

@@ -152,7 +152,8 @@ class CudaBackend final : public Backend {
     memory_.act_bytes = 2;
     bind_ops(graph, graph.setup, memory_);
     bind_ops(graph, graph.frame, memory_);
-    size_t workspace = kLibraryWorkspace;
+    // conv2d_choose_config() splits K only as far as the workspace allows: size it before choosing.
+    size_t workspace = with_workspace(kLibraryWorkspace).workspace_bytes;
     for (const Op& op : graph.setup)
       if (auto* c = std::get_if<ConvOp>(&op.body))
         workspace = std::max(workspace, conv2d_workspace_bytes(c->p, conv2d_choose_config(c->p, ctx_)));
@@ -421,7 +422,8 @@ class CudaBackend final : public Backend {
   void run_conv(FrameConv& f, const Conv2dParams& p) {
     if (!f.decided) {
       if (capturing_) fail("conv autotune: ", conv_shape_key(p), " is not tuned before capture");
-      f.choice = tune_conv(p);
+      const ConvChoice* cached = tuner_->cached(p);  // an earlier layer of the same shape
+      f.choice = cached ? *cached : tune_conv(p);
       f.decided = true;
     }
     if (f.choice.cudnn) run_cudnn_conv(p);

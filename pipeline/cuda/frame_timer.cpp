@@ -22,8 +22,9 @@ FrameTimer::~FrameTimer() {
 void FrameTimer::reset(size_t ops) {
   for (Slot& s : slots_) s.in_flight = false;
   op_frame_in_flight_ = op_ms_new_ = false;
-  frames_since_op_timed_ = 0;
-  interval_ = 1;
+  // The first frame is op-timed and the next plain, so that both costs are known before adapting.
+  frames_since_op_timed_ = 1;
+  interval_ = 2;
   plain_ms_ = op_timed_ms_ = 0;
   last_frame_ms_ = 0;
   op_ms_.clear();

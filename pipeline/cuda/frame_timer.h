@@ -49,7 +49,7 @@ class FrameTimer {
   Slot slots_[4];  // frames in flight, oldest first from next_
   int next_ = 0;
   bool op_frame_in_flight_ = false;
-  int frames_since_op_timed_ = 0, interval_ = 1;
+  int frames_since_op_timed_ = 1, interval_ = 2;
   double plain_ms_ = 0, op_timed_ms_ = 0;  // recent GPU times of plain and op-timed frames
   float last_frame_ms_ = 0;
   std::vector<float> op_ms_;
