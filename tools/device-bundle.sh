@@ -4,7 +4,10 @@
 #   tools/device-bundle.sh       .device/bundle.tar.xz: rtvd and the test binaries of build-device
 #                                (CUDA for sm_90, no OpenCV, no GUI)
 #   tools/device-bundle.sh gui   .device/gui.tar.xz: rtvd of build-device-gui (CUDA, GUI, no OpenCV), run
-#                                under Xvfb with NVIDIA's GLX from .gl/ (../shared/DEVICE.md); carry both
+#                                under Xvfb with NVIDIA's GLX from .gl/ (../shared/DEVICE.md); carry both.
+#                                .gl takes 47 of the 64 MiB a call may carry: configure that build with
+#                                -DRTVD_DEFAULT_MODEL_DIR=$PWD/tests/data/tiny_batch (a 0.3 MB embedded model)
+#                                and pass --model assets/default there
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 what=${1:-tests}

@@ -78,8 +78,9 @@ run_kernels() {
 run_gui() {
   local gdir=/tmp/rtvd-gui
   mkdir -p $gdir && tar -xJf .device/gui.tar.xz -C $gdir || { note "gui: no .device/gui.tar.xz"; return; }
+  # The default model from the tree: this build embeds a tiny one to fit beside .gl (tools/device-bundle.sh).
   (source .gl/gl-up.sh && LD_LIBRARY_PATH=$gdir/lib:$LD_LIBRARY_PATH timeout 120 $gdir/rtvd gui --device cuda \
-     --frames 600 --screenshot "$OUT/gui_h100.png" >"$LOGS/gui.txt" 2>&1)
+     --model assets/default --no-vsync --frames 600 --screenshot "$OUT/gui_h100.png" >"$LOGS/gui.txt" 2>&1)
   note "gui rc=$? $(tail -1 "$LOGS/gui.txt")"
   cat "$LOGS/gui.txt"
 }
