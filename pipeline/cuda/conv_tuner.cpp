@@ -20,7 +20,7 @@ namespace rtvd {
 
 namespace {
 
-constexpr int kCacheVersion = 1;  // bump when kernels change enough to make old timings meaningless
+constexpr int kCacheVersion = 2;  // bump when kernels change enough to make old timings meaningless
 constexpr float kMaxRelL2 = 5e-3f;
 
 Conv2dKernel kernel_from_name(const std::string& name) {
@@ -51,20 +51,40 @@ double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
   return std::sqrt(num / std::max(den, 1e-30));
 }
 
+// Milliseconds of one run as it runs in a frame: captured into a CUDA graph (kRepeats runs back to back),
+// so that host-side launch cost (large for library calls) is not counted; median of 5 replays.
 float median_ms(const std::function<void()>& run, cudaStream_t stream) {
+  constexpr int kRepeats = 4;
+  cudaGraph_t graph = nullptr;
+  RTVD_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  try {
+    for (int i = 0; i < kRepeats; ++i) run();
+  } catch (...) {
+    cudaStreamEndCapture(stream, &graph);
+    if (graph) cudaGraphDestroy(graph);
+    throw;
+  }
+  RTVD_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  RTVD_CUDA_CHECK(instantiated);
   cudaEvent_t start, stop;
   RTVD_CUDA_CHECK(cudaEventCreate(&start));
   RTVD_CUDA_CHECK(cudaEventCreate(&stop));
+  RTVD_CUDA_CHECK(cudaGraphLaunch(exec, stream));  // warm-up: the graph's own first-launch cost
   std::vector<float> ms(5);
   for (float& m : ms) {
     RTVD_CUDA_CHECK(cudaEventRecord(start, stream));
-    run();
+    RTVD_CUDA_CHECK(cudaGraphLaunch(exec, stream));
     RTVD_CUDA_CHECK(cudaEventRecord(stop, stream));
     RTVD_CUDA_CHECK(cudaEventSynchronize(stop));
     RTVD_CUDA_CHECK(cudaEventElapsedTime(&m, start, stop));
+    m /= kRepeats;
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
+  cudaGraphExecDestroy(exec);
   std::sort(ms.begin(), ms.end());
   return ms[ms.size() / 2];
 }
@@ -160,7 +180,14 @@ ConvChoice ConvTuner::tune(const Conv2dParams& p, const std::vector<ConvCandidat
       best.rejected.push_back(cat(c.choice.describe(), ": ", e.what()));  // e.g. a tile too big for this GPU
       continue;
     }
-    const float ms = median_ms([&] { c.run(p, ctx); }, ctx.stream);
+    float ms;
+    try {
+      ms = median_ms([&] { c.run(p, ctx); }, ctx.stream);
+    } catch (const Error& e) {  // it ran eagerly but can't be captured: it could not run in a frame
+      if (i == 0) throw;
+      best.rejected.push_back(cat(c.choice.describe(), ": ", e.what()));
+      continue;
+    }
     timed.emplace_back(ms, i);
     best.timings.emplace_back(c.choice.describe(), ms);
   }
