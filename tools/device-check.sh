@@ -9,7 +9,12 @@ LOGS=/tmp/rtvd-logs
 mkdir -p "$OUT" "$LOGS"
 dir=/tmp/rtvd
 # Unpacked afresh: a machine kept warm between calls still has the previous call's bundle.
-rm -rf $dir && mkdir -p $dir && tar -xJf .device/bundle.tar.xz -C $dir || { echo "no bundle: run tools/device-bundle.sh first"; exit 1; }
+# Only the GUI run goes without it (it has its own, .device/gui.tar.xz).
+if [[ -f .device/bundle.tar.xz ]]; then
+  rm -rf $dir && mkdir -p $dir && tar -xJf .device/bundle.tar.xz -C $dir
+elif [[ "$*" != gui ]]; then
+  echo "no .device/bundle.tar.xz: run tools/device-bundle.sh first"; exit 1
+fi
 export LD_LIBRARY_PATH=$dir/lib:${LD_LIBRARY_PATH:-}
 cd $dir
 summary=()
