@@ -8,6 +8,7 @@ OUT=${OUT:-/tmp/rtvd-out}
 LOGS=/tmp/rtvd-logs
 mkdir -p "$OUT" "$LOGS"
 dir=/tmp/rtvd
+root=$PWD
 # Unpacked afresh: a machine kept warm between calls still has the previous call's bundle.
 # Only the GUI run goes without it (it has its own, .device/gui.tar.xz).
 if [[ -f .device/bundle.tar.xz ]]; then
@@ -82,9 +83,9 @@ run_kernels() {
 # the overlay's per-kernel timings, and the GUI's own line on the display path and frame time.
 run_gui() {
   local gdir=/tmp/rtvd-gui
-  mkdir -p $gdir && tar -xJf .device/gui.tar.xz -C $gdir || { note "gui: no .device/gui.tar.xz"; return; }
+  mkdir -p $gdir && tar -xJf "$root/.device/gui.tar.xz" -C $gdir || { note "gui: no .device/gui.tar.xz"; return; }
   # The default model from the tree: this build embeds a tiny one to fit beside .gl (tools/device-bundle.sh).
-  (source .gl/gl-up.sh && LD_LIBRARY_PATH=$gdir/lib:$LD_LIBRARY_PATH timeout 120 $gdir/rtvd gui --device cuda \
+  (cd "$root" && source .gl/gl-up.sh && LD_LIBRARY_PATH=$gdir/lib:$LD_LIBRARY_PATH timeout 120 $gdir/rtvd gui --device cuda \
      --model assets/default --no-vsync --frames 600 --screenshot "$OUT/gui_h100.png" >"$LOGS/gui.txt" 2>&1)
   note "gui rc=$? $(tail -1 "$LOGS/gui.txt")"
   cat "$LOGS/gui.txt"
