@@ -186,9 +186,13 @@ class CudaBackend final : public Backend {
       RTVD_CUDA_CHECK(cudaGraphLaunch(op_timed ? exec_op_timed_ : exec_, ctx_.stream));
       if (profiling_) timer_.frame_end(ctx_.stream);
     } else {
+      const bool tuning = tuner_ && std::any_of(frame_convs_.begin(), frame_convs_.end(), [](const FrameConv& f) { return !f.decided; });
       run(graph().frame, false);
       ++eager_runs_;
-      if (tuner_) tuner_->save();
+      if (tuning) {
+        tuner_->save();
+        shrink_workspace();
+      }
     }
   }
 
@@ -474,6 +478,22 @@ class CudaBackend final : public Backend {
     return it->second;
   }
 #endif
+
+  // Tuning grew the scratch for every candidate (split-K 8 at 64x64 takes ~80 MB); keep what the chosen
+  // implementations need.
+  void shrink_workspace() {
+    size_t need = kLibraryWorkspace;
+    for (const std::vector<Op>* list : {&graph().setup, &graph().frame})
+      for (const Op& op : *list)
+        if (auto* c = std::get_if<ConvOp>(&op.body))
+          need = std::max(need, list == &graph().setup ? conv2d_workspace_bytes(c->p, conv2d_choose_config(c->p, ctx_))
+                                                       : conv_workspace_bytes(c->p, frame_convs_[&op - graph().frame.data()]));
+    if (need >= workspace_.bytes()) return;
+    RTVD_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));
+    workspace_ = DeviceMemory();
+    with_workspace(need);
+    eager_runs_ = 0;  // cuBLASLt plans depend on the scratch size: made again eagerly, never under capture
+  }
 
   // The context with a scratch of at least `bytes`, grown (after the stream's work that may use the old
   // one) when short. Called at load only.
