@@ -31,17 +31,30 @@ run_tests() {
   done
 }
 
+# The four tools run side by side (one process each on the one GPU); each binary's smaller cases, since
+# sanitizers run kernels 10-100x slower.
 run_sanitizers() {
+  local tests=(ops_cuda_test attention_cuda_test conv2d_cuda_test unet_cuda_test engine_test)
   for tool in memcheck racecheck initcheck synccheck; do
-    for t in ops_cuda_test attention_cuda_test conv2d_cuda_test unet_cuda_test; do
-      # Sanitizers run kernels 10-100x slower: the smaller cases of each test binary.
-      filter='*'
-      [[ $t == unet_cuda_test ]] && filter='*Tiny*'
-      [[ $t == attention_cuda_test ]] && filter='*default_16x16*:*q67*:*cross_kv1*:*fallback*:*peaked_d40*'
-      [[ $t == conv2d_cuda_test ]] && filter='*Assorted*:*Residual*:*Invalid*'
-      timeout 45 compute-sanitizer --tool $tool --error-exitcode 3 tests/$t --gtest_brief=1 --gtest_filter="$filter" \
-        >"$LOGS/san_${tool}_$t.log" 2>&1
-      note "$(printf 'sanitizer %-9s %-20s rc=%s  %s' $tool $t $? "$(grep -E 'ERROR SUMMARY' "$LOGS/san_${tool}_$t.log" | tail -1)")"
+    (
+      for t in "${tests[@]}"; do
+        filter='*'
+        limit=90
+        [[ $t == unet_cuda_test ]] && filter='*Tiny*' && limit=240
+        [[ $t == engine_test ]] && filter='*/1'  # the CUDA case: copy stream, pinned staging, readback
+        [[ $t == attention_cuda_test ]] && filter='*default_16x16*:*q67*:*cross_kv1*:*fallback*:*peaked_d40*'
+        [[ $t == conv2d_cuda_test ]] && filter='*Assorted*:*Residual*:*Invalid*'
+        timeout $limit compute-sanitizer --tool $tool --error-exitcode 3 tests/$t --gtest_brief=1 --gtest_filter="$filter" \
+          >"$LOGS/san_${tool}_$t.log" 2>&1
+        echo $? >"$LOGS/san_${tool}_$t.rc"
+      done
+    ) &
+  done
+  wait
+  for tool in memcheck racecheck initcheck synccheck; do
+    for t in "${tests[@]}"; do
+      note "$(printf 'sanitizer %-9s %-20s rc=%s  %s' $tool $t "$(cat "$LOGS/san_${tool}_$t.rc")" \
+        "$(grep -E 'ERROR SUMMARY' "$LOGS/san_${tool}_$t.log" | tail -1)")"
     done
   done
 }
