@@ -254,8 +254,11 @@ void linear(const LinearParams& p, const CudaContext& ctx) {
   const bool silu = p.act == Activation::Silu;
   if (silu && p.residual == p.y) fail("linear: y aliases the residual under an activation");
 
-  const bool lt_shape = ctx.cublaslt && p.k > 0 && p.k % 8 == 0 && p.n % 8 == 0 && aligned16(p.x) && aligned16(p.w) &&
-                        aligned16(p.y) && aligned16(p.residual) && aligned16(p.bias);
+  // A few rows (the time embedding's, one per image) are a matrix-vector product: one fused launch of our
+  // kernel instead of cuBLASLt, its bias staging and a SiLU pass.
+  constexpr int kFewRows = 8;
+  const bool lt_shape = ctx.cublaslt && p.m > kFewRows && p.k > 0 && p.k % 8 == 0 && p.n % 8 == 0 && aligned16(p.x) &&
+                        aligned16(p.w) && aligned16(p.y) && aligned16(p.residual) && aligned16(p.bias);
   if (lt_shape) {
     PlanKey key;
     key.m = p.m, key.n = p.n, key.k = p.k;

@@ -41,7 +41,7 @@ run_sanitizers() {
         filter='*'
         limit=90
         [[ $t == unet_cuda_test ]] && filter='*Tiny*' && limit=240
-        [[ $t == engine_test ]] && filter='*/1'  # the CUDA case: copy stream, pinned staging, readback
+        [[ $t == engine_test ]] && filter='*/1' && limit=240  # the CUDA case: copy stream, pinned staging, readback
         [[ $t == attention_cuda_test ]] && filter='*default_16x16*:*q67*:*cross_kv1*:*fallback*:*peaked_d40*'
         [[ $t == conv2d_cuda_test ]] && filter='*Assorted*:*Residual*:*Invalid*'
         timeout $limit compute-sanitizer --tool $tool --error-exitcode 3 tests/$t --gtest_brief=1 --gtest_filter="$filter" \
