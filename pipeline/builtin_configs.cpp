@@ -1,23 +1,14 @@
-// The SD-class U-Net configs, compiled into the binary so that `--config sd21` works from anywhere. The
-// files in assets/ stay the one source: .incbin places their bytes in .rodata at assembly time, and CMake
-// rebuilds this file when they change.
+// The SD-class U-Net configs, compiled into the binary so that `--config sd21` works from anywhere; the
+// files in assets/ stay the one source (embed_file.h).
 #include <filesystem>
 #include <string_view>
 
+#include "embed_file.h"
 #include "error.h"
 #include "model_config.h"
 
-asm(".section .rodata\n"
-    "rtvd_config_sd21_begin:\n"
-    ".incbin \"" RTVD_ASSETS_DIR "/sd21/config.json\"\n"
-    "rtvd_config_sd21_end:\n"
-    "rtvd_config_sd15_begin:\n"
-    ".incbin \"" RTVD_ASSETS_DIR "/sd15/config.json\"\n"
-    "rtvd_config_sd15_end:\n"
-    ".previous\n");
-
-extern "C" const char rtvd_config_sd21_begin[], rtvd_config_sd21_end[];
-extern "C" const char rtvd_config_sd15_begin[], rtvd_config_sd15_end[];
+RTVD_EMBED_FILE(config_sd21, RTVD_ASSETS_DIR "/sd21/config.json");
+RTVD_EMBED_FILE(config_sd15, RTVD_ASSETS_DIR "/sd15/config.json");
 
 namespace rtvd {
 
@@ -30,8 +21,8 @@ struct BuiltinConfig {
 
 const std::vector<BuiltinConfig>& builtin_configs() {
   static const std::vector<BuiltinConfig> configs = {
-      {"sd21", {rtvd_config_sd21_begin, size_t(rtvd_config_sd21_end - rtvd_config_sd21_begin)}},
-      {"sd15", {rtvd_config_sd15_begin, size_t(rtvd_config_sd15_end - rtvd_config_sd15_begin)}},
+      {"sd21", RTVD_EMBEDDED(config_sd21)},
+      {"sd15", RTVD_EMBEDDED(config_sd15)},
   };
   return configs;
 }
