@@ -112,6 +112,8 @@ class App {
   int generated_ = 0, screenshots_ = 0;
   bool generated_last_iteration_ = false;
   double last_frame_s_ = 0;
+  double upload_host_ms_ = 0;  // display path: host time of the uploads, for the exit line
+  int uploads_ = 0;
 };
 
 // Engine, source and settings come first, so a bad model, source or class fails before a window opens.
@@ -145,13 +147,17 @@ int App::run() {
   std::signal(SIGINT, previous_handler);
   stop_recording();
 
-  char ops[96] = "";
+  char ops[160] = "";
   if (stats_.mean_gpu_ms() > 0)
     std::snprintf(ops, sizeof ops, ", %s %.2f ms per frame (profiled)", engine_.backend().is_cuda() ? "GPU" : "CPU",
                   stats_.mean_gpu_ms());
   const double mean = stats_.mean_interval_ms();
-  std::fprintf(stderr, "rtvd gui: %d frames, display path: %s, mean frame %.2f ms (%.1f frames/s)%s; GL: %s\n",
-               generated_, upload_->name().c_str(), mean, mean > 0 ? 1000.0 / mean : 0.0, ops,
+  char upload[96] = "";
+  if (uploads_ > 0)
+    std::snprintf(upload, sizeof upload, " (%.3f ms host%s per frame)", upload_host_ms_ / uploads_,
+                  upload_->gpu_ms() > 0 ? cat(", ", upload_->gpu_ms(), " ms GPU").c_str() : "");
+  std::fprintf(stderr, "rtvd gui: %d frames, display path: %s%s, mean frame %.2f ms (%.1f frames/s)%s; GL: %s\n",
+               generated_, upload_->name().c_str(), upload, mean, mean > 0 ? 1000.0 / mean : 0.0, ops,
                window_.renderer().c_str());
   return g_interrupted ? 130 : 0;
 }
@@ -278,8 +284,11 @@ void App::switch_to_noise(const std::string& why) {
 
 // Interop that fails mid-run (the driver lost the texture, say) falls back to the host for good.
 void App::upload() {
+  const auto start = std::chrono::steady_clock::now();
   try {
     upload_->upload(engine_);
+    upload_host_ms_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    ++uploads_;
   } catch (const Error& e) {
     if (!interop_) throw;
     notify(cat("CUDA-GL interop failed (", e.what(), "): switched to the host upload"));

@@ -17,6 +17,9 @@ class FrameUpload {
   virtual ~FrameUpload() = default;
   virtual std::string name() const = 0;     // the display path, as the overlay and the exit line say it
   virtual void upload(Engine& engine) = 0;  // the engine's last frame into the texture; Error on failure
+  // Mean GPU ms of the uploads measured so far (read a frame late, never waited for); 0 where the GPU
+  // does no part of it.
+  virtual double gpu_ms() const { return 0; }
 };
 
 std::unique_ptr<FrameUpload> make_host_upload(Presenter& presenter);
