@@ -54,7 +54,7 @@ run_sanitizers() {
   for tool in memcheck racecheck initcheck synccheck; do
     for t in "${tests[@]}"; do
       note "$(printf 'sanitizer %-9s %-20s rc=%s  %s' $tool $t "$(cat "$LOGS/san_${tool}_$t.rc")" \
-        "$(grep -E 'ERROR SUMMARY' "$LOGS/san_${tool}_$t.log" | tail -1)")"
+        "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOGS/san_${tool}_$t.log" | tail -1)")"
     done
   done
 }
