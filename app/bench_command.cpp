@@ -35,10 +35,8 @@ namespace {
 // A benchmark's own flags, then those of every benchmark that runs a model on a backend.
 std::vector<cli::FlagSpec> with_backend_flags(std::vector<cli::FlagSpec> specs) {
   using K = cli::ValueKind;
+  specs.insert(specs.end(), cli::backend_flags().begin(), cli::backend_flags().end());
   specs.insert(specs.end(), {
-                                {"device", 0, K::String, "auto, cpu or cuda", "auto", "D"},
-                                {"threads", 0, K::Int, "CPU threads, 0 = all cores", "0", ""},
-                                {"kernels", 0, K::String, "auto, custom or cudnn", "auto", "K"},
                                 {"json", 0, K::String, "write the results as JSON", "", "FILE"},
                                 {"help", 'h', K::None, "show this help", "", ""},
                             });

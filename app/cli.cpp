@@ -177,9 +177,20 @@ std::string flags_help(const std::vector<FlagSpec>& specs) {
   return out;
 }
 
-const std::vector<FlagSpec>& generation_flags() {
+const std::vector<FlagSpec>& backend_flags() {
   using K = ValueKind;
   static const std::vector<FlagSpec> specs = {
+      {"device", 0, K::String, "where the model runs", "auto", "auto|cpu|cuda"},
+      {"threads", 0, K::Int, "CPU threads, 0 = all cores", "0", ""},
+      {"kernels", 0, K::String, "which CUDA kernels run the model", "auto", "auto|custom|cudnn"},
+  };
+  return specs;
+}
+
+const std::vector<FlagSpec>& generation_flags() {
+  using K = ValueKind;
+  static const std::vector<FlagSpec> specs = [] {
+    std::vector<FlagSpec> s = {
       {"size", 0, K::String, "frame size, width x height or square", "the model's sample size", "WxH|N"},
       {"seed", 0, K::UInt64, "random seed: same seed and flags, same frames", "0", ""},
       {"steps", 0, K::Int, "denoising steps per frame, 1 to 100", "4", "K"},
@@ -189,10 +200,10 @@ const std::vector<FlagSpec>& generation_flags() {
       {"class", 0, K::String, "class to render, by name or id", "the model's first class", "NAME|ID"},
       {"source", 0, K::String, "noise, image:PATH, video:PATH, webcam or webcam:N", "noise", "SPEC"},
       {"model", 0, K::String, "model directory (config.json + weights.safetensors)", "the embedded model", "DIR"},
-      {"device", 0, K::String, "where the model runs", "auto", "auto|cpu|cuda"},
-      {"threads", 0, K::Int, "CPU threads, 0 = all cores", "0", ""},
-      {"kernels", 0, K::String, "which CUDA kernels run the model", "auto", "auto|custom|cudnn"},
-  };
+    };
+    s.insert(s.end(), backend_flags().begin(), backend_flags().end());
+    return s;
+  }();
   return specs;
 }
 

@@ -101,7 +101,8 @@ struct GuiOptions : GenerationOptions {
   bool help = false;  // -h given: the other values are defaults, nothing was validated
 };
 
-const std::vector<FlagSpec>& generation_flags();  // shared by render_flags() and gui_flags()
+const std::vector<FlagSpec>& backend_flags();     // --device --threads --kernels: every command that runs a model
+const std::vector<FlagSpec>& generation_flags();  // shared by render_flags() and gui_flags(); ends with backend_flags()
 const std::vector<FlagSpec>& render_flags();
 RenderOptions parse_render_options(const std::vector<std::string>& args);
 const std::vector<FlagSpec>& gui_flags();

@@ -18,6 +18,10 @@ std::vector<double> cuda_event_times_ms(void*, int, const std::function<void()>&
   fail("GPU timing: this build has no CUDA backend");
 }
 
+double cuda_median_ms(void*, int, int, const std::function<void()>&) {
+  fail("GPU timing: this build has no CUDA backend");
+}
+
 size_t cuda_memory_used(int) { fail("GPU memory: this build has no CUDA backend"); }
 #endif
 

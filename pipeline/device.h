@@ -26,6 +26,8 @@ std::unique_ptr<Backend> make_backend(const std::string& device, int threads, co
 // For benchmarks. GPU milliseconds of each of `runs` calls of f, from events recorded on `stream` (the
 // backend's cudaStream_t) around each call; the calls are queued back to back, as frames are.
 std::vector<double> cuda_event_times_ms(void* stream, int runs, const std::function<void()>& f);
+// The median of cuda_event_times_ms(stream, runs, f) after `warmups` untimed calls.
+double cuda_median_ms(void* stream, int warmups, int runs, const std::function<void()>& f);
 // Bytes of memory in use on the GPU, by every process (this one's CUDA context included).
 size_t cuda_memory_used(int device);
 

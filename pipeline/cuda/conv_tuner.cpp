@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "pipeline/cuda/cuda_graph.h"
+#include "pipeline/device.h"
 #include "pipeline/error.h"
 #include "pipeline/half.h"
 
@@ -59,38 +61,18 @@ double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
 // so that host-side launch cost (large for library calls) is not counted; median of 5 replays.
 float median_ms(const std::function<void()>& run, cudaStream_t stream) {
   constexpr int kRepeats = 4;
-  cudaGraph_t graph = nullptr;
-  RTVD_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  try {
+  const cudaGraphExec_t exec = capture_graph(stream, [&] {
     for (int i = 0; i < kRepeats; ++i) run();
+  });
+  try {
+    // The first launch (warm-up) pays the graph's own first-launch cost.
+    const double ms = cuda_median_ms(stream, 1, 5, [&] { RTVD_CUDA_CHECK(cudaGraphLaunch(exec, stream)); });
+    cudaGraphExecDestroy(exec);
+    return float(ms / kRepeats);
   } catch (...) {
-    cudaStreamEndCapture(stream, &graph);
-    if (graph) cudaGraphDestroy(graph);
+    cudaGraphExecDestroy(exec);
     throw;
   }
-  RTVD_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-  cudaGraphExec_t exec = nullptr;
-  const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
-  cudaGraphDestroy(graph);
-  RTVD_CUDA_CHECK(instantiated);
-  cudaEvent_t start, stop;
-  RTVD_CUDA_CHECK(cudaEventCreate(&start));
-  RTVD_CUDA_CHECK(cudaEventCreate(&stop));
-  RTVD_CUDA_CHECK(cudaGraphLaunch(exec, stream));  // warm-up: the graph's own first-launch cost
-  std::vector<float> ms(5);
-  for (float& m : ms) {
-    RTVD_CUDA_CHECK(cudaEventRecord(start, stream));
-    RTVD_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-    RTVD_CUDA_CHECK(cudaEventRecord(stop, stream));
-    RTVD_CUDA_CHECK(cudaEventSynchronize(stop));
-    RTVD_CUDA_CHECK(cudaEventElapsedTime(&m, start, stop));
-    m /= kRepeats;
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  cudaGraphExecDestroy(exec);
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
 }
 
 }  // namespace

@@ -24,6 +24,7 @@
 #endif
 #include "pipeline/bind.h"
 #include "pipeline/cuda/conv_tuner.h"
+#include "pipeline/cuda/cuda_graph.h"
 #include "pipeline/cuda/cuda_memory.h"
 #include "pipeline/cuda/frame_timer.h"
 #include "pipeline/half.h"
@@ -316,25 +317,7 @@ class CudaBackend final : public Backend {
     return *graph_;
   }
 
-  template <class F>
-  double median_ms(F&& f) {
-    cudaEvent_t start, stop;
-    RTVD_CUDA_CHECK(cudaEventCreate(&start));
-    RTVD_CUDA_CHECK(cudaEventCreate(&stop));
-    for (int i = 0; i < 3; ++i) f();  // warm-up
-    std::vector<float> ms(15);
-    for (float& m : ms) {
-      RTVD_CUDA_CHECK(cudaEventRecord(start, ctx_.stream));
-      f();
-      RTVD_CUDA_CHECK(cudaEventRecord(stop, ctx_.stream));
-      RTVD_CUDA_CHECK(cudaEventSynchronize(stop));
-      RTVD_CUDA_CHECK(cudaEventElapsedTime(&m, start, stop));
-    }
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2];
-  }
+  double median_ms(const std::function<void()>& f) { return cuda_median_ms(ctx_.stream, 3, 15, f); }
 
   void fill_random_half(const DeviceMemory& m) {
     std::vector<uint16_t> h(m.bytes() / 2);
@@ -364,24 +347,15 @@ class CudaBackend final : public Backend {
   }
 
   cudaGraphExec_t capture_frame(bool op_timed) {
-    cudaGraph_t g = nullptr;
-    RTVD_CUDA_CHECK(cudaStreamBeginCapture(ctx_.stream, cudaStreamCaptureModeThreadLocal));
     capturing_ = true;
     try {
-      run(graph().frame, op_timed);
+      const cudaGraphExec_t exec = capture_graph(ctx_.stream, [&] { run(graph().frame, op_timed); });
       capturing_ = false;
+      return exec;
     } catch (...) {
       capturing_ = false;
-      cudaStreamEndCapture(ctx_.stream, &g);
-      if (g) cudaGraphDestroy(g);
       throw;
     }
-    RTVD_CUDA_CHECK(cudaStreamEndCapture(ctx_.stream, &g));
-    cudaGraphExec_t exec = nullptr;
-    const cudaError_t e = cudaGraphInstantiate(&exec, g, 0);
-    cudaGraphDestroy(g);
-    RTVD_CUDA_CHECK(e);
-    return exec;
   }
 
   // Queues ops on the stream. op_timed (frame ops under capture): an event node before every op and

@@ -1,7 +1,10 @@
-// GPU time and memory for benchmarks (pipeline/device.h).
+// GPU time and memory for benchmarks (pipeline/device.h), and graph capture (cuda_graph.h).
 #include <cuda_runtime.h>
 
+#include <algorithm>
+
 #include "kernels/cuda_context.cuh"
+#include "pipeline/cuda/cuda_graph.h"
 #include "pipeline/device.h"
 
 namespace rtvd {
@@ -29,6 +32,31 @@ std::vector<double> cuda_event_times_ms(void* stream, int runs, const std::funct
     for (cudaEvent_t e : events) cudaEventDestroy(e);
     throw;
   }
+}
+
+double cuda_median_ms(void* stream, int warmups, int runs, const std::function<void()>& f) {
+  for (int i = 0; i < warmups; ++i) f();
+  std::vector<double> ms = cuda_event_times_ms(stream, runs, f);
+  std::nth_element(ms.begin(), ms.begin() + runs / 2, ms.end());
+  return ms[runs / 2];
+}
+
+cudaGraphExec_t capture_graph(cudaStream_t stream, const std::function<void()>& queue) {
+  cudaGraph_t graph = nullptr;
+  RTVD_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  try {
+    queue();
+  } catch (...) {
+    cudaStreamEndCapture(stream, &graph);
+    if (graph) cudaGraphDestroy(graph);
+    throw;
+  }
+  RTVD_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  RTVD_CUDA_CHECK(instantiated);
+  return exec;
 }
 
 size_t cuda_memory_used(int device) {

@@ -1,0 +1,13 @@
+// Stream capture into an instantiated CUDA graph, shared by the frame's graphs and the conv tuner's.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <functional>
+
+namespace rtvd {
+
+// Captures what queue() queues on `stream` (this thread's work only) and instantiates it. If queue()
+// throws, the capture is ended and discarded before the exception goes on.
+cudaGraphExec_t capture_graph(cudaStream_t stream, const std::function<void()>& queue);
+
+}  // namespace rtvd
