@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/conv2d_traits.cuh"
+#include "kernels/group_norm.cuh"
 #include "kernels/nvtx_range.h"
 
 namespace rtvd {
@@ -118,6 +119,7 @@ Conv2dCudnnPlan& Conv2dCudnnPlan::operator=(Conv2dCudnnPlan&& o) noexcept {
     conv_desc = std::exchange(o.conv_desc, nullptr);
     algo = o.algo;
     algo_workspace_bytes = o.algo_workspace_bytes;
+    normalized_offset = o.normalized_offset;
     workspace_bytes = o.workspace_bytes;
     shape = o.shape;
   }
@@ -159,12 +161,16 @@ Conv2dCudnnPlan make_conv2d_cudnn_plan(const Conv2dParams& p, cudnnHandle_t hand
   RTVD_CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv_desc, chosen->mathType));
   RTVD_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(handle, plan.x_desc, plan.w_desc, plan.conv_desc, plan.y_desc,
                                                            plan.algo, &plan.algo_workspace_bytes));
-  plan.workspace_bytes = align_up(plan.algo_workspace_bytes);
-  if (p.gn_stats) plan.workspace_bytes += align_up(sizeof(__half) * size_t(p.n) * p.h * p.w * p.c_in);
+  plan.normalized_offset = align_up(plan.algo_workspace_bytes);
+  plan.workspace_bytes = plan.normalized_offset;
+  if (p.gn_stats) {  // the norm's partial statistics share the front with the algorithm's scratch (used later)
+    plan.normalized_offset = align_up(std::max(plan.algo_workspace_bytes, group_norm_workspace_bytes(p.n)));
+    plan.workspace_bytes = plan.normalized_offset + align_up(sizeof(__half) * size_t(p.n) * p.h * p.w * p.c_in);
+  }
   return plan;
 }
 
-void conv2d_cudnn(const Conv2dParams& p, const Conv2dCudnnPlan& plan, const CudaContext& ctx) {
+void conv2d_cudnn(const Conv2dParams& p, const Conv2dCudnnPlan& plan, const CudaContext& ctx, const GroupNormParams* norm) {
   check_params(p, "conv2d_cudnn");
   if (!plan.conv_desc) fail("conv2d_cudnn: the plan is empty");
   if (!same_shape(p, plan.shape)) fail("conv2d_cudnn: params differ from the plan's sizes or prologue");
@@ -175,9 +181,23 @@ void conv2d_cudnn(const Conv2dParams& p, const Conv2dCudnnPlan& plan, const Cuda
   auto* workspace = static_cast<uint8_t*>(ctx.workspace);
   RTVD_CUDNN_CHECK(cudnnSetStream(plan.handle, ctx.stream));
 
+  if (norm && (!p.gn_stats || norm->x != p.x || norm->stats != p.gn_stats || norm->n != p.n ||
+               norm->hw != p.h * p.w || norm->c != p.c_in || norm->groups != p.gn_groups || norm->y))
+    fail("conv2d_cudnn: the GroupNorm to fuse is not the statistics-only norm of this conv's input");
   const void* x = p.x;
-  if (p.gn_stats) {
-    auto* normalized = reinterpret_cast<__half*>(workspace + align_up(plan.algo_workspace_bytes));
+  if (norm) {
+    auto* normalized = reinterpret_cast<__half*>(workspace + plan.normalized_offset);
+    GroupNormParams q = *norm;
+    q.y = normalized;
+    q.gamma = p.gn_gamma;
+    q.beta = p.gn_beta;
+    q.act = Activation::Silu;
+    CudaContext front = ctx;  // the partial statistics stay in front of pre(x)
+    front.workspace_bytes = plan.normalized_offset;
+    group_norm(q, front);
+    x = normalized;
+  } else if (p.gn_stats) {
+    auto* normalized = reinterpret_cast<__half*>(workspace + plan.normalized_offset);
     const int64_t chunks = int64_t(p.n) * p.h * p.w * ((p.c_in + 7) / 8);
     const bool vec = p.c_in % 8 == 0 && aligned16(p.x);
     gn_silu_prepass_kernel<<<grid_for(chunks, ctx), 256, 0, ctx.stream>>>(p, normalized, vec);

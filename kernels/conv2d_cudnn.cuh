@@ -10,6 +10,7 @@
 
 #include "conv2d.h"
 #include "cuda_context.cuh"
+#include "group_norm.h"
 
 namespace rtvd {
 
@@ -23,7 +24,8 @@ struct Conv2dCudnnPlan {
   cudnnConvolutionDescriptor_t conv_desc = nullptr;
   cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
   size_t algo_workspace_bytes = 0;
-  size_t workspace_bytes = 0;  // of ctx.workspace conv2d_cudnn needs: the algorithm's, plus pre(x) with GroupNorm
+  size_t normalized_offset = 0;  // with GroupNorm: where pre(x) starts, past the algorithm's and the norm's scratch
+  size_t workspace_bytes = 0;    // of ctx.workspace conv2d_cudnn needs: the algorithm's, plus pre(x) with GroupNorm
   Conv2dParams shape;          // the params it was made for; conv2d_cudnn checks calls against their sizes
 
   Conv2dCudnnPlan() = default;
@@ -43,6 +45,12 @@ Conv2dCudnnPlan make_conv2d_cudnn_plan(const Conv2dParams& p, cudnnHandle_t hand
 // y = conv2d.h's function of p on ctx.stream (sets the plan's handle to that stream). p must have the
 // plan's sizes and prologue on/off; residual must not alias y (the epilogue runs in place on y);
 // ctx.workspace must hold plan.workspace_bytes. Never allocates or synchronises.
-void conv2d_cudnn(const Conv2dParams& p, const Conv2dCudnnPlan& plan, const CudaContext& ctx);
+//
+// norm (with the GroupNorm prologue only): the statistics-only GroupNorm whose output p.gn_stats is
+// (x = p.x, stats = p.gn_stats, same groups). Instead of reading p.gn_stats, the conv then computes and
+// writes them itself, in the same launch that writes pre(x) (group_norm with y), so the caller can skip
+// that op: one launch and one read of x fewer.
+void conv2d_cudnn(const Conv2dParams& p, const Conv2dCudnnPlan& plan, const CudaContext& ctx,
+                  const GroupNormParams* norm = nullptr);
 
 }  // namespace rtvd

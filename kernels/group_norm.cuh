@@ -1,19 +1,25 @@
-// group_norm on the GPU: statistics per (image, group) in fp32 with a cancellation-free scheme (exact
-// mean and squared deviations per small batch, merged with Chan's update), then, when y is set, the
-// normalise + affine + activation pass. With y null only the statistics are written (the pre-pass of
-// a conv with a fused GroupNorm prologue).
+// group_norm on the GPU, one launch: statistics per (image, group) in fp32 with a cancellation-free
+// scheme (exact mean and squared deviations per small batch, merged with Chan's update), then, when y is
+// set, the normalise + affine + activation pass. With y null only the statistics are written (the
+// pre-pass of a conv with a fused GroupNorm prologue).
 //
-// Scratch: the per-chunk partial statistics, n * chunks * groups float2 (chunks <= ~4 * SMs / n: about
-// 135 KiB at 32 groups on an H100), live at the start of ctx.workspace. A smaller workspace means fewer
-// chunks; below n * groups * 8 bytes the launcher fails.
-// Requirements (else rtvd::Error): c % groups == 0; c <= 512 * v, where v = 8 when c % 8 == 0
-// and x, y are 16-byte aligned, v = 2 when c is even and they are 4-byte aligned, else 1.
+// Scratch: the per-chunk partial statistics at the start of ctx.workspace, at most
+// group_norm_workspace_bytes(n) (32 KiB per image); a smaller workspace means fewer chunks, and below
+// n * groups * 8 bytes the launcher fails. ctx.grid_sync: two zeroed words, which the kernel leaves
+// zeroed (the blocks count their arrivals there), so one launch at a time per ctx.grid_sync.
+// Requirements (else rtvd::Error): c % groups == 0; groups <= 1024; c <= 512 * v, where v = 8 when
+// c % 8 == 0 and x, y are 16-byte aligned, v = 2 when c is even and they are 4-byte aligned, else 1.
 #pragma once
+#include <cstddef>
+
 #include "kernels/cuda_context.cuh"
 #include "kernels/group_norm.h"
 
 namespace rtvd {
 
 void group_norm(const GroupNormParams& p, const CudaContext& ctx);
+
+// The most of ctx.workspace that group_norm uses for n images.
+size_t group_norm_workspace_bytes(int n);
 
 }  // namespace rtvd

@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "kernels/conv2d.cuh"
 #if RTVD_HAS_CUDNN
 #include "kernels/conv2d_cudnn.cuh"
+#include "kernels/group_norm.h"
 #endif
 #include "support/cuda_test_util.h"
 #include "support/test_util.h"
@@ -295,11 +297,24 @@ struct CudnnHandle {
   CudnnHandle& operator=(const CudnnHandle&) = delete;
 };
 
-TEST(Conv2dCudnn, MatchesCpu) {
-  RTVD_SKIP_WITHOUT_CUDA();
-  test::TestCudaContext tc;
-  const CudnnHandle cudnn;
+// A stream, workspace, cuDNN handle and seeded generator for each test; skips without a device.
+class Conv2dCudnn : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    RTVD_SKIP_WITHOUT_CUDA();
+    tc_ = std::make_unique<test::TestCudaContext>();
+    cudnn_ = std::make_unique<CudnnHandle>();
+  }
+  const CudaContext& ctx() const { return tc_->ctx; }
+  cudnnHandle_t cudnn() const { return cudnn_->handle; }
   test::Rng rng;
+
+ private:
+  std::unique_ptr<test::TestCudaContext> tc_;
+  std::unique_ptr<CudnnHandle> cudnn_;
+};
+
+TEST_F(Conv2dCudnn, MatchesCpu) {
   SCOPED_TRACE(test::seed_trace(rng));
   const std::vector<ConvCase> cases = {
       {1, 9, 7, 64, 48, 3, 1, 1, true, Per::Image, Per::Image},
@@ -315,24 +330,57 @@ TEST(Conv2dCudnn, MatchesCpu) {
   };
   for (const ConvCase& c : cases) {
     Problem pr = make_problem(c, rng);
-    const Conv2dCudnnPlan plan = make_conv2d_cudnn_plan(pr.gpu, cudnn.handle);
+    const Conv2dCudnnPlan plan = make_conv2d_cudnn_plan(pr.gpu, cudnn());
     const DeviceBuffer workspace(plan.workspace_bytes);
-    CudaContext ctx = tc.ctx;
+    CudaContext ctx = this->ctx();
     ctx.workspace = workspace.get(), ctx.workspace_bytes = workspace.bytes();
     conv2d_cudnn(pr.gpu, plan, ctx);
     expect_close(gpu_result(pr, ctx.stream), pr, describe(c) + cat(", cuDNN algo ", int(plan.algo)));
   }
 }
 
-TEST(Conv2dCudnn, RejectsMismatchedParams) {
-  RTVD_SKIP_WITHOUT_CUDA();
-  test::TestCudaContext tc;
-  const CudnnHandle cudnn;
-  test::Rng rng;
+// With the statistics-only GroupNorm handed over, the cuDNN path computes the statistics of x itself (into
+// poisoned stats) in the launch that normalises, and the output is the conv of the true norm of x.
+TEST_F(Conv2dCudnn, FusedGroupNormComputesTheStatistics) {
+  SCOPED_TRACE(test::seed_trace(rng));
+  const std::vector<ConvCase> cases = {
+      {2, 64, 64, 320, 320, 3, 1, 1, true, Per::None, Per::Image, false, 32},
+      {2, 16, 16, 1280, 640, 3, 1, 1, true, Per::None, Per::Channel, false, 32},
+      {3, 7, 5, 64, 20, 3, 1, 1, true, Per::Channel, Per::Channel, true, 8},
+  };
+  for (const ConvCase& c : cases) {
+    Problem pr = make_problem(c, rng);
+    GroupNormParams norm;
+    norm.n = c.n, norm.hw = c.h * c.w, norm.c = c.c_in, norm.groups = c.gn_groups, norm.eps = 1e-5f;
+    GroupNormParams norm_cpu = norm;
+    norm_cpu.x = pr.x.data(), norm_cpu.stats = pr.stats.data();  // pr.cpu.gn_stats: the reference reruns on them
+    group_norm_cpu(norm_cpu);
+    std::vector<float> workspace((conv2d_cpu_workspace_bytes(pr.cpu) + 3) / 4);
+    pr.cpu.workspace = workspace.data(), pr.cpu.workspace_bytes = workspace.size() * 4;
+    conv2d_cpu(pr.cpu);
+
+    const DeviceBuffer stats = test::poisoned_float(pr.stats.size());
+    pr.gpu.gn_stats = stats.as<float>();
+    norm.x = pr.gpu.x, norm.stats = stats.as<float>();
+    const Conv2dCudnnPlan plan = make_conv2d_cudnn_plan(pr.gpu, cudnn());
+    const DeviceBuffer scratch(plan.workspace_bytes);
+    CudaContext ctx = this->ctx();
+    ctx.workspace = scratch.get(), ctx.workspace_bytes = scratch.bytes();
+    conv2d_cudnn(pr.gpu, plan, ctx, &norm);
+    expect_close(gpu_result(pr, ctx.stream), pr, describe(c));
+    EXPECT_LE(test::rel_l2(test::from_device_float(stats, pr.stats.size()), pr.stats), 1e-4) << describe(c);
+
+    GroupNormParams other = norm;
+    other.groups = c.gn_groups / 2;
+    EXPECT_THROW(conv2d_cudnn(pr.gpu, plan, ctx, &other), Error) << "a norm of other groups is not this conv's";
+  }
+}
+
+TEST_F(Conv2dCudnn, RejectsMismatchedParams) {
   Problem pr = make_problem({2, 8, 8, 32, 32, 3, 1, 1, true}, rng);
-  const Conv2dCudnnPlan plan = make_conv2d_cudnn_plan(pr.gpu, cudnn.handle);
+  const Conv2dCudnnPlan plan = make_conv2d_cudnn_plan(pr.gpu, cudnn());
   const DeviceBuffer workspace(plan.workspace_bytes);
-  CudaContext ctx = tc.ctx;
+  CudaContext ctx = this->ctx();
   ctx.workspace = workspace.get(), ctx.workspace_bytes = workspace.bytes();
   auto other = pr.gpu;
   other.c_out = 16;

@@ -25,7 +25,7 @@ std::unique_ptr<Backend> cuda_backend(const std::string& kernels = "custom") {
 
 // The GPU U-Net's output for the CPU's inputs, and the relative L2 error against the CPU.
 double compare_unet(const std::string& dir, int batch, int h, int w, const std::string& kernels = "custom",
-                    std::vector<std::string>* conv_impls = nullptr) {
+                    std::vector<std::string>* conv_impls = nullptr, int* fused_norms = nullptr) {
   test::Rng rng;
   SCOPED_TRACE(test::seed_trace(rng));
   const float t = rng.uniform(0.05f, 0.95f);
@@ -49,6 +49,12 @@ double compare_unet(const std::string& dir, int batch, int h, int w, const std::
     for (size_t i = 0; i < run.graph().frame.size(); ++i)
       if (std::holds_alternative<ConvOp>(run.graph().frame[i].body)) conv_impls->push_back(gpu->frame_op_impl(i));
   }
+  if (fused_norms) {  // statistics-only GroupNorms computed inside their conv's cuDNN pre-pass
+    *fused_norms = 0;
+    for (size_t i = 0; i < run.graph().frame.size(); ++i)
+      if (std::holds_alternative<GroupNormOp>(run.graph().frame[i].body))
+        *fused_norms += gpu->frame_op_impl(i).find("cuDNN pre-pass") != std::string::npos;
+  }
   run.forward();
   const double err = test::rel_l2(run.output(), ref.output());
   EXPECT_LE(err, 1e-2) << dir << " " << h << "x" << w << " kernels " << kernels;
@@ -64,6 +70,17 @@ TEST(UNetCuda, TinyGroupNormCrossAttentionModelMatchesCpu) {
   RTVD_SKIP_WITHOUT_CUDA();
   compare_unet(std::string(RTVD_TEST_DATA) + "/tiny_group", 2, 16, 8);
 }
+
+#if RTVD_HAS_CUDNN
+// --kernels cudnn: the ResNets' statistics-only GroupNorms are skipped, their statistics computed in the
+// launch that normalises the conv's input; the output is still the CPU's.
+TEST(UNetCuda, CudnnConvsComputeTheirGroupNormStatistics) {
+  RTVD_SKIP_WITHOUT_CUDA();
+  int fused = 0;
+  compare_unet(std::string(RTVD_TEST_DATA) + "/tiny_group", 2, 16, 8, "cudnn", nullptr, &fused);
+  EXPECT_GT(fused, 0);
+}
+#endif
 
 TEST(UNetCuda, DefaultModelMatchesCpu) {
   RTVD_SKIP_WITHOUT_CUDA();

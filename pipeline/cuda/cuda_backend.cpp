@@ -62,6 +62,9 @@ class CudaBackend final : public Backend {
     cudaDeviceProp p{};
     RTVD_CUDA_CHECK(cudaGetDeviceProperties(&p, gpu.index));
     ctx_.sm_count = p.multiProcessorCount;
+    grid_sync_ = DeviceMemory(2 * sizeof(unsigned), "grid sync words");
+    RTVD_CUDA_CHECK(cudaMemset(grid_sync_.get(), 0, grid_sync_.bytes()));
+    ctx_.grid_sync = reinterpret_cast<unsigned*>(grid_sync_.get());
     if (kernels == "auto") tuner_ = std::make_unique<ConvTuner>(default_tuning_cache_path(), device_key());
   }
 
@@ -162,6 +165,7 @@ class CudaBackend final : public Backend {
     for (const Op& op : graph.setup)
       if (auto* c = std::get_if<ConvOp>(&op.body))
         workspace = std::max(workspace, conv2d_workspace_bytes(c->p, conv2d_choose_config(c->p, ctx_)));
+    find_fusable_norms(graph.frame);
     frame_convs_.assign(graph.frame.size(), FrameConv{});
     for (size_t i = 0; i < graph.frame.size(); ++i)
       if (auto* c = std::get_if<ConvOp>(&graph.frame[i].body)) {
@@ -207,6 +211,7 @@ class CudaBackend final : public Backend {
     if (std::holds_alternative<ConvOp>(body))
       return frame_convs_[i].decided ? frame_convs_[i].choice.describe() : "autotuned at the first frame";
     if (std::holds_alternative<LinearOp>(body)) return "cuBLASLt";
+    if (norm_fused(i)) return cat("in ", graph_->frame[norm_reader_[i]].layer, "'s cuDNN pre-pass");
     if (auto* a = std::get_if<AttentionOp>(&body)) return attention_can_implement(a->p) ? "custom flash" : "custom fallback";
     return "custom";
   }
@@ -371,10 +376,14 @@ class CudaBackend final : public Backend {
         RTVD_CUDA_CHECK(cudaStreamWaitEvent(c.stream, copied_out_, capturing_ ? cudaEventWaitExternal : 0));
       std::visit(Overloaded{
                      [&](ConvOp& o) {
-                       if (frame) run_conv(frame_convs_[i], o.p);
+                       if (frame) run_conv(frame_convs_[i], o.p, fused_norm_[i]);
                        else conv2d(o.p, c);
                      },
-                     [&](GroupNormOp& o) { group_norm(o.p, c); },
+                     [&](GroupNormOp& o) {
+                       const int reader = frame ? norm_reader_[i] : -1;
+                       if (reader >= 0) fused_norm_[reader] = norm_fused(i) ? &o.p : nullptr;
+                       if (reader < 0 || !fused_norm_[reader]) group_norm(o.p, c);
+                     },
                      [&](LayerNormOp& o) { layer_norm(o.p, c); },
                      [&](LinearOp& o) { linear(o.p, c); },
                      [&](AttentionOp& o) { attention(o.p, c); },
@@ -401,14 +410,38 @@ class CudaBackend final : public Backend {
     ConvChoice choice;
   };
 
-  void run_conv(FrameConv& f, const Conv2dParams& p) {
+  // Statistics-only GroupNorms read by exactly one later frame conv: when that conv runs through cuDNN,
+  // its pre-pass computes the statistics in the launch that normalises (conv2d_cudnn's `norm`), and the
+  // norm op is skipped.
+  void find_fusable_norms(std::vector<Op>& frame) {
+    norm_reader_.assign(frame.size(), -1);
+    fused_norm_.assign(frame.size(), nullptr);
+    for (size_t i = 0; i < frame.size(); ++i) {
+      const auto* norm = std::get_if<GroupNormOp>(&frame[i].body);
+      if (!norm || norm->y || norm->stats.kind != Ref::Tensor) continue;
+      std::vector<size_t> readers;
+      for (size_t j = 0; j < frame.size(); ++j)
+        if (j != i && touches(frame[j], norm->stats.id)) readers.push_back(j);
+      const auto* conv = readers.size() == 1 ? std::get_if<ConvOp>(&frame[readers[0]].body) : nullptr;
+      if (conv && readers[0] > i && conv->gn_stats.kind == Ref::Tensor && conv->gn_stats.id == norm->stats.id &&
+          conv->x.kind == norm->x.kind && conv->x.id == norm->x.id && conv->x.offset == norm->x.offset)
+        norm_reader_[i] = int(readers[0]);
+    }
+  }
+
+  bool norm_fused(size_t i) const {
+    const int reader = norm_reader_[i];
+    return reader >= 0 && frame_convs_[reader].decided && frame_convs_[reader].choice.cudnn;
+  }
+
+  void run_conv(FrameConv& f, const Conv2dParams& p, const GroupNormParams* norm) {
     if (!f.decided) {
       if (capturing_) fail("conv autotune: ", conv_shape_key(p), " is not tuned before capture");
       const ConvChoice* cached = tuner_->cached(p);  // an earlier layer of the same shape
       f.choice = cached ? *cached : tune_conv(p);
       f.decided = true;
     }
-    if (f.choice.cudnn) run_cudnn_conv(p);
+    if (f.choice.cudnn) run_cudnn_conv(p, norm);
     else conv2d_with_config(p, f.choice.config, ctx_);
   }
 
@@ -439,9 +472,9 @@ class CudaBackend final : public Backend {
 #endif
   }
 
-  void run_cudnn_conv(const Conv2dParams& p) {
+  void run_cudnn_conv(const Conv2dParams& p, const GroupNormParams* norm = nullptr) {
 #if RTVD_HAS_CUDNN
-    conv2d_cudnn(p, cudnn_plan(p), ctx_);
+    conv2d_cudnn(p, cudnn_plan(p), ctx_, norm);
 #else
     fail("conv2d: ", conv_shape_key(p), " chose cuDNN, which this build lacks");
 #endif
@@ -503,7 +536,7 @@ class CudaBackend final : public Backend {
   Graph* graph_ = nullptr;
   ArenaPlan plan_;
   BackendMemory memory_;
-  DeviceMemory arena_, weights_, workspace_;
+  DeviceMemory arena_, weights_, workspace_, grid_sync_;
   size_t uploaded_count_ = 0;
   struct Staging {
     PinnedMemory memory;
@@ -521,6 +554,8 @@ class CudaBackend final : public Backend {
   FrameTimer timer_;
   std::unique_ptr<ConvTuner> tuner_;   // --kernels auto only
   std::vector<FrameConv> frame_convs_;  // per frame op (used for convs)
+  std::vector<int> norm_reader_;        // per frame op (GroupNorms): the conv that may compute its statistics, or -1
+  std::vector<const GroupNormParams*> fused_norm_;  // per frame op (convs): the norm it computes this run, or null
 #if RTVD_HAS_CUDNN
   cudnnHandle_t cudnn_ = nullptr;
   std::map<std::string, Conv2dCudnnPlan> cudnn_plans_;

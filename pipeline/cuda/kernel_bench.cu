@@ -10,6 +10,7 @@
 #include "kernels/conv2d.cuh"
 #include "kernels/cuda_context.cuh"
 #include "kernels/denoise.cuh"
+#include "kernels/group_norm.cuh"
 #include "kernels/linear.cuh"
 #if RTVD_HAS_CUDNN
 #include "kernels/conv2d_cudnn.cuh"
@@ -95,6 +96,8 @@ nlohmann::json bench_kernels(const GpuInfo& gpu, int runs) {
   Buffers scratch;
   ctx.workspace_bytes = size_t(256) << 20;
   ctx.workspace = scratch.raw(ctx.workspace_bytes);
+  ctx.grid_sync = static_cast<unsigned*>(scratch.raw(2 * sizeof(unsigned)));
+  RTVD_CUDA_CHECK(cudaMemset(ctx.grid_sync, 0, 2 * sizeof(unsigned)));
   nlohmann::json out = {{"gpu", gpu.name}, {"sm", gpu.sm}, {"runs", runs}};
 
   // Ceilings.
@@ -226,6 +229,31 @@ nlohmann::json bench_kernels(const GpuInfo& gpu, int runs) {
     p.h = p.w = side, p.c = 3, p.batch = 2, p.guidance = 3.0f, p.dt = 0.25f, p.blend = 0.5f;
     const double bytes = count * (2.0 * 2 + 4 + 4 + 4 + 4) + double(side) * side * 4;
     row("denoise_blend " + std::to_string(side) + "^2x3", "custom", median_ms(ctx, runs, [&](int) { denoise_blend(p, ctx); }), 0, bytes);
+  }
+
+  // GroupNorm at the SD U-Net's levels (batch 2, 32 groups): statistics alone (before a custom conv) and
+  // statistics + normalise + SiLU (a cuDNN conv's pre-pass, the transformer's norm). Latency-bound at these
+  // sizes: the launch and the grid-wide wait count as much as the bytes.
+  for (const auto& [side, c] : std::vector<std::pair<int, int>>{{64, 320}, {64, 640}, {32, 640}, {16, 1280}, {8, 1280}}) {
+    Buffers b;
+    const size_t count = size_t(2) * side * side * c;
+    const int copies = copies_for(count * 4);
+    std::vector<void*> xs(copies);
+    for (void*& x : xs) x = b.half_random(count);
+    GroupNormParams p;
+    p.stats = static_cast<float*>(b.raw(2 * 32 * 2 * sizeof(float)));
+    p.gamma = static_cast<const float*>(b.raw(c * sizeof(float)));
+    p.beta = static_cast<const float*>(b.raw(c * sizeof(float)));
+    RTVD_CUDA_CHECK(cudaMemset(const_cast<float*>(p.gamma), 0, c * sizeof(float)));
+    RTVD_CUDA_CHECK(cudaMemset(const_cast<float*>(p.beta), 0, c * sizeof(float)));
+    p.n = 2, p.hw = side * side, p.c = c, p.groups = 32;
+    const std::string shape = cat(side, "x", side, "x", c);
+    row("group_norm stats " + shape, "custom", median_ms(ctx, runs, [&](int i) { p.x = xs[i % copies]; group_norm(p, ctx); }), 0,
+        count * 2.0);
+    p.y = b.raw(count * 2);
+    p.act = Activation::Silu;
+    row("group_norm+silu " + shape, "custom", median_ms(ctx, runs, [&](int i) { p.x = xs[i % copies]; group_norm(p, ctx); }), 0,
+        count * 4.0);
   }
 
   cublasLtDestroy(ctx.cublaslt);

@@ -42,10 +42,10 @@ std::vector<float> from_device_float(const DeviceBuffer& b, size_t n);
 // The values fp16 storage would hold: inputs for the CPU reference so both sides see the same numbers.
 std::vector<float> round_to_half(std::vector<float> v);
 
-// A context with a stream, a cuBLASLt handle and 32 MiB of workspace, for op tests.
+// A context with a stream, a cuBLASLt handle, 32 MiB of workspace and zeroed grid_sync words, for op tests.
 struct TestCudaContext {
   CudaContext ctx;
-  DeviceBuffer workspace;
+  DeviceBuffer workspace, grid_sync;
   TestCudaContext();
   ~TestCudaContext();
 };
