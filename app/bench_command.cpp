@@ -95,14 +95,15 @@ double seconds_since_process_start() {
   return double(now.tv_sec) + now.tv_nsec * 1e-9 - std::stod(field) / double(sysconf(_SC_CLK_TCK));
 }
 
-// The NVIDIA kernel module's version ("580.159.04"), or "unknown".
+// The NVIDIA kernel module's version ("580.159.04"), or "unknown": the first word of the first line made
+// of digits and dots ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release ...").
 std::string nvidia_driver_version() {
   std::ifstream f("/proc/driver/nvidia/version");
-  std::string word, previous;
-  while (f >> word) {
-    if (previous == "Module") return word;
-    previous = word;
-  }
+  std::string line;
+  std::getline(f, line);
+  std::istringstream words(line);
+  for (std::string word; words >> word;)
+    if (word.find('.') != std::string::npos && word.find_first_not_of("0123456789.") == std::string::npos) return word;
   return "unknown";
 }
 

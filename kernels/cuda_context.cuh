@@ -14,7 +14,7 @@ struct CudaContext {
   cublasLtHandle_t cublaslt = nullptr;
   void* workspace = nullptr;  // shared scratch (cuBLASLt workspace), owned by the backend
   size_t workspace_bytes = 0;
-  unsigned* grid_sync = nullptr;  // two device words, zeroed once: kernels that wait for their whole grid count arrivals there
+  unsigned* grid_sync = nullptr;  // a device word, zeroed once: kernels that wait for their whole grid count arrivals there
   int sm_count = 0;
   int sm_version = 0;  // 80, 86, 89, 90, ...
 };

@@ -62,7 +62,7 @@ class CudaBackend final : public Backend {
     cudaDeviceProp p{};
     RTVD_CUDA_CHECK(cudaGetDeviceProperties(&p, gpu.index));
     ctx_.sm_count = p.multiProcessorCount;
-    grid_sync_ = DeviceMemory(2 * sizeof(unsigned), "grid sync words");
+    grid_sync_ = DeviceMemory(sizeof(unsigned), "grid sync word");
     RTVD_CUDA_CHECK(cudaMemset(grid_sync_.get(), 0, grid_sync_.bytes()));
     ctx_.grid_sync = reinterpret_cast<unsigned*>(grid_sync_.get());
     if (kernels == "auto") tuner_ = std::make_unique<ConvTuner>(default_tuning_cache_path(), device_key());

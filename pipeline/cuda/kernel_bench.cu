@@ -96,8 +96,8 @@ nlohmann::json bench_kernels(const GpuInfo& gpu, int runs) {
   Buffers scratch;
   ctx.workspace_bytes = size_t(256) << 20;
   ctx.workspace = scratch.raw(ctx.workspace_bytes);
-  ctx.grid_sync = static_cast<unsigned*>(scratch.raw(2 * sizeof(unsigned)));
-  RTVD_CUDA_CHECK(cudaMemset(ctx.grid_sync, 0, 2 * sizeof(unsigned)));
+  ctx.grid_sync = static_cast<unsigned*>(scratch.raw(sizeof(unsigned)));
+  RTVD_CUDA_CHECK(cudaMemset(ctx.grid_sync, 0, sizeof(unsigned)));
   nlohmann::json out = {{"gpu", gpu.name}, {"sm", gpu.sm}, {"runs", runs}};
 
   // Ceilings.

@@ -75,7 +75,7 @@ std::vector<float> round_to_half(std::vector<float> v) {
   return v;
 }
 
-TestCudaContext::TestCudaContext() : workspace(32u << 20), grid_sync(2 * sizeof(unsigned)) {
+TestCudaContext::TestCudaContext() : workspace(32u << 20), grid_sync(sizeof(unsigned)) {
   RTVD_CUDA_CHECK(cudaMemset(grid_sync.get(), 0, grid_sync.bytes()));
   ctx.grid_sync = grid_sync.as<unsigned>();
   RTVD_CUDA_CHECK(cudaStreamCreate(&ctx.stream));

@@ -42,7 +42,7 @@ std::vector<float> from_device_float(const DeviceBuffer& b, size_t n);
 // The values fp16 storage would hold: inputs for the CPU reference so both sides see the same numbers.
 std::vector<float> round_to_half(std::vector<float> v);
 
-// A context with a stream, a cuBLASLt handle, 32 MiB of workspace and zeroed grid_sync words, for op tests.
+// A context with a stream, a cuBLASLt handle, 32 MiB of workspace and a zeroed grid_sync word, for op tests.
 struct TestCudaContext {
   CudaContext ctx;
   DeviceBuffer workspace, grid_sync;
