@@ -50,10 +50,11 @@ class ConvTuner {
   // The cached choice for this shape, if any.
   const ConvChoice* cached(const Conv2dParams& p) const;
 
-  // Times every candidate on p's real inputs (replays of a CUDA graph of it, as in a frame: median of 5
-  // after a warm-up; p.y is overwritten and must not overlap x or residual) and returns the fastest whose output matches candidates[0]'s (relative L2
-  // <= 5e-3, no NaN), remembered for save(). workspace(bytes) returns a
-  // context whose scratch holds at least that many bytes (tuning runs at load, never inside a frame).
+  // Times every candidate on p's real inputs (replays of a CUDA graph of two runs, as in a frame: one
+  // replay screens, those within 10% of the fastest get the median of 3 more; p.y is overwritten and must
+  // not overlap x or residual) and returns the fastest whose output matches candidates[0]'s (relative L2
+  // <= 5e-3, no NaN), remembered for save(). workspace(bytes) returns a context whose scratch holds at
+  // least that many bytes (tuning runs at load, never inside a frame).
   ConvChoice tune(const Conv2dParams& p, const std::vector<ConvCandidate>& candidates,
                   const std::function<const CudaContext&(size_t)>& workspace);
 
