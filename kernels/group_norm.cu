@@ -196,14 +196,15 @@ __device__ bool arrive(const Args& a, bool waits) {
 }
 
 // Merges this block's image's partials (staged in shared memory) into (mean, rstd) per group at
-// group_stats[2 g].
-__device__ void merge_image(const Args& a, const Layout& l, float eps, float* smem, float* group_stats) {
+// group_stats[2 g]; shifts[g] is the group's shift, read before any block could overwrite x (y may be x).
+__device__ void merge_image(const Layout& l, const float2* partials, float eps, const float* shifts, float* smem,
+                            float* group_stats) {
   const int image = blockIdx.y;
   // Staged as (chunk, group) rows padded by one: the merge's lanes (over chunks) then hit distinct banks.
   // From L2 (other SMs wrote them), kLoads rows per lane in flight at once: one round trip, not one per row.
   const int stride = l.groups + 1;
   float2* staged = reinterpret_cast<float2*>(smem);
-  const float2* part = a.partials + int64_t(image) * l.chunks * l.groups;
+  const float2* part = partials + int64_t(image) * l.chunks * l.groups;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
   constexpr int kLoads = 16;
   for (int g0 = 0; g0 < l.groups; g0 += 32) {
@@ -229,7 +230,7 @@ __device__ void merge_image(const Args& a, const Layout& l, float eps, float* sm
     }
     const float d_mean = warp_sum(t1) * inv_n, d2_mean = warp_sum(t2) * inv_n;
     if (lane == 0) {
-      group_stats[2 * g] = group_shift(a, l, image, g) + d_mean;
+      group_stats[2 * g] = shifts[g] + d_mean;
       group_stats[2 * g + 1] = rsqrtf(fmaxf(d2_mean - d_mean * d_mean, 0.0f) + eps);
     }
   }
@@ -280,10 +281,12 @@ template <int VEC>
 __global__ void __launch_bounds__(kMaxThreads) group_norm_kernel(const Args a, const Layout l) {
   extern __shared__ float smem[];
   __shared__ float group_stats[2 * 1024];  // the launcher checks groups <= 1024
+  __shared__ float shifts[1024];
   partial_stats<VEC>(a, l, smem);
+  for (int g = threadIdx.x; g < l.groups; g += blockDim.x) shifts[g] = group_shift(a, l, blockIdx.y, g);
   const bool first_chunk = blockIdx.x == 0;
   if (!arrive(a, a.y || first_chunk)) return;
-  merge_image(a, l, a.eps, smem, group_stats);
+  merge_image(l, a.partials, a.eps, shifts, smem, group_stats);
   if (first_chunk)
     for (int i = threadIdx.x; i < 2 * l.groups; i += blockDim.x)
       a.stats[int64_t(blockIdx.y) * 2 * l.groups + i] = group_stats[i];

@@ -7,7 +7,7 @@ namespace rtvd {
 
 struct GroupNormParams {
   const void* x = nullptr;       // (n, hw, c)
-  void* y = nullptr;             // (n, hw, c) or null: statistics only
+  void* y = nullptr;             // (n, hw, c) or null: statistics only; may be x
   float* stats = nullptr;        // (n, groups, 2): mean, rstd = 1/sqrt(var + eps), biased variance
   const float* gamma = nullptr;  // (c)
   const float* beta = nullptr;   // (c)
