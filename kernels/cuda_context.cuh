@@ -14,6 +14,7 @@ struct CudaContext {
   cublasLtHandle_t cublaslt = nullptr;
   void* workspace = nullptr;  // shared scratch (cuBLASLt workspace), owned by the backend
   size_t workspace_bytes = 0;
+  bool tune_linears = false;  // time cuBLASLt's candidate algorithms at a GEMM's first call, keep the fastest
   unsigned* grid_sync = nullptr;  // a device word, zeroed once: kernels that wait for their whole grid count arrivals there
   int sm_count = 0;
   int sm_version = 0;  // 80, 86, 89, 90, ...

@@ -6,9 +6,12 @@
 // D's rows, as CUBLASLT_EPILOGUE_BIAS wants.
 #include <cuda_fp16.h>
 
+#include <algorithm>
+#include <cmath>
 #include <array>
 #include <cstdint>
 #include <mutex>
+#include <vector>
 #include <nvtx3/nvtx3.hpp>
 
 #include "kernels/linear.cuh"
@@ -106,6 +109,7 @@ __global__ void __launch_bounds__(256)
 // ---- cuBLASLt plans --------------------------------------------------------------------------------
 
 constexpr int kPlanCapacity = 128;
+constexpr int kAlgoCandidates = 8;  // cuBLASLt's best-ranked algorithms, timed with ctx.tune_linears
 constexpr uint32_t kHasBias = 1, kHasResidual = 2, kSilu = 4;
 constexpr size_t kStagingAlign = 256;
 
@@ -115,6 +119,9 @@ struct PlanKey {
   size_t workspace_bytes = 0;
   int sm_version = 0;
   bool operator==(const PlanKey&) const = default;
+  bool same_gemm(const PlanKey& o) const {  // all but the workspace size
+    return m == o.m && n == o.n && k == o.k && flags == o.flags && sm_version == o.sm_version;
+  }
 };
 
 enum class BiasPath : uint8_t {
@@ -134,12 +141,25 @@ struct Plan {
   cublasLtMatmulDescOpaque_t desc{};
   cublasLtMatrixLayoutOpaque_t a{}, b{}, d{};  // d serves as C's layout too
   cublasLtMatmulAlgo_t algo{};
+  std::array<cublasLtMatmulAlgo_t, kAlgoCandidates> candidates{};  // cuBLASLt's ranking; algo = the first
+  std::array<size_t, kAlgoCandidates> candidate_workspace{};
+  int candidate_count = 0;
+  bool timed = false;  // algo is the fastest candidate on this GEMM's operands
+};
+
+// The algorithm timing chose for a GEMM, kept across plans of other workspace sizes (the backend shrinks
+// its scratch after loading, which makes new plans).
+struct TimedAlgo {
+  PlanKey key;
+  cublasLtMatmulAlgo_t algo{};
+  size_t workspace = 0;
 };
 
 struct PlanCache {
   std::mutex mutex;
   std::array<Plan, kPlanCapacity> plans;
   int size = 0;
+  std::vector<TimedAlgo> timed;
 };
 
 PlanCache& plan_cache() {
@@ -185,12 +205,19 @@ bool try_configure(Plan& plan, const CudaContext& ctx, BiasPath bias) {
                     CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
     RTVD_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(&pref, attr, &alignment, sizeof(alignment)));
 
-  cublasLtMatmulHeuristicResult_t result{};
+  std::array<cublasLtMatmulHeuristicResult_t, kAlgoCandidates> results{};
   int returned = 0;
   const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(ctx.cublaslt, &plan.desc, &plan.a, &plan.b, &plan.d,
-                                                               &plan.d, &pref, 1, &result, &returned);
-  if (status != CUBLAS_STATUS_SUCCESS || returned < 1 || result.state != CUBLAS_STATUS_SUCCESS) return false;
-  plan.algo = result.algo;
+                                                               &plan.d, &pref, kAlgoCandidates, results.data(), &returned);
+  if (status != CUBLAS_STATUS_SUCCESS) return false;
+  plan.candidate_count = 0;
+  for (int i = 0; i < returned; ++i)
+    if (results[i].state == CUBLAS_STATUS_SUCCESS) {
+      plan.candidates[plan.candidate_count] = results[i].algo;
+      plan.candidate_workspace[plan.candidate_count++] = results[i].workspaceSize;
+    }
+  if (plan.candidate_count == 0) return false;
+  plan.algo = plan.candidates[0];
   return true;
 }
 
@@ -205,17 +232,100 @@ void make_plan(Plan& plan, const PlanKey& key, const CudaContext& ctx) {
     plan.found = try_configure(plan, ctx, BiasPath::None);
 }
 
-// The plan for `key`, built on first use. The caller holds the cache's mutex.
+// The plan for `key`, built on first use (with the algorithm timed earlier for the same GEMM, if it fits
+// this workspace). The caller holds the cache's mutex.
 Plan& find_plan(PlanCache& cache, const PlanKey& key, const CudaContext& ctx) {
   for (int i = 0; i < cache.size; ++i)
     if (cache.plans[i].key == key) return cache.plans[i];
   if (cache.size == kPlanCapacity)
     fail("linear: more than ", kPlanCapacity, " distinct (m, n, k, flags) keys; raise kPlanCapacity in linear.cu");
-  make_plan(cache.plans[cache.size], key, ctx);
-  return cache.plans[cache.size++];
+  Plan& plan = cache.plans[cache.size++];
+  make_plan(plan, key, ctx);
+  for (const TimedAlgo& t : cache.timed)
+    if (plan.found && t.key.same_gemm(key) && t.workspace + plan.staging_bytes <= key.workspace_bytes) {
+      plan.algo = t.algo;
+      plan.timed = true;
+    }
+  return plan;
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// The GEMM alone (bias already staged): y = w x^T (+ bias) (+ residual) with `algo`.
+cublasStatus_t enqueue(Plan& plan, const cublasLtMatmulAlgo_t& algo, const LinearParams& p, const CudaContext& ctx) {
+  const float alpha = 1.0f, beta = plan.residual_in_gemm ? 1.0f : 0.0f;
+  const void* c = plan.residual_in_gemm ? p.residual : p.y;
+  return cublasLtMatmul(ctx.cublaslt, &plan.desc, &alpha, p.w, &plan.a, p.x, &plan.b, &beta, c, &plan.d, p.y, &plan.d,
+                        &algo, static_cast<char*>(ctx.workspace) + plan.staging_bytes,
+                        plan.key.workspace_bytes - plan.staging_bytes, ctx.stream);
+}
+
+bool overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
+  const auto* x = static_cast<const char*>(a);
+  const auto* y = static_cast<const char*>(b);
+  return a && b && x < y + b_bytes && y < x + a_bytes;
+}
+
+// Milliseconds per GEMM of each candidate, infinity for one that can't run: one CUDA graph holds every
+// candidate's kRuns back to back between event nodes, so a GEMM costs one capture, one instantiation and
+// a few launches in all. The first launch warms the GPU up (clocks, caches, the graph's upload); each
+// candidate's best of kReplays more is kept.
+std::vector<float> time_candidates(Plan& plan, const LinearParams& p, const CudaContext& ctx) {
+  constexpr int kRuns = 2, kReplays = 3;
+  const int count = plan.candidate_count;
+  std::vector<float> best(count, INFINITY);
+  std::vector<cudaEvent_t> events(count + 1);
+  for (cudaEvent_t& e : events) RTVD_CUDA_CHECK(cudaEventCreate(&e));
+  std::vector<bool> enqueued(count, true);
+  cudaGraph_t graph = nullptr;
+  RTVD_CUDA_CHECK(cudaStreamBeginCapture(ctx.stream, cudaStreamCaptureModeThreadLocal));
+  bool captured = true;
+  for (int i = 0; i < count && captured; ++i) {
+    captured = cudaEventRecordWithFlags(events[i], ctx.stream, cudaEventRecordExternal) == cudaSuccess;
+    for (int r = 0; r < kRuns && captured; ++r) enqueued[i] = enqueued[i] && enqueue(plan, plan.candidates[i], p, ctx) == CUBLAS_STATUS_SUCCESS;
+  }
+  captured = captured && cudaEventRecordWithFlags(events[count], ctx.stream, cudaEventRecordExternal) == cudaSuccess;
+  captured = cudaStreamEndCapture(ctx.stream, &graph) == cudaSuccess && captured;
+  cudaGraphExec_t exec = nullptr;
+  if (captured && cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess) {
+    for (int replay = 0; replay <= kReplays; ++replay) {
+      RTVD_CUDA_CHECK(cudaGraphLaunch(exec, ctx.stream));
+      RTVD_CUDA_CHECK(cudaEventSynchronize(events[count]));
+      for (int i = 0; i < count && replay > 0; ++i) {
+        float ms = 0;
+        RTVD_CUDA_CHECK(cudaEventElapsedTime(&ms, events[i], events[i + 1]));
+        if (enqueued[i]) best[i] = std::min(best[i], ms / kRuns);
+      }
+    }
+  }
+  if (exec) cudaGraphExecDestroy(exec);
+  if (graph) cudaGraphDestroy(graph);
+  for (cudaEvent_t e : events) cudaEventDestroy(e);
+  cudaGetLastError();  // a candidate that failed leaves nothing behind
+  return best;
+}
+
+// With ctx.tune_linears, the first call of a GEMM times cuBLASLt's candidates on its own operands and keeps
+// the fastest: on the H100 the heuristic's first choice is up to 50% slower than its best for the U-Net's
+// 8192-row GEMMs (docs/perf-notes.md). Another candidate replaces the first only when 3% faster (timing
+// noise). y is overwritten by the timing runs, so a y that overlaps an input, or a call under stream
+// capture, keeps the heuristic's choice.
+void choose_algo(PlanCache& cache, Plan& plan, const LinearParams& p, const CudaContext& ctx) {
+  plan.timed = true;
+  if (plan.candidate_count < 2) return;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  RTVD_CUDA_CHECK(cudaStreamIsCapturing(ctx.stream, &capture));
+  const size_t y_bytes = size_t(p.m) * p.n * 2;
+  if (capture != cudaStreamCaptureStatusNone || overlaps(p.y, y_bytes, p.x, size_t(p.m) * p.k * 2) ||
+      overlaps(p.y, y_bytes, p.residual, y_bytes))
+    return;
+  const std::vector<float> ms = time_candidates(plan, p, ctx);
+  int best = 0;
+  for (int i = 1; i < plan.candidate_count; ++i)
+    if (ms[i] < ms[best] && (best > 0 || ms[i] < 0.97f * ms[0])) best = i;
+  plan.algo = plan.candidates[best];
+  cache.timed.push_back({plan.key, plan.algo, plan.candidate_workspace[best]});
+}
 
 // Runs the GEMM through `plan`; false if the plan has no algorithm. The mutex stays held through the
 // enqueue because the cached descriptor carries this call's bias pointer.
@@ -236,11 +346,8 @@ bool run_cublaslt(const LinearParams& p, const CudaContext& ctx, const PlanKey& 
     RTVD_CUBLAS_CHECK(
         cublasLtMatmulDescSetAttribute(&plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
   }
-  const float alpha = 1.0f, beta = plan.residual_in_gemm ? 1.0f : 0.0f;
-  const void* c = plan.residual_in_gemm ? p.residual : p.y;
-  RTVD_CUBLAS_CHECK(cublasLtMatmul(ctx.cublaslt, &plan.desc, &alpha, p.w, &plan.a, p.x, &plan.b, &beta, c, &plan.d, p.y,
-                                   &plan.d, &plan.algo, workspace + plan.staging_bytes,
-                                   key.workspace_bytes - plan.staging_bytes, ctx.stream));
+  if (ctx.tune_linears && !plan.timed) choose_algo(cache, plan, p, ctx);
+  RTVD_CUBLAS_CHECK(enqueue(plan, plan.algo, p, ctx));
   return true;
 }
 

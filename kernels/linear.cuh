@@ -12,7 +12,11 @@
 // cuBLASLt descriptors and the chosen algorithm are cached in a fixed table of 128 plans inside
 // linear.cu, keyed by (m, n, k, bias/residual/activation flags, workspace size, SM version), built on
 // the first call of each key (a heuristic query: do it before timing or graph capture); later calls
-// allocate nothing and query nothing. A 129th distinct key throws. The table is guarded by a mutex, so
+// allocate nothing and query nothing. With ctx.tune_linears that first call also times cuBLASLt's 8
+// best-ranked algorithms on the call's own operands (CUDA graphs of the GEMM, replayed; y is overwritten
+// first, then computed) and keeps the fastest, remembered for plans of the same GEMM with another
+// workspace size. The choice can then differ between processes (results within fp16 rounding); without
+// tune_linears the heuristic's first choice runs, the same every time. A 129th distinct key throws. The table is guarded by a mutex, so
 // launchers may be called from several host threads.
 //
 // Scratch: ctx.workspace is cuBLASLt's workspace. If this cuBLASLt takes bias only in the output type

@@ -231,10 +231,16 @@ TEST_F(OpsCuda, LinearMatchesCpu) {
       {7, 5, 3, false, Residual::Separate, Activation::Silu, false},
       {100, 64, 64, true, Residual::InPlace, Activation::None, false},      // m not a tile multiple
       {128, 64, 64, true, Residual::Separate, Activation::None, true},      // misaligned x: fallback
+      {8192, 320, 320, true, Residual::Separate, Activation::None, false},  // SD 64x64 to_out + skip
   };
+  // tune_linears: the first call of each GEMM times cuBLASLt's candidates on these operands (writing y
+  // several times), then computes y with the fastest: the plans the first pass made are timed here.
+  for (const bool tuned : {false, true})
   for (const Case& tc : cases) {
     SCOPED_TRACE(cat("m ", tc.m, " n ", tc.n, " k ", tc.k, " bias ", tc.bias, " residual ", int(tc.residual),
-                     " act ", int(tc.act), tc.misaligned ? " misaligned" : ""));
+                     " act ", int(tc.act), tc.misaligned ? " misaligned" : "", tuned ? " tuned" : ""));
+    CudaContext c = ctx();
+    c.tune_linears = tuned;
     const size_t out_size = size_t(tc.m) * tc.n;
     const float w_scale = 1.0f / std::sqrt(float(tc.k));
     const HalfTensor x = half_tensor(rng.vector(size_t(tc.m) * tc.k), tc.misaligned);
@@ -254,7 +260,7 @@ TEST_F(OpsCuda, LinearMatchesCpu) {
                                                     : nullptr;
     p.y = y.get();
     p.m = tc.m, p.n = tc.n, p.k = tc.k, p.act = tc.act;
-    linear(p, ctx());
+    linear(p, c);
     sync();
 
     std::vector<float> y_ref = tc.residual == Residual::InPlace ? residual.host : std::vector<float>(out_size);
