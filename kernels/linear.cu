@@ -282,7 +282,8 @@ std::vector<float> time_candidates(Plan& plan, const LinearParams& p, const Cuda
   bool captured = true;
   for (int i = 0; i < count && captured; ++i) {
     captured = cudaEventRecordWithFlags(events[i], ctx.stream, cudaEventRecordExternal) == cudaSuccess;
-    for (int r = 0; r < kRuns && captured; ++r) enqueued[i] = enqueued[i] && enqueue(plan, plan.candidates[i], p, ctx) == CUBLAS_STATUS_SUCCESS;
+    for (int r = 0; r < kRuns && enqueued[i]; ++r)
+      enqueued[i] = enqueue(plan, plan.candidates[i], p, ctx) == CUBLAS_STATUS_SUCCESS;
   }
   captured = captured && cudaEventRecordWithFlags(events[count], ctx.stream, cudaEventRecordExternal) == cudaSuccess;
   captured = cudaStreamEndCapture(ctx.stream, &graph) == cudaSuccess && captured;
