@@ -1,5 +1,6 @@
 // What every CUDA launcher gets besides its params: the stream, library handles and a scratch buffer
-// owned by the backend. Launchers never allocate and never synchronise.
+// owned by the backend. Launchers never allocate and never synchronise, with one exception at load time:
+// linear() with tune_linears times cuBLASLt's algorithms at a GEMM's first call (graphs, events, a wait).
 #pragma once
 #include <cublasLt.h>
 #include <cuda_fp16.h>
