@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/conv2d_traits.cuh"
+#include "kernels/cudnn_error.h"
 #include "kernels/group_norm.cuh"
 #include "kernels/nvtx_range.h"
 
@@ -17,11 +18,6 @@ namespace rtvd {
 namespace {
 
 using namespace conv2d_detail;
-
-void cudnn_check(cudnnStatus_t s, const char* what, const char* file, int line) {
-  if (s != CUDNN_STATUS_SUCCESS) fail(what, " failed at ", file, ":", line, ": ", cudnnGetErrorString(s));
-}
-#define RTVD_CUDNN_CHECK(call) cudnn_check((call), #call, __FILE__, __LINE__)
 
 constexpr size_t kAlign = 256;  // workspace regions start on this boundary
 size_t align_up(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }

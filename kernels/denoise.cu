@@ -1,10 +1,13 @@
-// Sampler ops: pure bandwidth. Each thread takes a group of 8 pixels (8 c elements: 16-byte loads and
-// stores for the fp16, fp32 and RGBA8 arrays alike) when the pointers are 16-byte aligned; the pixels
-// past the last whole group, or all of them when a pointer is not aligned, take one thread each.
+// Sampler ops: pure bandwidth. In the separate ops each thread takes a group of 8 pixels (8 c elements:
+// 16-byte loads and stores for the fp16, fp32 and RGBA8 arrays alike) when the pointers are 16-byte
+// aligned; the pixels past the last whole group, or all of them when a pointer is not aligned, take one
+// thread each. The fused denoise_blend, the one that runs every frame, works in block tiles instead (see
+// its kernel).
 // Every operation is an explicit round-to-nearest intrinsic: the CPU reference has no fused
 // multiply-adds, and matching it bit for bit keeps the RGBA8 bytes identical at rounding boundaries.
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <nvtx3/nvtx3.hpp>
 
@@ -175,32 +178,62 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// The fused last step. C = channels per pixel; kRgba = write RGBA8 (C is then 1 or 3; without RGBA8
-// the launcher passes C = 1 and pixels = elements, since pixel structure no longer matters).
+// 4 fp16 values through one 8-byte access; p must be 8-byte aligned.
+__device__ __forceinline__ void load4(const __half* p, float (&f)[4]) {
+  const uint2 raw = *reinterpret_cast<const uint2*>(p);
+  const float2 a = __half22float2(*reinterpret_cast<const __half2*>(&raw.x));
+  const float2 b = __half22float2(*reinterpret_cast<const __half2*>(&raw.y));
+  f[0] = a.x, f[1] = a.y, f[2] = b.x, f[3] = b.y;
+}
+
+// The fused last step, by block tiles: each thread takes kTileChunks groups of 4 elements, kThreads
+// apart, so that every warp-wide access covers contiguous memory (256 bytes of fp16, 512 of fp32);
+// with RGBA8 the blended tile goes through shared memory and each thread converts whole pixels, one word
+// per pixel, kThreads apart. Blocks past `tiles` take the pixels after the last whole tile, one per thread
+// (all of them when the pointers are not aligned for the vector path: tiles = 0).
+// C = channels per pixel; kRgba = write RGBA8 (C is then 1 or 3; without RGBA8 the launcher passes C = 1
+// and pixels = elements, since pixel structure no longer matters).
+constexpr int kTileChunks = 6;  // 24 elements per thread, all loads in flight at once
+constexpr int kTileElems = kThreads * kTileChunks * 4;  // a multiple of 3: whole RGB pixels
+
 template <int C, bool kRgba>
 __global__ void __launch_bounds__(kThreads)
     denoise_blend_kernel(const __half* __restrict__ v, float* __restrict__ x, float* __restrict__ prev,
-                         uint8_t* __restrict__ rgba, int64_t count, uint32_t groups, uint32_t tail, StepMath step,
+                         uint8_t* __restrict__ rgba, int64_t count, uint32_t tiles, int64_t pixels, StepMath step,
                          BlendMath blend) {
-  constexpr int E = kGroupPixels * C;  // elements per group
-  const uint32_t i = thread_index();
-  if (i < groups) {
-    const int64_t e = int64_t(i) * E;
-    float vc[E], vu[E], xs[E], ps[E];
-    load(v + e, vc);
-    if (step.batch == 2) load(v + count + e, vu);
-    load(x + e, xs);
-    if (!blend.first) load(prev + e, ps);
+  if (blockIdx.x < tiles) {
+    __shared__ float4 tile[kRgba ? kTileElems / 4 : 1];
+    const int64_t base = int64_t(blockIdx.x) * kTileElems;
+    float vc[kTileChunks][4], vu[kTileChunks][4], xs[kTileChunks][4], ps[kTileChunks][4];
 #pragma unroll
-    for (int k = 0; k < E; ++k) {
-      xs[k] = step(xs[k], vc[k], step.batch == 2 ? vu[k] : vc[k]);
-      ps[k] = blend(ps[k], xs[k]);
+    for (int k = 0; k < kTileChunks; ++k) {
+      const int64_t e = base + int64_t(k * kThreads + threadIdx.x) * 4;
+      load4(v + e, vc[k]);
+      if (step.batch == 2) load4(v + count + e, vu[k]);
+      load(x + e, xs[k]);
+      if (!blend.first) load(prev + e, ps[k]);
     }
-    store(x + e, xs);
-    store(prev + e, ps);
-    if constexpr (kRgba) store_rgba<C>(rgba + int64_t(i) * kGroupPixels * 4, ps);
-  } else if (i - groups < tail) {
-    const int64_t px = int64_t(groups) * kGroupPixels + (i - groups);
+#pragma unroll
+    for (int k = 0; k < kTileChunks; ++k) {
+      const int64_t e = base + int64_t(k * kThreads + threadIdx.x) * 4;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        xs[k][j] = step(xs[k][j], vc[k][j], step.batch == 2 ? vu[k][j] : vc[k][j]);
+        ps[k][j] = blend(ps[k][j], xs[k][j]);
+      }
+      store(x + e, xs[k]);
+      store(prev + e, ps[k]);
+      if constexpr (kRgba) tile[k * kThreads + threadIdx.x] = make_float4(ps[k][0], ps[k][1], ps[k][2], ps[k][3]);
+    }
+    if constexpr (kRgba) {
+      __syncthreads();
+      const float* out = reinterpret_cast<const float*>(tile);
+      auto* words = reinterpret_cast<uint32_t*>(rgba) + base / C;
+      for (int px = threadIdx.x; px < kTileElems / C; px += kThreads) words[px] = rgba_word<C>(out + px * C);
+    }
+  } else {
+    const int64_t px = int64_t(tiles) * (kTileElems / C) + int64_t(blockIdx.x - tiles) * kThreads + threadIdx.x;
+    if (px >= pixels) return;
     float out[C];
 #pragma unroll
     for (int ch = 0; ch < C; ++ch) {
@@ -286,24 +319,24 @@ void denoise_blend(const DenoiseBlendParams& p, const CudaContext& ctx) {
   const StepMath step = step_math(p.batch, p.guidance, p.dt, "denoise_blend");
   const BlendMath blend = blend_math(p.blend, p.first);
   const int64_t count = int64_t(p.h) * p.w * p.c;
-  // count % 8 == 0 keeps the unconditional half of v 16-byte aligned.
-  const bool vec = count % 8 == 0 && aligned16(p.v) && aligned16(p.x) && aligned16(p.prev) && aligned16(p.rgba);
+  // count % 4 == 0 keeps the unconditional half of v 8-byte aligned.
+  const bool vec = count % 4 == 0 && aligned16(p.x) && aligned16(p.prev) && reinterpret_cast<uintptr_t>(p.v) % 8 == 0 &&
+                   reinterpret_cast<uintptr_t>(p.rgba) % 4 == 0;
+  const int channels = p.rgba ? p.c : 1;  // without RGBA8, elements are the units
+  const int64_t pixels = count / std::max(channels, 1);
+  const int64_t tiles = vec ? count / kTileElems : 0;
+  const int64_t tail_blocks = (pixels - tiles * (kTileElems / std::max(channels, 1)) + kThreads - 1) / kThreads;
+  if (tiles + tail_blocks >= (int64_t(1) << 31)) fail("denoise_blend: ", count, " elements exceed one launch");
+  const unsigned blocks = unsigned(tiles + tail_blocks);
+  if (blocks == 0) return;
   const auto* v = static_cast<const __half*>(p.v);
-  if (!p.rgba) {
-    const Split s = split(count, kGroupPixels, vec, "denoise_blend");
-    if (s.groups + s.tail == 0) return;
-    denoise_blend_kernel<1, false><<<s.blocks(), kThreads, 0, ctx.stream>>>(v, p.x, p.prev, nullptr, count, s.groups,
-                                                                             s.tail, step, blend);
-  } else {
-    const Split s = split(int64_t(p.h) * p.w, kGroupPixels, vec, "denoise_blend");
-    if (s.groups + s.tail == 0) return;
-    if (p.c == 3)
-      denoise_blend_kernel<3, true><<<s.blocks(), kThreads, 0, ctx.stream>>>(v, p.x, p.prev, p.rgba, count, s.groups,
-                                                                              s.tail, step, blend);
-    else
-      denoise_blend_kernel<1, true><<<s.blocks(), kThreads, 0, ctx.stream>>>(v, p.x, p.prev, p.rgba, count, s.groups,
-                                                                              s.tail, step, blend);
-  }
+  const auto t = uint32_t(tiles);
+  if (!p.rgba)
+    denoise_blend_kernel<1, false><<<blocks, kThreads, 0, ctx.stream>>>(v, p.x, p.prev, nullptr, count, t, pixels, step, blend);
+  else if (p.c == 3)
+    denoise_blend_kernel<3, true><<<blocks, kThreads, 0, ctx.stream>>>(v, p.x, p.prev, p.rgba, count, t, pixels, step, blend);
+  else
+    denoise_blend_kernel<1, true><<<blocks, kThreads, 0, ctx.stream>>>(v, p.x, p.prev, p.rgba, count, t, pixels, step, blend);
   RTVD_CHECK_LAUNCH("denoise_blend");
 }
 

@@ -2,6 +2,7 @@
 // q/k/v in place from one fused (tokens, 3C) projection; cross-attention reads q from (tokens, C) and k/v
 // from one (tokens, 2C) buffer. Head dims 8..160, odd lengths, batch 1-2, heads 1-10, peaked softmax rows.
 // Outputs are poisoned first; columns of a padded output row past heads * head_dim must stay poisoned.
+// cuDNN's fused attention (attention_cudnn) is checked on the same cases.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +11,9 @@
 #include <vector>
 
 #include "kernels/attention.cuh"
+#if RTVD_HAS_CUDNN
+#include "kernels/attention_cudnn.cuh"
+#endif
 #include "support/cuda_test_util.h"
 #include "support/test_util.h"
 
@@ -61,93 +65,151 @@ const Case kCases[] = {
     {"fallback_cross_d12", 1, 3, 12, 33, 7, false},
 };
 
-class AttentionCudaTest : public ::testing::TestWithParam<Case> {};
+// One case's fp16 inputs (on both sides), the CPU reference, and a check of a GPU output against it.
+struct Problem {
+  const Case& c;
+  int channels;  // C = heads * head_dim
+  size_t q_rows, out_elements;
+  AttentionParams shape;  // sizes, strides and scale; pointers unset
+  test::DeviceBuffer dq, dkv;
+  const __half* kv_base;
+  size_t k_offset, v_offset;
+  std::vector<float> want;  // CPU output, (q_rows, o_stride)
 
-TEST_P(AttentionCudaTest, MatchesCpuReference) {
-  RTVD_SKIP_WITHOUT_CUDA();
-  const Case& c = GetParam();
-  test::Rng rng;
-  SCOPED_TRACE(test::seed_trace(rng));
-  const int channels = c.heads * c.head_dim;  // C
-  const size_t q_rows = size_t(c.batch) * c.q_len, kv_rows = size_t(c.batch) * c.kv_len;
+  Problem(const Case& cs, test::Rng& rng) : c(cs), channels(cs.heads * cs.head_dim) {
+    q_rows = size_t(c.batch) * c.q_len;
+    const size_t kv_rows = size_t(c.batch) * c.kv_len;
+    // Sources as both sides see them (fp16 values): fused (tokens, 3C) = [q | k | v], or (tokens, C)
+    // queries and (tokens, 2C) = [k | v].
+    const std::vector<float> xq = test::round_to_half(
+        rng.normal_vector(q_rows * channels * (c.fused_qkv ? 3 : 1), c.input_stddev));
+    const std::vector<float> xkv = c.fused_qkv ? std::vector<float>{}
+                                                : test::round_to_half(rng.normal_vector(kv_rows * channels * 2,
+                                                                                        c.input_stddev));
+    k_offset = c.fused_qkv ? channels : 0;
+    v_offset = k_offset + channels;
+    shape.batch = c.batch;
+    shape.heads = c.heads;
+    shape.head_dim = c.head_dim;
+    shape.q_len = c.q_len;
+    shape.kv_len = c.kv_len;
+    shape.q_stride = c.fused_qkv ? 3 * channels : channels;
+    shape.k_stride = shape.v_stride = c.fused_qkv ? 3 * channels : 2 * channels;
+    shape.o_stride = channels + c.o_pad;
+    shape.scale = 1.0f / std::sqrt(float(c.head_dim));
+    out_elements = q_rows * shape.o_stride;
+    dq = test::to_device_half(xq);
+    if (!c.fused_qkv) dkv = test::to_device_half(xkv);
+    kv_base = (c.fused_qkv ? dq : dkv).as<__half>();
 
-  // Sources as both sides see them (fp16 values): fused (tokens, 3C) = [q | k | v], or (tokens, C) queries
-  // and (tokens, 2C) = [k | v].
-  const std::vector<float> xq = test::round_to_half(
-      rng.normal_vector(q_rows * channels * (c.fused_qkv ? 3 : 1), c.input_stddev));
-  const std::vector<float> xkv = c.fused_qkv ? std::vector<float>{}
-                                              : test::round_to_half(rng.normal_vector(kv_rows * channels * 2,
-                                                                                      c.input_stddev));
-  const size_t k_offset = c.fused_qkv ? channels : 0, v_offset = k_offset + channels;
+    // CPU reference on the same values, same layout.
+    want.assign(out_elements, 0.0f);
+    AttentionParams cpu = shape;
+    const float* cpu_kv = c.fused_qkv ? xq.data() : xkv.data();
+    cpu.q = xq.data();
+    cpu.k = cpu_kv + k_offset;
+    cpu.v = cpu_kv + v_offset;
+    cpu.o = want.data();
+    std::vector<unsigned char> workspace(attention_cpu_workspace_bytes(cpu));
+    cpu.workspace = workspace.data();
+    cpu.workspace_bytes = workspace.size();
+    attention_cpu(cpu);
+  }
 
-  AttentionParams shape;
-  shape.batch = c.batch;
-  shape.heads = c.heads;
-  shape.head_dim = c.head_dim;
-  shape.q_len = c.q_len;
-  shape.kv_len = c.kv_len;
-  shape.q_stride = c.fused_qkv ? 3 * channels : channels;
-  shape.k_stride = shape.v_stride = c.fused_qkv ? 3 * channels : 2 * channels;
-  shape.o_stride = channels + c.o_pad;
-  shape.scale = 1.0f / std::sqrt(float(c.head_dim));
-  const size_t out_elements = q_rows * shape.o_stride;
-
-  // GPU: the large-grid block shape twice (a race shows up as a difference), then the small-grid one (for
-  // head dims up to 64: 128 and 64 query rows per block). The launcher picks the shape from the grid size
-  // and ctx.sm_count; 1 and a huge count force each.
-  const test::DeviceBuffer dq = test::to_device_half(xq);
-  const test::DeviceBuffer dkv = c.fused_qkv ? test::DeviceBuffer{} : test::to_device_half(xkv);
-  const __half* kv_base = (c.fused_qkv ? dq : dkv).as<__half>();
-  test::TestCudaContext tc;
-  auto run_gpu = [&](int sm_count) {
+  // What launch(params with device pointers) writes into a poisoned output, as (q_rows, o_stride).
+  template <class Launch>
+  std::vector<float> run(cudaStream_t stream, const Launch& launch) const {
     const test::DeviceBuffer dout = test::poisoned_half(out_elements);
     AttentionParams gpu = shape;
     gpu.q = dq.get();
     gpu.k = kv_base + k_offset;
     gpu.v = kv_base + v_offset;
     gpu.o = dout.get();
+    launch(gpu);
+    RTVD_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return test::from_device_half(dout, out_elements);
+  }
+
+  // The written columns must match the CPU's; the pad columns must still hold the poison. Returns the
+  // written columns.
+  std::vector<float> check(const std::vector<float>& out) const {
+    std::vector<float> ref, got;
+    size_t pad_written = 0;
+    for (size_t row = 0; row < q_rows; ++row)
+      for (int col = 0; col < shape.o_stride; ++col) {
+        const size_t i = row * shape.o_stride + col;
+        if (col < channels) ref.push_back(want[i]), got.push_back(out[i]);
+        else if (!std::isnan(out[i])) ++pad_written;
+      }
+    EXPECT_LE(test::rel_l2(got, ref), 2e-3) << "max abs diff " << test::max_abs_diff(got, ref);
+    EXPECT_EQ(pad_written, 0u) << "elements written past heads * head_dim";
+    return got;
+  }
+};
+
+class AttentionCudaTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(AttentionCudaTest, MatchesCpuReference) {
+  RTVD_SKIP_WITHOUT_CUDA();
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  const Problem problem(GetParam(), rng);
+  // The large-grid block shape twice (a race shows up as a difference), then the small-grid one (for
+  // head dims up to 64: 128 and 64 query rows per block). The launcher picks the shape from the grid size
+  // and ctx.sm_count; 1 and a huge count force each.
+  test::TestCudaContext tc;
+  auto run_gpu = [&](int sm_count) {
     CudaContext ctx = tc.ctx;
     ctx.sm_count = sm_count;
-    attention(gpu, ctx);
-    RTVD_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
-    return test::from_device_half(dout, out_elements);
+    return problem.run(ctx.stream, [&](const AttentionParams& p) { attention(p, ctx); });
   };
-  const std::vector<float> runs[3] = {run_gpu(1), run_gpu(1), run_gpu(1 << 20)};
-
-  // CPU reference on the same values, same layout.
-  std::vector<float> want(out_elements, 0.0f);
-  AttentionParams cpu = shape;
-  const float* cpu_kv = c.fused_qkv ? xq.data() : xkv.data();
-  cpu.q = xq.data();
-  cpu.k = cpu_kv + k_offset;
-  cpu.v = cpu_kv + v_offset;
-  cpu.o = want.data();
-  std::vector<unsigned char> workspace(attention_cpu_workspace_bytes(cpu));
-  cpu.workspace = workspace.data();
-  cpu.workspace_bytes = workspace.size();
-  attention_cpu(cpu);
-
-  // The written columns must match; the pad columns must still hold the poison.
-  std::vector<float> ref;
-  std::vector<float> got[3];
-  size_t pad_written[3] = {};
-  for (size_t row = 0; row < q_rows; ++row) {
-    for (int col = 0; col < shape.o_stride; ++col) {
-      const size_t i = row * shape.o_stride + col;
-      if (col < channels) ref.push_back(want[i]);
-      for (int r = 0; r < 3; ++r) {
-        if (col < channels) got[r].push_back(runs[r][i]);
-        else if (!std::isnan(runs[r][i])) ++pad_written[r];
-      }
-    }
+  std::vector<float> got[2];
+  {
+    SCOPED_TRACE("large-grid blocks");
+    got[0] = problem.check(run_gpu(1));
+    got[1] = problem.check(run_gpu(1));
   }
-  for (int r : {0, 2}) {
-    SCOPED_TRACE(r == 0 ? "large-grid blocks" : "small-grid blocks");
-    EXPECT_LE(test::rel_l2(got[r], ref), 2e-3) << "max abs diff " << test::max_abs_diff(got[r], ref);
-    EXPECT_EQ(pad_written[r], 0u) << "elements written past heads * head_dim";
+  {
+    SCOPED_TRACE("small-grid blocks");
+    problem.check(run_gpu(1 << 20));
   }
   EXPECT_TRUE(got[0] == got[1]) << "two runs on the same inputs differ";
 }
+
+#if RTVD_HAS_CUDNN
+// cuDNN's fused attention, the library alternative, on the same cases: every head dim of the SD models
+// (40, 64, 80, 160) must get an engine; other shapes cuDNN may refuse, by a message naming the shape.
+TEST_P(AttentionCudaTest, CudnnMatchesCpuReference) {
+  RTVD_SKIP_WITHOUT_CUDA();
+  const Case& c = GetParam();
+  if (c.head_dim % 8 != 0) GTEST_SKIP() << "cuDNN needs head_dim a multiple of 8";
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  const Problem problem(c, rng);
+  test::TestCudaContext tc;
+  test::CudnnHandle cudnn;
+  AttentionCudnnPlan plan;
+  try {
+    plan = make_attention_cudnn_plan(problem.shape, cudnn.handle);
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(cat("head_dim ", c.head_dim)), std::string::npos) << what;
+    const bool sd_head_dim = c.head_dim == 40 || c.head_dim == 64 || c.head_dim == 80 || c.head_dim == 160;
+    if (sd_head_dim) FAIL() << what;
+    GTEST_SKIP() << what;
+  }
+  ASSERT_LE(plan.workspace_bytes, tc.ctx.workspace_bytes);
+  std::vector<float> got[2];
+  for (auto& g : got) g = problem.check(problem.run(tc.ctx.stream, [&](const AttentionParams& p) { attention_cudnn(p, plan, tc.ctx); }));
+  EXPECT_TRUE(got[0] == got[1]) << "two runs on the same inputs differ";
+
+  AttentionParams other = problem.shape;
+  other.q = problem.dq.get();
+  other.k = other.v = other.o = problem.dq.get();
+  other.kv_len += 1;
+  EXPECT_THROW(attention_cudnn(other, plan, tc.ctx), Error) << "a call with other sizes than the plan's";
+}
+#endif
 
 INSTANTIATE_TEST_SUITE_P(Shapes, AttentionCudaTest, ::testing::ValuesIn(kCases),
                          [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });

@@ -287,23 +287,13 @@ TEST(Conv2dCuda, RejectsInvalidParams) {
 
 #if RTVD_HAS_CUDNN
 
-struct CudnnHandle {
-  cudnnHandle_t handle = nullptr;
-  CudnnHandle() {
-    if (cudnnCreate(&handle) != CUDNN_STATUS_SUCCESS) fail("cudnnCreate failed");
-  }
-  ~CudnnHandle() { cudnnDestroy(handle); }
-  CudnnHandle(const CudnnHandle&) = delete;
-  CudnnHandle& operator=(const CudnnHandle&) = delete;
-};
-
 // A stream, workspace, cuDNN handle and seeded generator for each test; skips without a device.
 class Conv2dCudnn : public ::testing::Test {
  protected:
   void SetUp() override {
     RTVD_SKIP_WITHOUT_CUDA();
     tc_ = std::make_unique<test::TestCudaContext>();
-    cudnn_ = std::make_unique<CudnnHandle>();
+    cudnn_ = std::make_unique<test::CudnnHandle>();
   }
   const CudaContext& ctx() const { return tc_->ctx; }
   cudnnHandle_t cudnn() const { return cudnn_->handle; }
@@ -311,7 +301,7 @@ class Conv2dCudnn : public ::testing::Test {
 
  private:
   std::unique_ptr<test::TestCudaContext> tc_;
-  std::unique_ptr<CudnnHandle> cudnn_;
+  std::unique_ptr<test::CudnnHandle> cudnn_;
 };
 
 TEST_F(Conv2dCudnn, MatchesCpu) {

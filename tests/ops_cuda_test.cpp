@@ -628,10 +628,13 @@ TEST_F(OpsCuda, DenoiseBlendMatchesCpu) {
     bool first, rgba;
   };
   const Case cases[] = {
-      {64, 64, 3, 2, false, true},   // pixel-space frame, scaled down
+      {64, 64, 3, 2, false, true},   // pixel-space frame, scaled down: two whole block tiles
+      {80, 80, 3, 2, false, true},   // three tiles and 256 pixels after them
       {17, 9, 1, 1, true, true},     // grey, batch 1, first frame (prev unread)
+      {96, 70, 1, 1, true, true},    // grey: a tile and a tail
       {32, 32, 4, 2, false, false},  // latent: no RGBA8
-      {33, 7, 3, 2, false, true},    // count % 8 != 0: per-pixel path
+      {48, 48, 4, 2, false, false},  // latent: a tile and a tail
+      {33, 7, 3, 2, false, true},    // count % 4 != 0: per-pixel path
       {8, 8, 3, 2, true, true},
   };
   for (const Case& tc : cases) {

@@ -2,6 +2,7 @@
 // fresh random inputs: the tiny test models, the default model, and graph replay against eager runs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -25,7 +26,7 @@ std::unique_ptr<Backend> cuda_backend(const std::string& kernels = "custom") {
 
 // The GPU U-Net's output for the CPU's inputs, and the relative L2 error against the CPU.
 double compare_unet(const std::string& dir, int batch, int h, int w, const std::string& kernels = "custom",
-                    std::vector<std::string>* conv_impls = nullptr, int* fused_norms = nullptr) {
+                    std::vector<std::string>* impls = nullptr, int* fused_norms = nullptr) {
   test::Rng rng;
   SCOPED_TRACE(test::seed_trace(rng));
   const float t = rng.uniform(0.05f, 0.95f);
@@ -44,10 +45,11 @@ double compare_unet(const std::string& dir, int batch, int h, int w, const std::
   auto gpu = cuda_backend(kernels);
   UNetRunner run(c, *gpu_model.weights, *gpu, batch, h, w, t);
   run.set_inputs(x, ids, context);
-  if (conv_impls) {  // what the backend chose before the first frame (cached or forced choices)
-    conv_impls->clear();
+  if (impls) {  // what the backend chose for convs and attention before the first frame (cached or forced)
+    impls->clear();
     for (size_t i = 0; i < run.graph().frame.size(); ++i)
-      if (std::holds_alternative<ConvOp>(run.graph().frame[i].body)) conv_impls->push_back(gpu->frame_op_impl(i));
+      if (std::holds_alternative<ConvOp>(run.graph().frame[i].body) || std::holds_alternative<AttentionOp>(run.graph().frame[i].body))
+        impls->push_back(gpu->frame_op_impl(i));
   }
   if (fused_norms) {  // statistics-only GroupNorms computed inside their conv's cuDNN pre-pass
     *fused_norms = 0;
@@ -87,6 +89,14 @@ TEST(UNetCuda, CudnnConvsComputeTheirGroupNormStatistics) {
   compare_unet(std::string(RTVD_TEST_DATA) + "/tiny_group", 2, 16, 8, "cudnn", nullptr, &fused);
   EXPECT_GT(fused, 0);
 }
+
+// --kernels cudnn: attention runs through cuDNN's fused attention too, and the frame is still the CPU's.
+TEST(UNetCuda, CudnnFamilyRunsAttentionThroughCudnn) {
+  RTVD_SKIP_WITHOUT_CUDA();
+  std::vector<std::string> impls;
+  compare_unet(std::string(RTVD_SOURCE_DIR) + "/assets/default", 2, 64, 64, "cudnn", &impls);
+  EXPECT_NE(std::find(impls.begin(), impls.end(), "cuDNN SDPA"), impls.end()) << "no attention ran through cuDNN";
+}
 #endif
 
 TEST(UNetCuda, DefaultModelMatchesCpu) {
@@ -94,10 +104,10 @@ TEST(UNetCuda, DefaultModelMatchesCpu) {
   compare_unet(std::string(RTVD_SOURCE_DIR) + "/assets/default", 2, 64, 64);
 }
 
-// --kernels auto: each conv shape is tuned at the first frame (every candidate checked against the
-// custom default config and timed), the choices are cached on disk, and a second load takes them from
-// the cache without tuning; both give the CPU's result.
-TEST(UNetCuda, AutotunedConvsMatchCpuAndAreCachedOnDisk) {
+// --kernels auto: each conv shape is tuned at the first frame and each attention shape at the second
+// (every candidate checked against our default and timed), the choices are cached on disk, and a second
+// load takes them from the cache without tuning; both give the CPU's result.
+TEST(UNetCuda, AutotunedLayersMatchCpuAndAreCachedOnDisk) {
   RTVD_SKIP_WITHOUT_CUDA();
   test::TempDir cache;
   const char* old = std::getenv("RTVD_CACHE_DIR");
@@ -107,17 +117,24 @@ TEST(UNetCuda, AutotunedConvsMatchCpuAndAreCachedOnDisk) {
   std::vector<std::string> first, second;
   compare_unet(model, 2, 64, 64, "auto", &first);
   ASSERT_FALSE(first.empty());
-  for (const std::string& impl : first) EXPECT_EQ(impl, "autotuned at the first frame");
+  for (const std::string& impl : first) EXPECT_EQ(impl.rfind("autotuned at the ", 0), 0u) << impl;
 
-  std::ifstream in(cache.path("conv-autotune.json"));
+  std::ifstream in(cache.path("autotune.json"));
   ASSERT_TRUE(in) << "no cache file written";
   const nlohmann::json j = nlohmann::json::parse(in);
   ASSERT_GT(j.at("layers").size(), 0u);
-  for (const auto& [key, v] : j.at("layers").items()) EXPECT_GT(v.at("ms").get<double>(), 0.0) << key;
+  bool attention_tuned = false;
+  for (const auto& [key, v] : j.at("layers").items()) {
+    EXPECT_GT(v.at("ms").get<double>(), 0.0) << key;
+    attention_tuned = attention_tuned || key.find("|attention ") != std::string::npos;
+  }
+#if RTVD_HAS_CUDNN
+  EXPECT_TRUE(attention_tuned) << "no attention layer in the cache (ours and cuDNN's were both candidates)";
+#endif
 
   compare_unet(model, 2, 64, 64, "auto", &second);
   ASSERT_EQ(second.size(), first.size());
-  for (const std::string& impl : second) EXPECT_NE(impl, "autotuned at the first frame");
+  for (const std::string& impl : second) EXPECT_NE(impl.rfind("autotuned at the ", 0), 0u) << impl;
   if (old) setenv("RTVD_CACHE_DIR", saved.c_str(), 1);
   else unsetenv("RTVD_CACHE_DIR");
 }

@@ -1,94 +1,10 @@
 #include "conv_tuner.h"
 
-#include <cuda_runtime.h>
-
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <utility>
 
-#include <unistd.h>
-
-#include <nlohmann/json.hpp>
-
-#include "pipeline/cuda/cuda_graph.h"
-#include "pipeline/device.h"
 #include "pipeline/error.h"
-#include "pipeline/half.h"
 
 namespace rtvd {
-
-namespace {
-
-constexpr int kCacheVersion = 2;  // bump when kernels change enough to make old timings meaningless
-constexpr float kMaxRelL2 = 5e-3f;
-
-Conv2dKernel kernel_from_name(const std::string& name) {
-  for (Conv2dKernel k : {Conv2dKernel::Direct, Conv2dKernel::Igemm64x64, Conv2dKernel::Igemm128x128, Conv2dKernel::Igemm128x160})
-    if (name == conv2d_kernel_name(k)) return k;
-  fail("unknown conv kernel ", name);
-}
-
-// The layer's output, as floats on the host.
-std::vector<float> read_output(const Conv2dParams& p, cudaStream_t stream) {
-  const size_t count = size_t(p.n) * p.h_out * p.w_out * p.c_out;
-  std::vector<uint16_t> h(count);
-  RTVD_CUDA_CHECK(cudaMemcpyAsync(h.data(), p.y, count * 2, cudaMemcpyDeviceToHost, stream));
-  RTVD_CUDA_CHECK(cudaStreamSynchronize(stream));
-  std::vector<float> f(count);
-  // Millions of values per layer, twice or more per tuned shape: on every core, it is load time.
-#pragma omp parallel for schedule(static)
-  for (size_t i = 0; i < count; ++i) f[i] = half_to_float(h[i]);
-  return f;
-}
-
-// Relative L2 distance of a from the reference b; NaN or infinity in either makes it infinite.
-double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
-  double num = 0, den = 0;
-  bool finite = true;
-#pragma omp parallel for schedule(static) reduction(+ : num, den) reduction(&& : finite)
-  for (size_t i = 0; i < a.size(); ++i) {
-    finite = finite && std::isfinite(a[i]) && std::isfinite(b[i]);
-    num += double(a[i] - b[i]) * (a[i] - b[i]);
-    den += double(b[i]) * b[i];
-  }
-  return finite ? std::sqrt(num / std::max(den, 1e-30)) : INFINITY;
-}
-
-// A candidate's runs as they run in a frame: captured into a CUDA graph (kRepeats runs back to back),
-// so that host-side launch cost (large for library calls) is not counted. Owns the executable graph.
-class TimedRuns {
- public:
-  static constexpr int kRepeats = 2;
-  TimedRuns(const std::function<void()>& run, cudaStream_t stream)
-      : stream_(stream), exec_(capture_graph(stream, [&] {
-          for (int i = 0; i < kRepeats; ++i) run();
-        })) {}
-  TimedRuns(TimedRuns&& o) noexcept : stream_(o.stream_), exec_(std::exchange(o.exec_, nullptr)) {}
-  TimedRuns& operator=(TimedRuns&&) = delete;
-  ~TimedRuns() {
-    if (exec_) cudaGraphExecDestroy(exec_);
-  }
-  // Median ms of one run over `replays` replays, after one that pays the graph's first-launch cost.
-  float median_ms(int warmups, int replays) const {
-    return float(cuda_median_ms(stream_, warmups, replays, [&] { RTVD_CUDA_CHECK(cudaGraphLaunch(exec_, stream_)); }) /
-                 kRepeats);
-  }
-
- private:
-  cudaStream_t stream_;
-  cudaGraphExec_t exec_;
-};
-
-// Screening times every candidate from one replay; those within kFinalistSlack of the fastest are timed
-// again over kFinalReplays (the first load's tuning time is mostly these runs).
-constexpr float kFinalistSlack = 1.1f;
-constexpr int kFinalReplays = 3;
-
-}  // namespace
 
 std::string ConvChoice::describe() const {
   if (cudnn) return "cuDNN";
@@ -97,21 +13,30 @@ std::string ConvChoice::describe() const {
   return s;
 }
 
+ConvChoice conv_choice_named(const std::string& name) {
+  ConvChoice c;
+  if (name == "cuDNN") {
+    c.cudnn = true;
+    return c;
+  }
+  const std::string split = " split-k ";
+  const size_t at = name.find(split);
+  const std::string kernel = name.substr(0, at);
+  c.config.split_k = at == std::string::npos ? 1 : std::atoi(name.c_str() + at + split.size());
+  for (Conv2dKernel k : {Conv2dKernel::Direct, Conv2dKernel::Igemm64x64, Conv2dKernel::Igemm128x128, Conv2dKernel::Igemm128x160}) {
+    c.config.kernel = k;
+    if (kernel == cat("custom ", conv2d_kernel_name(k)) && c.config.split_k >= 1 && c.describe() == name) return c;
+  }
+  fail("unknown conv implementation '", name, "'");
+}
+
 std::string conv_shape_key(const Conv2dParams& p) {
   return cat(p.n, "x", p.h, "x", p.w, "x", p.c_in, " -> ", p.c_out, " k", p.kh, "x", p.kw, " s", p.stride, " p", p.pad,
              p.gn_stats ? cat(" gn", p.gn_groups) : std::string(), p.residual ? " res" : "",
              p.act == Activation::Silu ? " silu" : "", p.scale_batch_stride ? " film" : "");
 }
 
-std::string default_tuning_cache_path() {
-  std::string dir;
-  if (const char* d = std::getenv("RTVD_CACHE_DIR"); d && *d) dir = d;
-  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) dir = cat(x, "/rtvd");
-  else if (const char* h = std::getenv("HOME"); h && *h) dir = cat(h, "/.cache/rtvd");
-  return dir.empty() ? dir : dir + "/conv-autotune.json";
-}
-
-std::vector<ConvCandidate> custom_conv_candidates(const Conv2dParams& p, const CudaContext& ctx) {
+std::vector<LayerCandidate> custom_conv_candidates(const Conv2dParams& p, const CudaContext& ctx) {
   const Conv2dConfig preferred = conv2d_choose_config(p, ctx);
   std::vector<Conv2dConfig> configs = {preferred};
   if (preferred.kernel != Conv2dKernel::Direct) {
@@ -120,134 +45,17 @@ std::vector<ConvCandidate> custom_conv_candidates(const Conv2dParams& p, const C
       for (int split : {1, 2, 4, 8})
         if (split == 1 || k_tiles >= 8 * split) configs.push_back({k, split});
   }
-  std::vector<ConvCandidate> out;
+  std::vector<LayerCandidate> out;
   for (size_t i = 0; i < configs.size(); ++i) {
     const Conv2dConfig c = configs[i];
     if (i > 0 && c.kernel == preferred.kernel && c.split_k == preferred.split_k) continue;
-    ConvCandidate cand;
-    cand.choice.config = c;
+    LayerCandidate cand;
+    cand.name = ConvChoice{false, c}.describe();
     cand.workspace_bytes = conv2d_workspace_bytes(p, c);
-    cand.run = [c](const Conv2dParams& q, const CudaContext& x) { conv2d_with_config(q, c, x); };
+    cand.run = [p, c](const CudaContext& x) { conv2d_with_config(p, c, x); };
     out.push_back(std::move(cand));
   }
   return out;
-}
-
-ConvTuner::ConvTuner(std::string cache_path, std::string device_key)
-    : path_(std::move(cache_path)), device_key_(std::move(device_key)) {
-  if (path_.empty()) return;
-  std::ifstream in(path_);
-  if (!in) return;
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || j.value("version", 0) != kCacheVersion || !j.contains("layers") ||
-      !j["layers"].is_object())
-    return;
-  for (const auto& [key, v] : j["layers"].items()) {
-    try {
-      ConvChoice c;
-      c.cudnn = v.at("impl").get<std::string>() == "cudnn";
-      if (!c.cudnn) c.config = {kernel_from_name(v.at("kernel").get<std::string>()), v.at("split_k").get<int>()};
-      c.ms = v.value("ms", 0.0f);
-      choices_[key] = c;
-    } catch (const std::exception&) {
-      // A malformed entry is re-tuned.
-    }
-  }
-}
-
-const ConvChoice* ConvTuner::cached(const Conv2dParams& p) const {
-  const auto it = choices_.find(device_key_ + "|" + conv_shape_key(p));
-  return it == choices_.end() ? nullptr : &it->second;
-}
-
-ConvChoice ConvTuner::tune(const Conv2dParams& p, const std::vector<ConvCandidate>& candidates,
-                           const std::function<const CudaContext&(size_t)>& workspace) {
-  if (candidates.empty()) fail("conv autotune: no candidate for ", conv_shape_key(p));
-  // Time every candidate that runs, then check outputs fastest first until one matches the reference:
-  // reading an output back costs more than timing, so only the winner's usually is.
-  // Grown once, up front: the candidates' graphs hold its address until the finalists' replays.
-  size_t most = 0;
-  for (const ConvCandidate& c : candidates) most = std::max(most, c.workspace_bytes);
-  workspace(most);
-  candidates[0].run(p, workspace(candidates[0].workspace_bytes));
-  const std::vector<float> reference = read_output(p, workspace(0).stream);
-  std::vector<std::pair<float, size_t>> timed;  // (ms, candidate)
-  std::vector<TimedRuns> runs;                  // per timed candidate
-  ConvChoice best;
-  for (size_t i = 0; i < candidates.size(); ++i) {
-    const ConvCandidate& c = candidates[i];
-    const CudaContext& ctx = workspace(c.workspace_bytes);
-    try {
-      c.run(p, ctx);  // warm-up (and lazy module loading)
-    } catch (const Error& e) {
-      if (i == 0) throw;  // the reference must run
-      best.rejected.push_back(cat(c.choice.describe(), ": ", e.what()));  // e.g. a tile too big for this GPU
-      continue;
-    }
-    try {
-      runs.emplace_back([&] { c.run(p, ctx); }, ctx.stream);
-    } catch (const Error& e) {  // it ran eagerly but can't be captured: it could not run in a frame
-      if (i == 0) throw;
-      best.rejected.push_back(cat(c.choice.describe(), ": ", e.what()));
-      continue;
-    }
-    timed.emplace_back(runs.back().median_ms(1, 1), i);
-  }
-  const float fastest = std::min_element(timed.begin(), timed.end())->first;
-  for (size_t r = 0; r < timed.size(); ++r) {
-    auto& [ms, i] = timed[r];
-    if (ms <= fastest * kFinalistSlack) ms = runs[r].median_ms(0, kFinalReplays);
-    best.timings.emplace_back(candidates[i].choice.describe(), ms);
-  }
-  runs.clear();
-  std::sort(timed.begin(), timed.end());
-  for (const auto& [ms, i] : timed) {
-    const ConvCandidate& c = candidates[i];
-    if (i > 0) {
-      c.run(p, workspace(c.workspace_bytes));
-      const double err = rel_l2(read_output(p, workspace(0).stream), reference);
-      if (!(err <= kMaxRelL2)) {
-        best.rejected.push_back(cat(c.choice.describe(), ": relative L2 ", err, " from the default config"));
-        continue;
-      }
-    }
-    best.cudnn = c.choice.cudnn;
-    best.config = c.choice.config;
-    best.ms = ms;
-    break;
-  }
-  if (best.ms == 0) fail("conv autotune: the default config of ", conv_shape_key(p), " failed its own check");
-  candidates[0].run(p, workspace(candidates[0].workspace_bytes));  // y as the reference computed it
-  choices_[device_key_ + "|" + conv_shape_key(p)] = best;
-  ++tuned_;
-  return best;
-}
-
-void ConvTuner::save() {
-  if (path_.empty() || tuned_ == 0) return;
-  nlohmann::json layers = nlohmann::json::object();
-  for (const auto& [key, c] : choices_) {
-    nlohmann::json v = {{"impl", c.cudnn ? "cudnn" : "custom"}, {"ms", c.ms}};
-    if (!c.cudnn) v["kernel"] = conv2d_kernel_name(c.config.kernel), v["split_k"] = c.config.split_k;
-    for (const auto& [what, ms] : c.timings) v["timings_ms"][what] = ms;  // why this one: what the others took
-    if (!c.rejected.empty()) v["rejected"] = c.rejected;
-    layers[key] = v;
-  }
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(path_).parent_path(), ec);
-  const std::string tmp = cat(path_, ".tmp", ::getpid());
-  {
-    std::ofstream out(tmp);
-    if (!out) return;
-    out << nlohmann::json{{"version", kCacheVersion}, {"layers", layers}}.dump(1) << "\n";
-    if (!out) {
-      std::filesystem::remove(tmp, ec);
-      return;
-    }
-  }
-  std::filesystem::rename(tmp, path_, ec);
-  if (ec) std::filesystem::remove(tmp, ec);
-  tuned_ = 0;
 }
 
 }  // namespace rtvd

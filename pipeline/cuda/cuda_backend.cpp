@@ -20,6 +20,7 @@
 #include "kernels/linear.cuh"
 #include "kernels/nvtx_range.h"
 #if RTVD_HAS_CUDNN
+#include "kernels/attention_cudnn.cuh"
 #include "kernels/conv2d_cudnn.cuh"
 #endif
 #include "pipeline/bind.h"
@@ -27,6 +28,7 @@
 #include "pipeline/cuda/cuda_graph.h"
 #include "pipeline/cuda/cuda_memory.h"
 #include "pipeline/cuda/frame_timer.h"
+#include "pipeline/cuda/layer_tuner.h"
 #include "pipeline/half.h"
 #include "pipeline/planner.h"
 
@@ -35,6 +37,23 @@ namespace rtvd {
 namespace {
 
 constexpr size_t kLibraryWorkspace = size_t(32) << 20;  // cuBLASLt / cuDNN scratch
+constexpr const char* kCudnnAttention = "cuDNN SDPA";
+
+// Whether [a, a + a_bytes) and [b, b + b_bytes) share a byte (null: nothing).
+bool overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
+  const auto* x = static_cast<const uint8_t*>(a);
+  const auto* y = static_cast<const uint8_t*>(b);
+  return x && y && x < y + b_bytes && y < x + a_bytes;
+}
+
+// The shape of an attention layer that decides which implementation is fastest (pointers ignored).
+std::string attention_shape_key(const AttentionParams& p) {
+  return cat("attention ", p.batch, "x", p.heads, "x", p.head_dim, " q", p.q_len, " kv", p.kv_len, " strides ",
+             p.q_stride, "/", p.k_stride, "/", p.v_stride, "/", p.o_stride);
+}
+
+// fp16 elements from the first to the last one an op with this token count and stride may touch.
+size_t token_span(int tokens, int stride, int width) { return size_t(tokens - 1) * stride + width; }
 
 template <class... F>
 struct Overloaded : F... {
@@ -65,7 +84,7 @@ class CudaBackend final : public Backend {
     grid_sync_ = DeviceMemory(sizeof(unsigned), "grid sync word");
     RTVD_CUDA_CHECK(cudaMemset(grid_sync_.get(), 0, grid_sync_.bytes()));
     ctx_.grid_sync = reinterpret_cast<unsigned*>(grid_sync_.get());
-    if (kernels == "auto") tuner_ = std::make_unique<ConvTuner>(default_tuning_cache_path(), device_key());
+    if (kernels == "auto") tuner_ = std::make_unique<LayerTuner>(default_tuning_cache_path(), device_key());
     tune_linears_ = kernels == "auto";  // custom and cudnn stay reproducible bit for bit
   }
 
@@ -74,6 +93,7 @@ class CudaBackend final : public Backend {
     drop_graph();
 #if RTVD_HAS_CUDNN
     cudnn_plans_.clear();
+    attention_plans_.clear();
     if (cudnn_) cudnnDestroy(cudnn_);
 #endif
     cublasLtDestroy(ctx_.cublaslt);
@@ -87,8 +107,10 @@ class CudaBackend final : public Backend {
   }
 
   std::string describe() const override {
-    const char* convs = kernels_ == "cudnn" ? "cuDNN convolutions" : kernels_ == "auto" ? "autotuned convolutions" : "custom kernels";
-    return cat("cuda: ", gpu_.name, " (sm_", gpu_.sm, "), fp16, ", convs, ", one CUDA graph per frame");
+    const char* family = kernels_ == "cudnn" ? "cuDNN convolutions and attention"
+                         : kernels_ == "auto"  ? "autotuned convolutions and attention"
+                                               : "custom kernels";
+    return cat("cuda: ", gpu_.name, " (sm_", gpu_.sm, "), fp16, ", family, ", one CUDA graph per frame");
   }
   bool is_cuda() const override { return true; }
   size_t act_bytes() const override { return 2; }
@@ -170,16 +192,30 @@ class CudaBackend final : public Backend {
     linears_timed_ = false;
     frames_since_prepare_ = 0;
     frame_convs_.assign(graph.frame.size(), FrameConv{});
-    for (size_t i = 0; i < graph.frame.size(); ++i)
+    frame_attentions_.assign(graph.frame.size(), FrameAttention{});
+    for (size_t i = 0; i < graph.frame.size(); ++i) {
       if (auto* c = std::get_if<ConvOp>(&graph.frame[i].body)) {
         FrameConv& f = frame_convs_[i];
         if (kernels_ == "cudnn") f.choice.cudnn = true;
         else if (kernels_ == "custom") f.choice.config = conv2d_choose_config(c->p, ctx_);
-        else if (const ConvChoice* cached = tuner_->cached(c->p)) f.choice = *cached;
+        else if (const TunedChoice* cached = tuner_->cached(conv_shape_key(c->p))) f.choice = conv_choice_named(cached->impl);
         else continue;  // tuned at the first (eager) run of the frame
         f.decided = true;
         workspace = std::max(workspace, conv_workspace_bytes(c->p, f));
       }
+      if (auto* a = std::get_if<AttentionOp>(&graph.frame[i].body)) {
+        FrameAttention& f = frame_attentions_[i];
+        f.decided = true;
+        if (kernels_ == "cudnn") {
+          f.cudnn = cudnn_attention_plan(a->p) != nullptr;  // else ours: no engine for it
+          workspace = std::max(workspace, attention_workspace_bytes(a->p, f));
+        } else if (kernels_ == "auto" && cudnn_attention_may_win(a->p)) {
+          const TunedChoice* cached = tuner_->cached(attention_shape_key(a->p));
+          f.decided = cached != nullptr;  // else tuned at the second frame
+          f.cudnn = cached && cached->impl == kCudnnAttention;  // its plan is made at the second frame
+        }
+      }
+    }
     with_workspace(workspace);
   }
 
@@ -190,10 +226,12 @@ class CudaBackend final : public Backend {
 
   // The first run of a plan is eager (libraries do their lazy set-up outside any capture; with `auto` the
   // convs are tuned); later runs replay one CUDA graph of every frame op. With `auto` one more run after
-  // the first output is eager too and times the linears' cuBLASLt algorithms (~0.5 s for the SD U-Net,
-  // kept off the time to first output).
+  // the first output is eager too: it times the linears' cuBLASLt algorithms and the attention layers'
+  // implementations (~0.5 s for the SD U-Net, and ~1 s more the first time cuDNN compiles its attention
+  // kernels on a machine; kept off the time to first output).
   void run_frame() override {
     const bool time_linears = tune_linears_ && !linears_timed_ && frames_since_prepare_ > 0;
+    first_auto_frame_ = kernels_ == "auto" && frames_since_prepare_ == 0;
     ++frames_since_prepare_;
     if (!exec_ && eager_runs_ > 0 && !time_linears) capture();
     if (exec_) {
@@ -202,7 +240,8 @@ class CudaBackend final : public Backend {
       RTVD_CUDA_CHECK(cudaGraphLaunch(op_timed ? exec_op_timed_ : exec_, ctx_.stream));
       if (profiling_) timer_.frame_end(ctx_.stream);
     } else {
-      const bool tuning = tuner_ && std::any_of(frame_convs_.begin(), frame_convs_.end(), [](const FrameConv& f) { return !f.decided; });
+      const bool tuning = tuner_ && (std::any_of(frame_convs_.begin(), frame_convs_.end(), [](const FrameConv& f) { return !f.decided; }) ||
+                                     std::any_of(frame_attentions_.begin(), frame_attentions_.end(), [](const FrameAttention& f) { return !f.decided; }));
       ctx_.tune_linears = time_linears;
       run(graph().frame, false);
       ctx_.tune_linears = false;
@@ -222,7 +261,12 @@ class CudaBackend final : public Backend {
       return frame_convs_[i].decided ? frame_convs_[i].choice.describe() : "autotuned at the first frame";
     if (std::holds_alternative<LinearOp>(body)) return "cuBLASLt";
     if (norm_fused(i)) return cat("in ", graph_->frame[norm_reader_[i]].layer, "'s cuDNN pre-pass");
-    if (auto* a = std::get_if<AttentionOp>(&body)) return attention_can_implement(a->p) ? "custom flash" : "custom fallback";
+    if (auto* a = std::get_if<AttentionOp>(&body)) {
+      const FrameAttention& f = frame_attentions_[i];
+      if (!f.decided) return "autotuned at the second frame";
+      if (f.cudnn) return kCudnnAttention;
+      return custom_attention_name(a->p) + (kernels_ == "cudnn" ? " (cuDNN has no engine for it)" : "");
+    }
     return "custom";
   }
 
@@ -398,7 +442,10 @@ class CudaBackend final : public Backend {
                      },
                      [&](LayerNormOp& o) { layer_norm(o.p, c); },
                      [&](LinearOp& o) { linear(o.p, c); },
-                     [&](AttentionOp& o) { attention(o.p, c); },
+                     [&](AttentionOp& o) {
+                       if (frame) run_attention(frame_attentions_[i], o.p);
+                       else attention(o.p, c);
+                     },
                      [&](GegluOp& o) { geglu(o.p, c); },
                      [&](SiluOp& o) { silu(o.p, c); },
                      [&](Upsample2xOp& o) { upsample2x(o.p, c); },
@@ -449,30 +496,92 @@ class CudaBackend final : public Backend {
   void run_conv(FrameConv& f, const Conv2dParams& p, const GroupNormParams* norm) {
     if (!f.decided) {
       if (capturing_) fail("conv autotune: ", conv_shape_key(p), " is not tuned before capture");
-      const ConvChoice* cached = tuner_->cached(p);  // an earlier layer of the same shape
-      f.choice = cached ? *cached : tune_conv(p);
+      const TunedChoice* cached = tuner_->cached(conv_shape_key(p));  // an earlier layer of the same shape
+      f.choice = conv_choice_named(cached ? cached->impl : tune_conv(p));
       f.decided = true;
     }
     if (f.choice.cudnn) run_cudnn_conv(p, norm);
     else conv2d_with_config(p, f.choice.config, ctx_);
   }
 
-  ConvChoice tune_conv(const Conv2dParams& p) {
-    std::vector<ConvCandidate> candidates = custom_conv_candidates(p, ctx_);
-    const auto overlaps = [&](const void* a) {
-      const size_t bytes = size_t(p.n) * p.h_out * p.w_out * p.c_out * 2;
-      return a && a < static_cast<const uint8_t*>(p.y) + bytes && static_cast<const uint8_t*>(p.y) < static_cast<const uint8_t*>(a) + bytes;
-    };
+  // The name of the fastest correct implementation of p (ConvChoice::describe()).
+  std::string tune_conv(const Conv2dParams& p) {
+    std::vector<LayerCandidate> candidates = custom_conv_candidates(p, ctx_);
+    const size_t y_count = size_t(p.n) * p.h_out * p.w_out * p.c_out;
     // Re-running a layer that updates its input in place would change its result: keep the default.
-    if (overlaps(p.x) || overlaps(p.residual)) return candidates[0].choice;
+    // (x and residual are at least as large as y when they overlap it.)
+    if (overlaps(p.x, y_count * 2, p.y, y_count * 2) || overlaps(p.residual, y_count * 2, p.y, y_count * 2))
+      return candidates[0].name;
 #if RTVD_HAS_CUDNN
-    ConvCandidate cudnn;
-    cudnn.choice.cudnn = true;
-    cudnn.workspace_bytes = cudnn_plan(p).workspace_bytes;
-    cudnn.run = [this](const Conv2dParams& q, const CudaContext&) { run_cudnn_conv(q); };
-    candidates.push_back(std::move(cudnn));
+    candidates.push_back({ConvChoice{true, {}}.describe(), cudnn_plan(p).workspace_bytes,
+                          [this, p](const CudaContext&) { run_cudnn_conv(p); }});
 #endif
-    return tuner_->tune(p, candidates, [this](size_t bytes) -> const CudaContext& { return with_workspace(bytes); });
+    return tuner_->tune(conv_shape_key(p), {p.y, y_count}, candidates, workspace_fn()).impl;
+  }
+
+  std::function<const CudaContext&(size_t)> workspace_fn() {
+    return [this](size_t bytes) -> const CudaContext& { return with_workspace(bytes); };
+  }
+
+  // How a frame attention runs: ours, or cuDNN's fused attention; decided at prepare() (forced family or
+  // a cached choice) or by tuning at the first eager run of the frame.
+  struct FrameAttention {
+    bool decided = false, cudnn = false;
+  };
+
+  static std::string custom_attention_name(const AttentionParams& p) {
+    return attention_can_implement(p) ? "custom flash" : "custom fallback";
+  }
+
+  // Where cuDNN's fused attention was measured faster than ours (rtvd bench kernels, H100): long key
+  // sequences. Over 77 context tokens or 64 keys ours wins, and a cuDNN plan costs 50-800 ms to make
+  // (its kernels are compiled at run time), so those layers keep ours without timing.
+  static bool cudnn_attention_may_win(const AttentionParams& p) { return p.kv_len >= 256; }
+
+  // With auto, the first frame runs ours: cuDNN's plans and the timing wait for the second frame, as the
+  // linears' timing does, so they don't delay the first output.
+  void run_attention(FrameAttention& f, const AttentionParams& p) {
+    if (first_auto_frame_) return attention(p, ctx_);
+    if (!f.decided) {
+      if (capturing_) fail("attention autotune: ", attention_shape_key(p), " is not tuned before capture");
+      const TunedChoice* cached = tuner_->cached(attention_shape_key(p));  // an earlier layer of the same shape
+      f.cudnn = (cached ? cached->impl : tune_attention(p)) == kCudnnAttention;
+      f.decided = true;
+    }
+#if RTVD_HAS_CUDNN
+    if (f.cudnn) {
+      const AttentionCudnnPlan* plan = cudnn_attention_plan(p);
+      if (!plan) fail("attention: the cached choice of cuDNN for ", attention_shape_key(p), " has no engine now");
+      if (!capturing_) with_workspace(plan->workspace_bytes);  // eager runs come first and grow it
+      return attention_cudnn(p, *plan, ctx_);
+    }
+#endif
+    attention(p, ctx_);
+  }
+
+  // The name of the fastest correct implementation of p.
+  std::string tune_attention(const AttentionParams& p) {
+    std::vector<LayerCandidate> candidates = {{custom_attention_name(p), 0, [p](const CudaContext& c) { attention(p, c); }}};
+    const size_t width = size_t(p.heads) * p.head_dim;
+    const size_t o_bytes = token_span(p.batch * p.q_len, p.o_stride, width) * 2;
+    // Attention that writes over its inputs can't be run twice: keep ours.
+    if (overlaps(p.o, o_bytes, p.q, token_span(p.batch * p.q_len, p.q_stride, width) * 2) ||
+        overlaps(p.o, o_bytes, p.k, token_span(p.batch * p.kv_len, p.k_stride, width) * 2) ||
+        overlaps(p.o, o_bytes, p.v, token_span(p.batch * p.kv_len, p.v_stride, width) * 2))
+      return candidates[0].name;
+#if RTVD_HAS_CUDNN
+    if (const AttentionCudnnPlan* plan = cudnn_attention_plan(p))
+      candidates.push_back({kCudnnAttention, plan->workspace_bytes, [p, plan](const CudaContext& c) { attention_cudnn(p, *plan, c); }});
+#endif
+    if (candidates.size() == 1) return candidates[0].name;  // nothing to choose from
+    return tuner_->tune(attention_shape_key(p), {p.o, o_bytes / 2}, candidates, workspace_fn()).impl;
+  }
+
+  size_t attention_workspace_bytes([[maybe_unused]] const AttentionParams& p, [[maybe_unused]] const FrameAttention& f) {
+#if RTVD_HAS_CUDNN
+    if (f.cudnn) return cudnn_attention_plan(p)->workspace_bytes;
+#endif
+    return 0;
   }
 
   size_t conv_workspace_bytes(const Conv2dParams& p, const FrameConv& f) {
@@ -500,6 +609,24 @@ class CudaBackend final : public Backend {
     if (it == cudnn_plans_.end()) it = cudnn_plans_.emplace(key, make_conv2d_cudnn_plan(p, cudnn_)).first;
     return it->second;
   }
+
+  // Likewise for cuDNN's fused attention; null when cuDNN has no engine for the shape (remembered too).
+  const AttentionCudnnPlan* cudnn_attention_plan(const AttentionParams& p) {
+    const std::string key = cat(attention_shape_key(p), " scale ", p.scale);
+    auto it = attention_plans_.find(key);
+    if (it == attention_plans_.end()) {
+      std::unique_ptr<AttentionCudnnPlan> plan;
+      try {
+        plan = std::make_unique<AttentionCudnnPlan>(make_attention_cudnn_plan(p, cudnn_));
+      } catch (const Error&) {
+        // No engine (or a shape cuDNN rejects): the layer runs ours, which frame_op_impl() says.
+      }
+      it = attention_plans_.emplace(key, std::move(plan)).first;
+    }
+    return it->second.get();
+  }
+#else
+  const void* cudnn_attention_plan(const AttentionParams&) { return nullptr; }
 #endif
 
   // Tuning grew the scratch for every candidate (split-K 8 at 64x64 takes ~80 MB); keep what the chosen
@@ -507,10 +634,13 @@ class CudaBackend final : public Backend {
   void shrink_workspace() {
     size_t need = kLibraryWorkspace;
     for (const std::vector<Op>* list : {&graph().setup, &graph().frame})
-      for (const Op& op : *list)
+      for (const Op& op : *list) {
         if (auto* c = std::get_if<ConvOp>(&op.body))
           need = std::max(need, list == &graph().setup ? conv2d_workspace_bytes(c->p, conv2d_choose_config(c->p, ctx_))
                                                        : conv_workspace_bytes(c->p, frame_convs_[&op - graph().frame.data()]));
+        if (auto* a = std::get_if<AttentionOp>(&op.body); a && list == &graph().frame)
+          need = std::max(need, attention_workspace_bytes(a->p, frame_attentions_[&op - graph().frame.data()]));
+      }
     if (need >= workspace_.bytes()) return;
     RTVD_CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));
     workspace_ = DeviceMemory();
@@ -565,14 +695,17 @@ class CudaBackend final : public Backend {
   bool tune_linears_ = false, linears_timed_ = false;
   int frames_since_prepare_ = 0;
   bool profiling_ = false, capturing_ = false;
+  bool first_auto_frame_ = false;  // the first frame of a plan with --kernels auto: no library attention yet
   FrameTimer timer_;
-  std::unique_ptr<ConvTuner> tuner_;   // --kernels auto only
+  std::unique_ptr<LayerTuner> tuner_;   // --kernels auto only
   std::vector<FrameConv> frame_convs_;  // per frame op (used for convs)
+  std::vector<FrameAttention> frame_attentions_;  // per frame op (used for attention)
   std::vector<int> norm_reader_;        // per frame op (GroupNorms): the conv that may compute its statistics, or -1
   std::vector<const GroupNormParams*> fused_norm_;  // per frame op (convs): the norm it computes this run, or null
 #if RTVD_HAS_CUDNN
   cudnnHandle_t cudnn_ = nullptr;
   std::map<std::string, Conv2dCudnnPlan> cudnn_plans_;
+  std::map<std::string, std::unique_ptr<AttentionCudnnPlan>> attention_plans_;  // null: no engine
 #endif
 };
 

@@ -6,6 +6,10 @@
 
 #include <vector>
 
+#if RTVD_HAS_CUDNN
+#include <cudnn.h>
+#endif
+
 #include "kernels/cuda_context.cuh"
 
 namespace rtvd::test {
@@ -49,5 +53,18 @@ struct TestCudaContext {
   TestCudaContext();
   ~TestCudaContext();
 };
+
+#if RTVD_HAS_CUDNN
+// A cuDNN handle for the *_cudnn launchers' tests.
+struct CudnnHandle {
+  cudnnHandle_t handle = nullptr;
+  CudnnHandle() {
+    if (cudnnCreate(&handle) != CUDNN_STATUS_SUCCESS) fail("cudnnCreate failed");
+  }
+  ~CudnnHandle() { cudnnDestroy(handle); }
+  CudnnHandle(const CudnnHandle&) = delete;
+  CudnnHandle& operator=(const CudnnHandle&) = delete;
+};
+#endif
 
 }  // namespace rtvd::test
