@@ -1,6 +1,5 @@
 // What every CUDA launcher gets besides its params: the stream, library handles and a scratch buffer
-// owned by the backend. Launchers never allocate and never synchronise, with one exception at load time:
-// linear() with tune_linears times cuBLASLt's algorithms at a GEMM's first call (graphs, events, a wait).
+// owned by the backend. Launchers never allocate and never synchronise.
 #pragma once
 #include <cublasLt.h>
 #include <cuda_fp16.h>
@@ -15,7 +14,6 @@ struct CudaContext {
   cublasLtHandle_t cublaslt = nullptr;
   void* workspace = nullptr;  // shared scratch (cuBLASLt workspace), owned by the backend
   size_t workspace_bytes = 0;
-  bool tune_linears = false;  // time cuBLASLt's candidate algorithms at a GEMM's first call, keep the fastest
   unsigned* grid_sync = nullptr;  // a device word, zeroed once: kernels that wait for their whole grid count arrivals there
   int sm_count = 0;
   int sm_version = 0;  // 80, 86, 89, 90, ...

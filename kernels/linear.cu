@@ -10,7 +10,9 @@
 #include <cmath>
 #include <array>
 #include <cstdint>
+#include <cstdio>
 #include <mutex>
+#include <string>
 #include <vector>
 #include <nvtx3/nvtx3.hpp>
 
@@ -109,7 +111,7 @@ __global__ void __launch_bounds__(256)
 // ---- cuBLASLt plans --------------------------------------------------------------------------------
 
 constexpr int kPlanCapacity = 128;
-constexpr int kAlgoCandidates = 8;  // cuBLASLt's best-ranked algorithms, timed with ctx.tune_linears
+constexpr int kAlgoCandidates = 8;  // cuBLASLt's best-ranked algorithms, offered by linear_algorithms()
 constexpr uint32_t kHasBias = 1, kHasResidual = 2, kSilu = 4;
 constexpr size_t kStagingAlign = 256;
 
@@ -119,9 +121,6 @@ struct PlanKey {
   size_t workspace_bytes = 0;
   int sm_version = 0;
   bool operator==(const PlanKey&) const = default;
-  bool same_gemm(const PlanKey& o) const {  // all but the workspace size
-    return m == o.m && n == o.n && k == o.k && flags == o.flags && sm_version == o.sm_version;
-  }
 };
 
 enum class BiasPath : uint8_t {
@@ -142,24 +141,17 @@ struct Plan {
   cublasLtMatrixLayoutOpaque_t a{}, b{}, d{};  // d serves as C's layout too
   cublasLtMatmulAlgo_t algo{};
   std::array<cublasLtMatmulAlgo_t, kAlgoCandidates> candidates{};  // cuBLASLt's ranking; algo = the first
-  std::array<size_t, kAlgoCandidates> candidate_workspace{};
   int candidate_count = 0;
-  bool timed = false;  // algo is the fastest candidate on this GEMM's operands
-};
-
-// The algorithm timing chose for a GEMM, kept across plans of other workspace sizes (the backend shrinks
-// its scratch after loading, which makes new plans).
-struct TimedAlgo {
-  PlanKey key;
-  cublasLtMatmulAlgo_t algo{};
-  size_t workspace = 0;
+  // The last algorithm a caller named, and whether it runs here (checked once, not on every call).
+  std::string named;
+  cublasLtMatmulAlgo_t named_algo{};
+  bool named_runs = false;
 };
 
 struct PlanCache {
   std::mutex mutex;
   std::array<Plan, kPlanCapacity> plans;
   int size = 0;
-  std::vector<TimedAlgo> timed;
 };
 
 PlanCache& plan_cache() {
@@ -212,10 +204,7 @@ bool try_configure(Plan& plan, const CudaContext& ctx, BiasPath bias) {
   if (status != CUBLAS_STATUS_SUCCESS) return false;
   plan.candidate_count = 0;
   for (int i = 0; i < returned; ++i)
-    if (results[i].state == CUBLAS_STATUS_SUCCESS) {
-      plan.candidates[plan.candidate_count] = results[i].algo;
-      plan.candidate_workspace[plan.candidate_count++] = results[i].workspaceSize;
-    }
+    if (results[i].state == CUBLAS_STATUS_SUCCESS) plan.candidates[plan.candidate_count++] = results[i].algo;
   if (plan.candidate_count == 0) return false;
   plan.algo = plan.candidates[0];
   return true;
@@ -232,8 +221,7 @@ void make_plan(Plan& plan, const PlanKey& key, const CudaContext& ctx) {
     plan.found = try_configure(plan, ctx, BiasPath::None);
 }
 
-// The plan for `key`, built on first use (with the algorithm timed earlier for the same GEMM, if it fits
-// this workspace). The caller holds the cache's mutex.
+// The plan for `key`, built on first use. The caller holds the cache's mutex.
 Plan& find_plan(PlanCache& cache, const PlanKey& key, const CudaContext& ctx) {
   for (int i = 0; i < cache.size; ++i)
     if (cache.plans[i].key == key) return cache.plans[i];
@@ -241,12 +229,43 @@ Plan& find_plan(PlanCache& cache, const PlanKey& key, const CudaContext& ctx) {
     fail("linear: more than ", kPlanCapacity, " distinct (m, n, k, flags) keys; raise kPlanCapacity in linear.cu");
   Plan& plan = cache.plans[cache.size++];
   make_plan(plan, key, ctx);
-  for (const TimedAlgo& t : cache.timed)
-    if (plan.found && t.key.same_gemm(key) && t.workspace + plan.staging_bytes <= key.workspace_bytes) {
-      plan.algo = t.algo;
-      plan.timed = true;
-    }
   return plan;
+}
+
+// An algorithm as text and back: its opaque bytes in hex.
+std::string algo_name(const cublasLtMatmulAlgo_t& algo) {
+  static const char* digits = "0123456789abcdef";
+  const auto* bytes = reinterpret_cast<const uint8_t*>(&algo);
+  std::string s = "cuBLASLt ";
+  for (size_t i = 0; i < sizeof algo; ++i) s += digits[bytes[i] >> 4], s += digits[bytes[i] & 15];
+  return s;
+}
+
+bool parse_algo(const std::string& name, cublasLtMatmulAlgo_t& algo) {
+  const std::string prefix = "cuBLASLt ";
+  if (name.size() != prefix.size() + 2 * sizeof algo || name.compare(0, prefix.size(), prefix) != 0) return false;
+  auto* bytes = reinterpret_cast<uint8_t*>(&algo);
+  for (size_t i = 0; i < sizeof algo; ++i) {
+    unsigned v = 0;
+    if (std::sscanf(name.c_str() + prefix.size() + 2 * i, "%2x", &v) != 1) return false;
+    bytes[i] = uint8_t(v);
+  }
+  return true;
+}
+
+// The algorithm a call runs: the named one when it is valid for this plan and fits its workspace, else
+// cuBLASLt's first choice. The check runs once per name.
+const cublasLtMatmulAlgo_t& algo_for(Plan& plan, const std::string& name, const CudaContext& ctx) {
+  if (name.empty()) return plan.algo;
+  if (name != plan.named) {
+    plan.named = name;
+    cublasLtMatmulHeuristicResult_t check{};
+    plan.named_runs = parse_algo(name, plan.named_algo) &&
+                      cublasLtMatmulAlgoCheck(ctx.cublaslt, &plan.desc, &plan.a, &plan.b, &plan.d, &plan.d,
+                                              &plan.named_algo, &check) == CUBLAS_STATUS_SUCCESS &&
+                      check.workspaceSize + plan.staging_bytes <= plan.key.workspace_bytes;
+  }
+  return plan.named_runs ? plan.named_algo : plan.algo;
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
@@ -260,77 +279,9 @@ cublasStatus_t enqueue(Plan& plan, const cublasLtMatmulAlgo_t& algo, const Linea
                         plan.key.workspace_bytes - plan.staging_bytes, ctx.stream);
 }
 
-bool overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
-  const auto* x = static_cast<const char*>(a);
-  const auto* y = static_cast<const char*>(b);
-  return a && b && x < y + b_bytes && y < x + a_bytes;
-}
-
-// Milliseconds per GEMM of each candidate, infinity for one that can't run: one CUDA graph holds every
-// candidate's kRuns back to back between event nodes, so a GEMM costs one capture, one instantiation and
-// a few launches in all. The first launch warms the GPU up (clocks, caches, the graph's upload); each
-// candidate's best of kReplays more is kept.
-std::vector<float> time_candidates(Plan& plan, const LinearParams& p, const CudaContext& ctx) {
-  constexpr int kRuns = 2, kReplays = 3;
-  const int count = plan.candidate_count;
-  std::vector<float> best(count, INFINITY);
-  std::vector<cudaEvent_t> events(count + 1);
-  for (cudaEvent_t& e : events) RTVD_CUDA_CHECK(cudaEventCreate(&e));
-  std::vector<bool> enqueued(count, true);
-  cudaGraph_t graph = nullptr;
-  RTVD_CUDA_CHECK(cudaStreamBeginCapture(ctx.stream, cudaStreamCaptureModeThreadLocal));
-  bool captured = true;
-  for (int i = 0; i < count && captured; ++i) {
-    captured = cudaEventRecordWithFlags(events[i], ctx.stream, cudaEventRecordExternal) == cudaSuccess;
-    for (int r = 0; r < kRuns && enqueued[i]; ++r)
-      enqueued[i] = enqueue(plan, plan.candidates[i], p, ctx) == CUBLAS_STATUS_SUCCESS;
-  }
-  captured = captured && cudaEventRecordWithFlags(events[count], ctx.stream, cudaEventRecordExternal) == cudaSuccess;
-  captured = cudaStreamEndCapture(ctx.stream, &graph) == cudaSuccess && captured;
-  cudaGraphExec_t exec = nullptr;
-  if (captured && cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess) {
-    for (int replay = 0; replay <= kReplays; ++replay) {
-      RTVD_CUDA_CHECK(cudaGraphLaunch(exec, ctx.stream));
-      RTVD_CUDA_CHECK(cudaEventSynchronize(events[count]));
-      for (int i = 0; i < count && replay > 0; ++i) {
-        float ms = 0;
-        RTVD_CUDA_CHECK(cudaEventElapsedTime(&ms, events[i], events[i + 1]));
-        if (enqueued[i]) best[i] = std::min(best[i], ms / kRuns);
-      }
-    }
-  }
-  if (exec) cudaGraphExecDestroy(exec);
-  if (graph) cudaGraphDestroy(graph);
-  for (cudaEvent_t e : events) cudaEventDestroy(e);
-  cudaGetLastError();  // a candidate that failed leaves nothing behind
-  return best;
-}
-
-// With ctx.tune_linears, the first call of a GEMM times cuBLASLt's candidates on its own operands and keeps
-// the fastest: on the H100 the heuristic's first choice is up to 50% slower than its best for the U-Net's
-// 8192-row GEMMs (docs/perf-notes.md). Another candidate replaces the first only when 3% faster (timing
-// noise). y is overwritten by the timing runs, so a y that overlaps an input, or a call under stream
-// capture, keeps the heuristic's choice.
-void choose_algo(PlanCache& cache, Plan& plan, const LinearParams& p, const CudaContext& ctx) {
-  plan.timed = true;
-  if (plan.candidate_count < 2) return;
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  RTVD_CUDA_CHECK(cudaStreamIsCapturing(ctx.stream, &capture));
-  const size_t y_bytes = size_t(p.m) * p.n * 2;
-  if (capture != cudaStreamCaptureStatusNone || overlaps(p.y, y_bytes, p.x, size_t(p.m) * p.k * 2) ||
-      overlaps(p.y, y_bytes, p.residual, y_bytes))
-    return;
-  const std::vector<float> ms = time_candidates(plan, p, ctx);
-  int best = 0;
-  for (int i = 1; i < plan.candidate_count; ++i)
-    if (ms[i] < ms[best] && (best > 0 || ms[i] < 0.97f * ms[0])) best = i;
-  plan.algo = plan.candidates[best];
-  cache.timed.push_back({plan.key, plan.algo, plan.candidate_workspace[best]});
-}
-
 // Runs the GEMM through `plan`; false if the plan has no algorithm. The mutex stays held through the
 // enqueue because the cached descriptor carries this call's bias pointer.
-bool run_cublaslt(const LinearParams& p, const CudaContext& ctx, const PlanKey& key) {
+bool run_cublaslt(const LinearParams& p, const CudaContext& ctx, const PlanKey& key, const std::string& algorithm) {
   PlanCache& cache = plan_cache();
   std::lock_guard lock(cache.mutex);
   Plan& plan = find_plan(cache, key, ctx);
@@ -347,14 +298,39 @@ bool run_cublaslt(const LinearParams& p, const CudaContext& ctx, const PlanKey& 
     RTVD_CUBLAS_CHECK(
         cublasLtMatmulDescSetAttribute(&plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
   }
-  if (ctx.tune_linears && !plan.timed) choose_algo(cache, plan, p, ctx);
-  RTVD_CUBLAS_CHECK(enqueue(plan, plan.algo, p, ctx));
+  RTVD_CUBLAS_CHECK(enqueue(plan, algo_for(plan, algorithm, ctx), p, ctx));
+  return true;
+}
+
+// Whether p goes through cuBLASLt, and its plan key when it does.
+bool cublaslt_key(const LinearParams& p, const CudaContext& ctx, PlanKey& key) {
+  // A few rows (the time embedding's, one per image) are a matrix-vector product: one fused launch of our
+  // kernel instead of cuBLASLt, its bias staging and a SiLU pass.
+  constexpr int kFewRows = 8;
+  const bool lt_shape = ctx.cublaslt && p.m > kFewRows && p.k > 0 && p.k % 8 == 0 && p.n % 8 == 0 && aligned16(p.x) &&
+                        aligned16(p.w) && aligned16(p.y) && aligned16(p.residual) && aligned16(p.bias);
+  if (!lt_shape) return false;
+  key.m = p.m, key.n = p.n, key.k = p.k;
+  key.flags = (p.bias ? kHasBias : 0) | (p.residual ? kHasResidual : 0) | (p.act == Activation::Silu ? kSilu : 0);
+  key.workspace_bytes = ctx.workspace ? ctx.workspace_bytes : 0;
+  key.sm_version = ctx.sm_version;
   return true;
 }
 
 }  // namespace
 
-void linear(const LinearParams& p, const CudaContext& ctx) {
+std::vector<std::string> linear_algorithms(const LinearParams& p, const CudaContext& ctx) {
+  PlanKey key;
+  if (p.m <= 0 || p.n <= 0 || !cublaslt_key(p, ctx, key)) return {};
+  PlanCache& cache = plan_cache();
+  std::lock_guard lock(cache.mutex);
+  const Plan& plan = find_plan(cache, key, ctx);
+  std::vector<std::string> names;
+  for (int i = 0; plan.found && i < plan.candidate_count; ++i) names.push_back(algo_name(plan.candidates[i]));
+  return names;
+}
+
+void linear(const LinearParams& p, const CudaContext& ctx, const std::string& algorithm) {
   nvtx3::scoped_range range{"linear"};
   if (p.m < 0 || p.n < 0 || p.k < 0) fail("linear: negative shape m ", p.m, " n ", p.n, " k ", p.k);
   if (p.m == 0 || p.n == 0) return;
@@ -362,18 +338,8 @@ void linear(const LinearParams& p, const CudaContext& ctx) {
   const bool silu = p.act == Activation::Silu;
   if (silu && p.residual == p.y) fail("linear: y aliases the residual under an activation");
 
-  // A few rows (the time embedding's, one per image) are a matrix-vector product: one fused launch of our
-  // kernel instead of cuBLASLt, its bias staging and a SiLU pass.
-  constexpr int kFewRows = 8;
-  const bool lt_shape = ctx.cublaslt && p.m > kFewRows && p.k > 0 && p.k % 8 == 0 && p.n % 8 == 0 && aligned16(p.x) &&
-                        aligned16(p.w) && aligned16(p.y) && aligned16(p.residual) && aligned16(p.bias);
-  if (lt_shape) {
-    PlanKey key;
-    key.m = p.m, key.n = p.n, key.k = p.k;
-    key.flags = (p.bias ? kHasBias : 0) | (p.residual ? kHasResidual : 0) | (silu ? kSilu : 0);
-    key.workspace_bytes = ctx.workspace ? ctx.workspace_bytes : 0;
-    key.sm_version = ctx.sm_version;
-    if (run_cublaslt(p, ctx, key)) {
+  if (PlanKey key; cublaslt_key(p, ctx, key)) {
+    if (run_cublaslt(p, ctx, key, algorithm)) {
       if (silu) {
         const int64_t vectors = int64_t(p.m) * p.n / 8;
         silu_residual_kernel<<<unsigned((vectors + 255) / 256), 256, 0, ctx.stream>>>(

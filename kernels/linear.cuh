@@ -9,25 +9,33 @@
 //   - otherwise, or when cuBLASLt offers no algorithm, a simple tiled fp32-FMA kernel that serves any
 //     shape and alignment, slower but exact in the same sense.
 //
-// cuBLASLt descriptors and the chosen algorithm are cached in a fixed table of 128 plans inside
+// cuBLASLt descriptors and its ranked algorithms are cached in a fixed table of 128 plans inside
 // linear.cu, keyed by (m, n, k, bias/residual/activation flags, workspace size, SM version), built on
 // the first call of each key (a heuristic query: do it before timing or graph capture); later calls
-// allocate nothing and query nothing. With ctx.tune_linears that first call also times cuBLASLt's 8
-// best-ranked algorithms on the call's own operands (CUDA graphs of the GEMM, replayed; y is overwritten
-// first, then computed) and keeps the fastest, remembered for plans of the same GEMM with another
-// workspace size. The choice can then differ between processes (results within fp16 rounding); without
-// tune_linears the heuristic's first choice runs, the same every time. A 129th distinct key throws. The table is guarded by a mutex, so
+// allocate nothing and query nothing. A 129th distinct key throws. The table is guarded by a mutex, so
 // launchers may be called from several host threads.
 //
 // Scratch: ctx.workspace is cuBLASLt's workspace. If this cuBLASLt takes bias only in the output type
 // (fp16), its first 256-byte-aligned n * 2 bytes hold an fp16 copy of bias, written by a tiny kernel on
 // each call. y may alias residual only without activation.
 #pragma once
+#include <string>
+#include <vector>
+
 #include "kernels/cuda_context.cuh"
 #include "kernels/linear.h"
 
 namespace rtvd {
 
-void linear(const LinearParams& p, const CudaContext& ctx);
+// cuBLASLt's best-ranked algorithms for p's GEMM at ctx's workspace size (up to 8, its first choice
+// first), each named by a text that linear() takes back: "cuBLASLt " and the algorithm's opaque bytes in
+// hex, valid for this GPU and library version. Empty when p runs the fallback kernel. The backend times
+// them on the layer's real operands (layer_tuner.h): on the H100 the first choice is up to 50% slower
+// than the best for the U-Net's 8192-row GEMMs.
+std::vector<std::string> linear_algorithms(const LinearParams& p, const CudaContext& ctx);
+
+// Through `algorithm` when it names one that runs this GEMM within ctx's workspace, else through
+// cuBLASLt's first choice (empty: always), so results are the same every run for the same name.
+void linear(const LinearParams& p, const CudaContext& ctx, const std::string& algorithm = {});
 
 }  // namespace rtvd

@@ -233,14 +233,12 @@ TEST_F(OpsCuda, LinearMatchesCpu) {
       {128, 64, 64, true, Residual::Separate, Activation::None, true},      // misaligned x: fallback
       {8192, 320, 320, true, Residual::Separate, Activation::None, false},  // SD 64x64 to_out + skip
   };
-  // tune_linears: the first call of each GEMM times cuBLASLt's candidates on these operands (writing y
-  // several times), then computes y with the fastest: the plans the first pass made are timed here.
-  for (const bool tuned : {false, true})
+  // Every case through cuBLASLt's first choice and then through each algorithm linear_algorithms() offers
+  // for it (the candidates `auto` times), each run on a fresh y; a name that is no algorithm runs the
+  // first choice.
   for (const Case& tc : cases) {
     SCOPED_TRACE(cat("m ", tc.m, " n ", tc.n, " k ", tc.k, " bias ", tc.bias, " residual ", int(tc.residual),
-                     " act ", int(tc.act), tc.misaligned ? " misaligned" : "", tuned ? " tuned" : ""));
-    CudaContext c = ctx();
-    c.tune_linears = tuned;
+                     " act ", int(tc.act), tc.misaligned ? " misaligned" : ""));
     const size_t out_size = size_t(tc.m) * tc.n;
     const float w_scale = 1.0f / std::sqrt(float(tc.k));
     const HalfTensor x = half_tensor(rng.vector(size_t(tc.m) * tc.k), tc.misaligned);
@@ -249,19 +247,24 @@ TEST_F(OpsCuda, LinearMatchesCpu) {
     const DeviceBuffer bias_d = test::to_device_float(bias);
     const HalfTensor residual = half_tensor(rng.vector(out_size));
     // In place, y starts as the residual; otherwise it starts poisoned.
-    const HalfTensor y = tc.residual == Residual::InPlace ? half_tensor(residual.host) : poisoned_half_tensor(out_size);
+    HalfTensor y;
+    auto fresh_y = [&] { y = tc.residual == Residual::InPlace ? half_tensor(residual.host) : poisoned_half_tensor(out_size); };
+    fresh_y();
 
     LinearParams p;
     p.x = x.get();
     p.w = w.get();
     p.bias = tc.bias ? bias_d.as<float>() : nullptr;
-    p.residual = tc.residual == Residual::Separate ? residual.get()
-                 : tc.residual == Residual::InPlace ? y.get()
-                                                    : nullptr;
-    p.y = y.get();
     p.m = tc.m, p.n = tc.n, p.k = tc.k, p.act = tc.act;
-    linear(p, c);
-    sync();
+    auto run = [&](const std::string& algorithm) {
+      fresh_y();
+      p.residual = tc.residual == Residual::Separate ? residual.get() : tc.residual == Residual::InPlace ? y.get() : nullptr;
+      p.y = y.get();
+      linear(p, ctx(), algorithm);
+      sync();
+      return y.read(out_size);
+    };
+    const std::vector<float> first_choice = run("");
 
     std::vector<float> y_ref = tc.residual == Residual::InPlace ? residual.host : std::vector<float>(out_size);
     LinearParams r = p;
@@ -273,7 +276,16 @@ TEST_F(OpsCuda, LinearMatchesCpu) {
                                                     : nullptr;
     r.y = y_ref.data();
     linear_cpu(r);
-    EXPECT_LE(rel_l2(y.read(out_size), y_ref), kHalfTolerance);
+    EXPECT_LE(rel_l2(first_choice, y_ref), kHalfTolerance);
+
+    const std::vector<std::string> algorithms = linear_algorithms(p, ctx());
+    const bool fallback = tc.m <= 8 || tc.n % 8 || tc.k % 8 || tc.misaligned;
+    EXPECT_EQ(algorithms.empty(), fallback) << algorithms.size() << " algorithms";
+    for (size_t i = 0; i < algorithms.size(); ++i) {
+      SCOPED_TRACE(cat("algorithm ", i, " of ", algorithms.size()));
+      EXPECT_LE(rel_l2(run(algorithms[i]), y_ref), kHalfTolerance);
+    }
+    EXPECT_EQ(run("cuBLASLt 00"), first_choice) << "a name that is no algorithm runs the first choice";
   }
 }
 

@@ -46,6 +46,12 @@ bool overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
   return x && y && x < y + b_bytes && y < x + a_bytes;
 }
 
+// The GEMM of a linear layer (pointers ignored).
+std::string linear_shape_key(const LinearParams& p) {
+  return cat("linear ", p.m, "x", p.k, " -> ", p.n, p.bias ? " bias" : "", p.residual ? " res" : "",
+             p.act == Activation::Silu ? " silu" : "");
+}
+
 // The shape of an attention layer that decides which implementation is fastest (pointers ignored).
 std::string attention_shape_key(const AttentionParams& p) {
   return cat("attention ", p.batch, "x", p.heads, "x", p.head_dim, " q", p.q_len, " kv", p.kv_len, " strides ",
@@ -85,7 +91,6 @@ class CudaBackend final : public Backend {
     RTVD_CUDA_CHECK(cudaMemset(grid_sync_.get(), 0, grid_sync_.bytes()));
     ctx_.grid_sync = reinterpret_cast<unsigned*>(grid_sync_.get());
     if (kernels == "auto") tuner_ = std::make_unique<LayerTuner>(default_tuning_cache_path(), device_key());
-    tune_linears_ = kernels == "auto";  // custom and cudnn stay reproducible bit for bit
   }
 
   ~CudaBackend() override {
@@ -189,10 +194,10 @@ class CudaBackend final : public Backend {
       if (auto* c = std::get_if<ConvOp>(&op.body))
         workspace = std::max(workspace, conv2d_workspace_bytes(c->p, conv2d_choose_config(c->p, ctx_)));
     find_fusable_norms(graph.frame);
-    linears_timed_ = false;
     frames_since_prepare_ = 0;
     frame_convs_.assign(graph.frame.size(), FrameConv{});
     frame_attentions_.assign(graph.frame.size(), FrameAttention{});
+    frame_linears_.assign(graph.frame.size(), FrameLinear{});
     for (size_t i = 0; i < graph.frame.size(); ++i) {
       if (auto* c = std::get_if<ConvOp>(&graph.frame[i].body)) {
         FrameConv& f = frame_convs_[i];
@@ -202,6 +207,12 @@ class CudaBackend final : public Backend {
         else continue;  // tuned at the first (eager) run of the frame
         f.decided = true;
         workspace = std::max(workspace, conv_workspace_bytes(c->p, f));
+      }
+      if (auto* l = std::get_if<LinearOp>(&graph.frame[i].body)) {
+        // custom and cudnn keep cuBLASLt's first choice, so their frames are the same bit for bit.
+        const TunedChoice* cached = tuner_ ? tuner_->cached(linear_shape_key(l->p)) : nullptr;
+        frame_linears_[i].decided = !tuner_ || cached;  // else timed at the second frame
+        if (cached) frame_linears_[i].algorithm = cached->impl;
       }
       if (auto* a = std::get_if<AttentionOp>(&graph.frame[i].body)) {
         FrameAttention& f = frame_attentions_[i];
@@ -230,22 +241,21 @@ class CudaBackend final : public Backend {
   // implementations (~0.5 s for the SD U-Net, and ~1 s more the first time cuDNN compiles its attention
   // kernels on a machine; kept off the time to first output).
   void run_frame() override {
-    const bool time_linears = tune_linears_ && !linears_timed_ && frames_since_prepare_ > 0;
-    first_auto_frame_ = kernels_ == "auto" && frames_since_prepare_ == 0;
+    first_auto_frame_ = tuner_ && frames_since_prepare_ == 0;
+    const bool second_auto_frame = tuner_ && frames_since_prepare_ == 1;
     ++frames_since_prepare_;
-    if (!exec_ && eager_runs_ > 0 && !time_linears) capture();
+    if (!exec_ && eager_runs_ > 0 && !second_auto_frame) capture();
     if (exec_) {
       const bool op_timed = profiling_ && timer_.want_op_times();
       if (profiling_) timer_.frame_begin(ctx_.stream, op_timed);
       RTVD_CUDA_CHECK(cudaGraphLaunch(op_timed ? exec_op_timed_ : exec_, ctx_.stream));
       if (profiling_) timer_.frame_end(ctx_.stream);
     } else {
-      const bool tuning = tuner_ && (std::any_of(frame_convs_.begin(), frame_convs_.end(), [](const FrameConv& f) { return !f.decided; }) ||
-                                     std::any_of(frame_attentions_.begin(), frame_attentions_.end(), [](const FrameAttention& f) { return !f.decided; }));
-      ctx_.tune_linears = time_linears;
+      const auto undecided = [](const auto& choices) {
+        return std::any_of(choices.begin(), choices.end(), [](const auto& f) { return !f.decided; });
+      };
+      const bool tuning = tuner_ && (undecided(frame_convs_) || undecided(frame_attentions_) || undecided(frame_linears_));
       run(graph().frame, false);
-      ctx_.tune_linears = false;
-      linears_timed_ = linears_timed_ || time_linears;
       ++eager_runs_;
       if (tuning) {
         tuner_->save();
@@ -259,7 +269,11 @@ class CudaBackend final : public Backend {
     const OpBody& body = graph_->frame[i].body;
     if (std::holds_alternative<ConvOp>(body))
       return frame_convs_[i].decided ? frame_convs_[i].choice.describe() : "autotuned at the first frame";
-    if (std::holds_alternative<LinearOp>(body)) return "cuBLASLt";
+    if (std::holds_alternative<LinearOp>(body)) {
+      const FrameLinear& f = frame_linears_[i];
+      return !f.decided ? "cuBLASLt, algorithms timed at the second frame"
+             : f.algorithm.empty() ? "cuBLASLt" : "cuBLASLt, timed algorithm";
+    }
     if (norm_fused(i)) return cat("in ", graph_->frame[norm_reader_[i]].layer, "'s cuDNN pre-pass");
     if (auto* a = std::get_if<AttentionOp>(&body)) {
       const FrameAttention& f = frame_attentions_[i];
@@ -292,9 +306,8 @@ class CudaBackend final : public Backend {
     p.w = b.get();
     p.y = y.get();
     p.m = p.n = p.k = n;
-    CudaContext heuristic = ctx_;  // the library's own choice, as every earlier ceiling was measured
-    heuristic.tune_linears = false;
-    c.gemm_tflops = 2.0 * n * n * double(n) / median_ms([&] { linear(p, heuristic); }) / 1e9;
+    // cuBLASLt's first choice, as every earlier ceiling was measured.
+    c.gemm_tflops = 2.0 * n * n * double(n) / median_ms([&] { linear(p, ctx_); }) / 1e9;
     c.gemm_what = cat("fp16 GEMM ", n, "^3 through cuBLASLt, fp32 accumulation");
     const size_t bytes = size_t(1) << 30;
     DeviceMemory src(bytes, "ceiling copy"), dst(bytes, "ceiling copy");
@@ -441,7 +454,10 @@ class CudaBackend final : public Backend {
                        if (reader < 0 || !fused_norm_[reader]) group_norm(o.p, c);
                      },
                      [&](LayerNormOp& o) { layer_norm(o.p, c); },
-                     [&](LinearOp& o) { linear(o.p, c); },
+                     [&](LinearOp& o) {
+                       if (frame) run_linear(frame_linears_[i], o.p);
+                       else linear(o.p, c);
+                     },
                      [&](AttentionOp& o) {
                        if (frame) run_attention(frame_attentions_[i], o.p);
                        else attention(o.p, c);
@@ -521,6 +537,37 @@ class CudaBackend final : public Backend {
 
   std::function<const CudaContext&(size_t)> workspace_fn() {
     return [this](size_t bytes) -> const CudaContext& { return with_workspace(bytes); };
+  }
+
+  // How a frame linear runs: cuBLASLt's first choice (algorithm empty) or the algorithm timing chose.
+  struct FrameLinear {
+    bool decided = false;
+    std::string algorithm;
+  };
+
+  // With auto, the linears' algorithms are timed at the second frame, after the first output.
+  void run_linear(FrameLinear& f, const LinearParams& p) {
+    if (!f.decided && !first_auto_frame_) {
+      if (capturing_) fail("linear autotune: ", linear_shape_key(p), " is not tuned before capture");
+      const TunedChoice* cached = tuner_->cached(linear_shape_key(p));  // an earlier layer of the same shape
+      f.algorithm = cached ? cached->impl : tune_linear(p);
+      f.decided = true;
+    }
+    linear(p, ctx_, f.algorithm);
+  }
+
+  // The fastest correct of cuBLASLt's ranked algorithms for p's GEMM on its real operands, or "" (its
+  // first choice) when there is nothing to choose or p can't be run twice.
+  std::string tune_linear(const LinearParams& p) {
+    const std::vector<std::string> algorithms = linear_algorithms(p, ctx_);
+    const size_t y_bytes = size_t(p.m) * p.n * 2;
+    // A GEMM that writes over its inputs (a residual added in place) would change its result when re-run.
+    if (algorithms.size() < 2 || overlaps(p.y, y_bytes, p.x, size_t(p.m) * p.k * 2) ||
+        overlaps(p.y, y_bytes, p.residual, y_bytes))
+      return "";
+    std::vector<LayerCandidate> candidates;
+    for (const std::string& a : algorithms) candidates.push_back({a, 0, [p, a](const CudaContext& c) { linear(p, c, a); }});
+    return tuner_->tune(linear_shape_key(p), {p.y, y_bytes / 2}, candidates, workspace_fn()).impl;
   }
 
   // How a frame attention runs: ours, or cuDNN's fused attention; decided at prepare() (forced family or
@@ -669,7 +716,7 @@ class CudaBackend final : public Backend {
 #else
     const std::string cudnn;
 #endif
-    return cat(gpu_.name, " sm_", gpu_.sm, " driver ", driver, cudnn);
+    return cat(gpu_.name, " sm_", gpu_.sm, " driver ", driver, cudnn, " cublasLt ", cublasLtGetVersion());
   }
 
   GpuInfo gpu_;
@@ -692,7 +739,6 @@ class CudaBackend final : public Backend {
   int readback_tensor_ = -1, readback_next_ = 0, readbacks_pending_ = 0;
   cudaGraphExec_t exec_ = nullptr, exec_op_timed_ = nullptr;
   int eager_runs_ = 0;
-  bool tune_linears_ = false, linears_timed_ = false;
   int frames_since_prepare_ = 0;
   bool profiling_ = false, capturing_ = false;
   bool first_auto_frame_ = false;  // the first frame of a plan with --kernels auto: no library attention yet
@@ -700,6 +746,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<LayerTuner> tuner_;   // --kernels auto only
   std::vector<FrameConv> frame_convs_;  // per frame op (used for convs)
   std::vector<FrameAttention> frame_attentions_;  // per frame op (used for attention)
+  std::vector<FrameLinear> frame_linears_;        // per frame op (used for linears)
   std::vector<int> norm_reader_;        // per frame op (GroupNorms): the conv that may compute its statistics, or -1
   std::vector<const GroupNormParams*> fused_norm_;  // per frame op (convs): the norm it computes this run, or null
 #if RTVD_HAS_CUDNN

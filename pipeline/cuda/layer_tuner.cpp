@@ -79,6 +79,7 @@ class TimedRuns {
 // Screening times every candidate from one replay; those within kFinalistSlack of the fastest are timed
 // again over kFinalReplays (the first load's tuning time is mostly these runs).
 constexpr float kFinalistSlack = 1.1f;
+constexpr float kSwitchGain = 0.97f;
 constexpr int kFinalReplays = 3;
 
 }  // namespace
@@ -157,7 +158,10 @@ TunedChoice LayerTuner::tune(const std::string& layer_key, LayerOutput out, cons
     best.timings.emplace_back(candidates[i].name, ms);
   }
   runs.clear();
-  std::sort(timed.begin(), timed.end());
+  // Fastest first, the reference ahead of any candidate less than kSwitchGain faster: timing noise alone
+  // should not move a layer off our default (or cuBLASLt's first choice).
+  const auto rank = [](const std::pair<float, size_t>& t) { return t.second == 0 ? t.first * kSwitchGain : t.first; };
+  std::sort(timed.begin(), timed.end(), [&](const auto& a, const auto& b) { return rank(a) < rank(b); });
   for (const auto& [ms, i] : timed) {
     const LayerCandidate& c = candidates[i];
     if (i > 0) {

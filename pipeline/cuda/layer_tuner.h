@@ -2,7 +2,7 @@
 // kernels' configs and the library's version) runs it once on its real inputs, is checked against the
 // first candidate (our default), and is timed; the fastest correct one is kept. Choices are cached on
 // disk keyed by GPU, driver, library versions and layer shape, so a later load of the same model times
-// nothing. The candidates of each op come from its own file (conv_tuner.h) or the backend.
+// nothing. The candidates of each op come from its own file (conv_tuner.h, linear.cuh) or the backend.
 #pragma once
 #include <cstddef>
 #include <functional>
@@ -52,7 +52,8 @@ class LayerTuner {
   // Times every candidate on the layer's real inputs (replays of a CUDA graph of two runs, as in a frame:
   // one replay screens, those within 10% of the fastest get the median of 3 more; the output is
   // overwritten and must not overlap the inputs) and returns the fastest whose output matches
-  // candidates[0]'s (relative L2 <= 5e-3, no NaN), remembered for save(). The output is left as
+  // candidates[0]'s (relative L2 <= 5e-3, no NaN), remembered for save(). candidates[0] stays unless
+  // another is at least 3% faster. The output is left as
   // candidates[0] computes it. workspace(bytes) returns a context whose scratch holds at least that many
   // bytes (tuning runs at load, never inside a frame).
   TunedChoice tune(const std::string& layer_key, LayerOutput out, const std::vector<LayerCandidate>& candidates,
