@@ -445,13 +445,11 @@ class CudaBackend final : public Backend {
         RTVD_CUDA_CHECK(cudaStreamWaitEvent(c.stream, copied_out_, capturing_ ? cudaEventWaitExternal : 0));
       std::visit(Overloaded{
                      [&](ConvOp& o) {
-                       if (frame) run_conv(frame_convs_[i], o.p, fused_norm_[i]);
+                       if (frame) run_conv(frame_convs_[i], o.p, fused_norm_of(i));
                        else conv2d(o.p, c);
                      },
                      [&](GroupNormOp& o) {
-                       const int reader = frame ? norm_reader_[i] : -1;
-                       if (reader >= 0) fused_norm_[reader] = norm_fused(i) ? &o.p : nullptr;
-                       if (reader < 0 || !fused_norm_[reader]) group_norm(o.p, c);
+                       if (!frame || !norm_fused(i)) group_norm(o.p, c);
                      },
                      [&](LayerNormOp& o) { layer_norm(o.p, c); },
                      [&](LinearOp& o) {
@@ -490,7 +488,7 @@ class CudaBackend final : public Backend {
   // norm op is skipped.
   void find_fusable_norms(std::vector<Op>& frame) {
     norm_reader_.assign(frame.size(), -1);
-    fused_norm_.assign(frame.size(), nullptr);
+    conv_norm_.assign(frame.size(), -1);
     for (size_t i = 0; i < frame.size(); ++i) {
       const auto* norm = std::get_if<GroupNormOp>(&frame[i].body);
       if (!norm || norm->y || norm->stats.kind != Ref::Tensor) continue;
@@ -500,8 +498,15 @@ class CudaBackend final : public Backend {
       const auto* conv = readers.size() == 1 ? std::get_if<ConvOp>(&frame[readers[0]].body) : nullptr;
       if (conv && readers[0] > i && conv->gn_stats.kind == Ref::Tensor && conv->gn_stats.id == norm->stats.id &&
           conv->x.kind == norm->x.kind && conv->x.id == norm->x.id && conv->x.offset == norm->x.offset)
-        norm_reader_[i] = int(readers[0]);
+        norm_reader_[i] = int(readers[0]), conv_norm_[readers[0]] = int(i);
     }
+  }
+
+  // The norm whose statistics frame conv i computes itself, or null. Asked before the conv runs: one that
+  // is tuned in this run was undecided when its norm came, so that norm ran and the conv reads its output.
+  const GroupNormParams* fused_norm_of(size_t i) const {
+    const int norm = conv_norm_[i];
+    return norm >= 0 && norm_fused(size_t(norm)) ? &std::get<GroupNormOp>(graph_->frame[size_t(norm)].body).p : nullptr;
   }
 
   bool norm_fused(size_t i) const {
@@ -748,7 +753,7 @@ class CudaBackend final : public Backend {
   std::vector<FrameAttention> frame_attentions_;  // per frame op (used for attention)
   std::vector<FrameLinear> frame_linears_;        // per frame op (used for linears)
   std::vector<int> norm_reader_;        // per frame op (GroupNorms): the conv that may compute its statistics, or -1
-  std::vector<const GroupNormParams*> fused_norm_;  // per frame op (convs): the norm it computes this run, or null
+  std::vector<int> conv_norm_;          // per frame op (convs): the GroupNorm that norm_reader_ gives it, or -1
 #if RTVD_HAS_CUDNN
   cudnnHandle_t cudnn_ = nullptr;
   std::map<std::string, Conv2dCudnnPlan> cudnn_plans_;
