@@ -92,6 +92,11 @@ AttentionCudnnPlan::~AttentionCudnnPlan() {
 }
 
 AttentionCudnnPlan make_attention_cudnn_plan(const AttentionParams& p, cudnnHandle_t handle) {
+#if CUDNN_VERSION < 91300
+  (void)handle;
+  fail("attention (cuDNN): built against cuDNN ", CUDNN_VERSION, ", whose graph API has no SDPA operation (9.13 has) (",
+       describe(p), ")");
+#else
   const int width = p.heads * p.head_dim;
   if (p.batch <= 0 || p.heads <= 0 || p.head_dim <= 0 || p.q_len <= 0 || p.kv_len <= 0)
     fail("attention (cuDNN): sizes must be positive (", describe(p), ")");
@@ -141,6 +146,7 @@ AttentionCudnnPlan make_attention_cudnn_plan(const AttentionParams& p, cudnnHand
                                             nullptr, &workspace));
   out.workspace_bytes = size_t(workspace);
   return out;
+#endif
 }
 
 void attention_cudnn(const AttentionParams& p, const AttentionCudnnPlan& plan, const CudaContext& ctx) {
