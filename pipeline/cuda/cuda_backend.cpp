@@ -576,7 +576,7 @@ class CudaBackend final : public Backend {
   }
 
   // How a frame attention runs: ours, or cuDNN's fused attention; decided at prepare() (forced family or
-  // a cached choice) or by tuning at the first eager run of the frame.
+  // a cached choice) or by tuning at the second frame.
   struct FrameAttention {
     bool decided = false, cudnn = false;
   };
@@ -603,9 +603,11 @@ class CudaBackend final : public Backend {
 #if RTVD_HAS_CUDNN
     if (f.cudnn) {
       const AttentionCudnnPlan* plan = cudnn_attention_plan(p);
-      if (!plan) fail("attention: the cached choice of cuDNN for ", attention_shape_key(p), " has no engine now");
-      if (!capturing_) with_workspace(plan->workspace_bytes);  // eager runs come first and grow it
-      return attention_cudnn(p, *plan, ctx_);
+      f.cudnn = plan != nullptr;  // a cached choice cuDNN can no longer make runs ours
+      if (plan) {
+        if (!capturing_) with_workspace(plan->workspace_bytes);  // eager runs come first and grow it
+        return attention_cudnn(p, *plan, ctx_);
+      }
     }
 #endif
     attention(p, ctx_);
@@ -631,7 +633,7 @@ class CudaBackend final : public Backend {
 
   size_t attention_workspace_bytes([[maybe_unused]] const AttentionParams& p, [[maybe_unused]] const FrameAttention& f) {
 #if RTVD_HAS_CUDNN
-    if (f.cudnn) return cudnn_attention_plan(p)->workspace_bytes;
+    if (const AttentionCudnnPlan* plan = f.cudnn ? cudnn_attention_plan(p) : nullptr) return plan->workspace_bytes;
 #endif
     return 0;
   }
