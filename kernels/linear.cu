@@ -6,8 +6,6 @@
 // D's rows, as CUBLASLT_EPILOGUE_BIAS wants.
 #include <cuda_fp16.h>
 
-#include <algorithm>
-#include <cmath>
 #include <array>
 #include <cstdint>
 #include <cstdio>

@@ -241,9 +241,8 @@ class CudaBackend final : public Backend {
   // implementations (~0.5 s for the SD U-Net, and ~1 s more the first time cuDNN compiles its attention
   // kernels on a machine; kept off the time to first output).
   void run_frame() override {
-    first_auto_frame_ = tuner_ && frames_since_prepare_ == 0;
-    const bool second_auto_frame = tuner_ && frames_since_prepare_ == 1;
     ++frames_since_prepare_;
+    const bool second_auto_frame = tuner_ && frames_since_prepare_ == 2;
     if (!exec_ && eager_runs_ > 0 && !second_auto_frame) capture();
     if (exec_) {
       const bool op_timed = profiling_ && timer_.want_op_times();
@@ -540,6 +539,9 @@ class CudaBackend final : public Backend {
     return tuner_->tune(conv_shape_key(p), {p.y, y_count}, candidates, workspace_fn()).impl;
   }
 
+  // The first frame of a plan with --kernels auto: its linears and attention wait for the second.
+  bool first_auto_frame() const { return tuner_ && frames_since_prepare_ == 1; }
+
   std::function<const CudaContext&(size_t)> workspace_fn() {
     return [this](size_t bytes) -> const CudaContext& { return with_workspace(bytes); };
   }
@@ -552,7 +554,7 @@ class CudaBackend final : public Backend {
 
   // With auto, the linears' algorithms are timed at the second frame, after the first output.
   void run_linear(FrameLinear& f, const LinearParams& p) {
-    if (!f.decided && !first_auto_frame_) {
+    if (!f.decided && !first_auto_frame()) {
       if (capturing_) fail("linear autotune: ", linear_shape_key(p), " is not tuned before capture");
       const TunedChoice* cached = tuner_->cached(linear_shape_key(p));  // an earlier layer of the same shape
       f.algorithm = cached ? cached->impl : tune_linear(p);
@@ -593,7 +595,7 @@ class CudaBackend final : public Backend {
   // With auto, the first frame runs ours: cuDNN's plans and the timing wait for the second frame, as the
   // linears' timing does, so they don't delay the first output.
   void run_attention(FrameAttention& f, const AttentionParams& p) {
-    if (first_auto_frame_) return attention(p, ctx_);
+    if (first_auto_frame()) return attention(p, ctx_);
     if (!f.decided) {
       if (capturing_) fail("attention autotune: ", attention_shape_key(p), " is not tuned before capture");
       const TunedChoice* cached = tuner_->cached(attention_shape_key(p));  // an earlier layer of the same shape
@@ -746,9 +748,8 @@ class CudaBackend final : public Backend {
   int readback_tensor_ = -1, readback_next_ = 0, readbacks_pending_ = 0;
   cudaGraphExec_t exec_ = nullptr, exec_op_timed_ = nullptr;
   int eager_runs_ = 0;
-  int frames_since_prepare_ = 0;
+  int frames_since_prepare_ = 0;  // frames begun since prepare(), the one running included
   bool profiling_ = false, capturing_ = false;
-  bool first_auto_frame_ = false;  // the first frame of a plan with --kernels auto: no library attention yet
   FrameTimer timer_;
   std::unique_ptr<LayerTuner> tuner_;   // --kernels auto only
   std::vector<FrameConv> frame_convs_;  // per frame op (used for convs)

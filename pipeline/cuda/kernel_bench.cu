@@ -214,24 +214,19 @@ nlohmann::json bench_kernels(const GpuInfo& gpu, int runs) {
     p.scale = 1.0f / std::sqrt(float(a.head_dim));
     p.o = b.raw(size_t(a.batch) * a.q_len * C * 2);
     const double flops = 4.0 * a.batch * a.heads * double(a.q_len) * a.kv_len * a.head_dim;
-    row(a.name, "flash", median_ms(ctx, runs, [&](int i) {
+    const auto inputs = [&](int i) {  // p reading the i-th copy of the inputs
       const auto* q = static_cast<const __half*>(qs[i % copies]);
       p.q = q;
       p.k = self ? q + C : static_cast<const __half*>(kv);
       p.v = self ? q + 2 * C : static_cast<const __half*>(kv) + C;
-      attention(p, ctx);
-    }), flops, 0);
+      return p;
+    };
+    row(a.name, "flash", median_ms(ctx, runs, [&](int i) { attention(inputs(i), ctx); }), flops, 0);
 #if RTVD_HAS_CUDNN
     try {
       const AttentionCudnnPlan plan = make_attention_cudnn_plan(p, cudnn);
       if (plan.workspace_bytes > ctx.workspace_bytes) fail("needs ", plan.workspace_bytes, " bytes of workspace");
-      row(a.name, "cudnn", median_ms(ctx, runs, [&](int i) {
-        const auto* q = static_cast<const __half*>(qs[i % copies]);
-        p.q = q;
-        p.k = self ? q + C : static_cast<const __half*>(kv);
-        p.v = self ? q + 2 * C : static_cast<const __half*>(kv) + C;
-        attention_cudnn(p, plan, ctx);
-      }), flops, 0);
+      row(a.name, "cudnn", median_ms(ctx, runs, [&](int i) { attention_cudnn(inputs(i), plan, ctx); }), flops, 0);
     } catch (const Error& e) {
       std::printf("%-28s %-8s %s\n", a.name, "cudnn", e.what());  // no engine for this shape: said, not fatal
       out["results"].push_back({{"case", a.name}, {"impl", "cudnn"}, {"refused", e.what()}});
