@@ -18,7 +18,10 @@
 #include "kernels/attention.cuh"
 
 #include <cstdint>
+#include <string_view>
 
+#include "kernels/attention_sm90.cuh"
+#include "kernels/attention_softmax.cuh"
 #include "kernels/attention_traits.cuh"
 #include "kernels/nvtx_range.h"
 
@@ -26,9 +29,11 @@ namespace rtvd {
 namespace {
 
 using attention_detail::AttentionConfig;
+using attention_detail::kLog2e;
+using attention_detail::mask_keys;
+using attention_detail::online_softmax;
+using attention_detail::pack_half2;
 using attention_detail::padded_head_dim;
-
-constexpr float kLog2e = 1.4426950408889634f;
 
 // ---- PTX wrappers ----
 
@@ -65,19 +70,6 @@ __device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4],
       "{%0, %1, %2, %3};\n"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// One MUFU instruction; 2^-inf = 0.
-__device__ __forceinline__ float exp2_approx(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-
-// lo goes to the low half: the element with the smaller index in an mma fragment register.
-__device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
-  const __half2 h = __floats2half2_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&h);
 }
 
 // ---- tile steps ----
@@ -137,61 +129,6 @@ __device__ __forceinline__ void compute_scores(float (&s)[T::kMTiles][T::kNTiles
       for (int mt = 0; mt < T::kMTiles; ++mt) {
         mma_16816(s[mt][2 * np], q[mt][kk], b[0], b[1]);
         mma_16816(s[mt][2 * np + 1], q[mt][kk], b[2], b[3]);
-      }
-    }
-  }
-}
-
-// Keys at or past `valid` (kv_len - first key of the tile) get -inf scores: weight exactly 0.
-template <class T>
-__device__ __forceinline__ void mask_keys(float (&s)[T::kMTiles][T::kNTiles][4], int valid, int lane) {
-#pragma unroll
-  for (int mt = 0; mt < T::kMTiles; ++mt)
-#pragma unroll
-    for (int n = 0; n < T::kNTiles; ++n)
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-        if (n * 8 + (lane % 4) * 2 + i % 2 >= valid) s[mt][n][i] = -INFINITY;
-}
-
-// Online softmax over one tile. A thread holds rows lane/4 (i = 0, 1) and lane/4 + 8 (i = 2, 3) of each
-// row tile; the 4 lanes of a quad share a row, so row maxima are reduced over the quad. row_max is in the
-// log2 domain (scores * scale * log2 e); row_sum stays a per-lane partial sum until the end. On return s
-// holds the unnormalised probabilities and O is rescaled to the new maxima.
-template <class T>
-__device__ __forceinline__ void online_softmax(float (&s)[T::kMTiles][T::kNTiles][4],
-                                               float (&o)[T::kMTiles][T::kDTiles][4],
-                                               float (&row_max)[T::kMTiles][2], float (&row_sum)[T::kMTiles][2],
-                                               float scale_log2) {
-#pragma unroll
-  for (int mt = 0; mt < T::kMTiles; ++mt) {
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      float tile_max = -INFINITY;
-#pragma unroll
-      for (int n = 0; n < T::kNTiles; ++n)
-        tile_max = fmaxf(tile_max, fmaxf(s[mt][n][2 * half], s[mt][n][2 * half + 1]));
-      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
-      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 2));
-      const float new_max = fmaxf(row_max[mt][half], tile_max * scale_log2);  // scale > 0: max commutes
-      // While a row has seen only -inf, subtract 0 so that exp2 yields 0 rather than NaN (-inf - -inf).
-      const float shift = new_max == -INFINITY ? 0.0f : new_max;
-      const float correction = exp2_approx(row_max[mt][half] - shift);
-      row_max[mt][half] = new_max;
-      row_sum[mt][half] *= correction;
-#pragma unroll
-      for (int d = 0; d < T::kDTiles; ++d) {
-        o[mt][d][2 * half] *= correction;
-        o[mt][d][2 * half + 1] *= correction;
-      }
-#pragma unroll
-      for (int n = 0; n < T::kNTiles; ++n) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          float& x = s[mt][n][2 * half + e];
-          x = exp2_approx(fmaf(x, scale_log2, -shift));
-          row_sum[mt][half] += x;
-        }
       }
     }
   }
@@ -341,6 +278,10 @@ void launch(const AttentionParams& p, const CudaContext& ctx) {
   launch_instance<Narrow>(p, ctx);
 }
 
+// Below this many keys the mma.sync kernel is as fast or faster (a single K/V tile leaves the wgmma
+// kernel's pipeline nothing to overlap; H100: 77 keys 0.015 against 0.020 ms).
+constexpr int kSm90MinKeys = 256;
+
 bool aligned(const void* ptr, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(ptr) % bytes == 0; }
 
 // The named fallback for what the flash kernel can't load (head dims that are not a multiple of 8, e.g.
@@ -428,12 +369,23 @@ void attention_fallback(const AttentionParams& p, const CudaContext& ctx) {
   RTVD_CHECK_LAUNCH("attention_fallback");
 }
 
-void attention(const AttentionParams& p, const CudaContext& ctx) {
-  std::string why;
-  if (!attention_can_implement(p, &why) && fallback_can_implement(p)) return attention_fallback(p, ctx);
-  if (!attention_can_implement(p, &why))
+const char* attention_kernel_name(const AttentionParams& p, const CudaContext& ctx, FlashKernel kernel) {
+  if (kernel == FlashKernel::fastest && p.kv_len >= kSm90MinKeys && attention_sm90_can_implement(p, ctx))
+    return "flash wgmma";
+  if (attention_can_implement(p)) return "flash";
+  return "fallback";
+}
+
+void attention(const AttentionParams& p, const CudaContext& ctx, FlashKernel kernel) {
+  const std::string_view name = attention_kernel_name(p, ctx, kernel);
+  if (name == "flash wgmma") return attention_sm90(p, ctx);
+  if (name == "fallback") {
+    if (fallback_can_implement(p)) return attention_fallback(p, ctx);
+    std::string why;
+    attention_can_implement(p, &why);
     fail("attention: ", why, " (batch ", p.batch, ", heads ", p.heads, ", head_dim ", p.head_dim, ", q_len ",
          p.q_len, ", kv_len ", p.kv_len, ")");
+  }
   const NvtxRange range("attention");
   switch (padded_head_dim(p.head_dim)) {
     case 32: return launch<32>(p, ctx);

@@ -2,7 +2,8 @@
 // q/k/v in place from one fused (tokens, 3C) projection; cross-attention reads q from (tokens, C) and k/v
 // from one (tokens, 2C) buffer. Head dims 8..160, odd lengths, batch 1-2, heads 1-10, peaked softmax rows.
 // Outputs are poisoned first; columns of a padded output row past heads * head_dim must stay poisoned.
-// cuDNN's fused attention (attention_cudnn) is checked on the same cases.
+// The sm_90 wgmma kernel (attention_sm90) and cuDNN's fused attention (attention_cudnn) are checked on the
+// same cases.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "kernels/attention.cuh"
+#include "kernels/attention_sm90.cuh"
 #if RTVD_HAS_CUDNN
 #include "kernels/attention_cudnn.cuh"
 #endif
@@ -161,7 +163,7 @@ TEST_P(AttentionCudaTest, MatchesCpuReference) {
   auto run_gpu = [&](int sm_count) {
     CudaContext ctx = tc.ctx;
     ctx.sm_count = sm_count;
-    return problem.run(ctx.stream, [&](const AttentionParams& p) { attention(p, ctx); });
+    return problem.run(ctx.stream, [&](const AttentionParams& p) { attention(p, ctx, FlashKernel::mma_sync); });
   };
   std::vector<float> got[2];
   {
@@ -174,6 +176,25 @@ TEST_P(AttentionCudaTest, MatchesCpuReference) {
     problem.check(run_gpu(1 << 20));
   }
   EXPECT_TRUE(got[0] == got[1]) << "two runs on the same inputs differ";
+}
+
+// The wgmma/TMA kernel (sm_90a builds on an H100), on every case it takes: head dim 64, any lengths.
+TEST_P(AttentionCudaTest, Sm90MatchesCpuReference) {
+  RTVD_SKIP_WITHOUT_CUDA();
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  const Problem problem(GetParam(), rng);
+  test::TestCudaContext tc;
+  AttentionParams probe = problem.shape;
+  probe.q = probe.k = probe.v = probe.o = problem.dq.get();
+  std::string why;
+  if (!attention_sm90_can_implement(probe, tc.ctx, &why)) GTEST_SKIP() << why;
+  std::vector<float> got[2];
+  for (auto& g : got) g = problem.check(problem.run(tc.ctx.stream, [&](const AttentionParams& p) { attention_sm90(p, tc.ctx); }));
+  EXPECT_TRUE(got[0] == got[1]) << "two runs on the same inputs differ";
+  // attention() runs it from 256 keys on.
+  if (problem.shape.kv_len >= 256)
+    EXPECT_TRUE(problem.check(problem.run(tc.ctx.stream, [&](const AttentionParams& p) { attention(p, tc.ctx); })) == got[0]);
 }
 
 #if RTVD_HAS_CUDNN

@@ -583,8 +583,8 @@ class CudaBackend final : public Backend {
     bool decided = false, cudnn = false;
   };
 
-  static std::string custom_attention_name(const AttentionParams& p) {
-    return attention_can_implement(p) ? "custom flash" : "custom fallback";
+  std::string custom_attention_name(const AttentionParams& p) const {
+    return cat("custom ", attention_kernel_name(p, ctx_));
   }
 
   // Where cuDNN's fused attention was measured faster than ours (rtvd bench kernels, H100): long key

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/attention.cuh"
+#include "kernels/attention_sm90.cuh"
 #include "kernels/conv2d.cuh"
 #include "kernels/cuda_context.cuh"
 #include "kernels/denoise.cuh"
@@ -221,7 +222,10 @@ nlohmann::json bench_kernels(const GpuInfo& gpu, int runs) {
       p.v = self ? q + 2 * C : static_cast<const __half*>(kv) + C;
       return p;
     };
+    // "flash" is what attention() runs (the wgmma kernel where it applies); "flash mma" the sm_80 kernel.
     row(a.name, "flash", median_ms(ctx, runs, [&](int i) { attention(inputs(i), ctx); }), flops, 0);
+    if (attention_sm90_can_implement(inputs(0), ctx))
+      row(a.name, "flash mma", median_ms(ctx, runs, [&](int i) { attention(inputs(i), ctx, FlashKernel::mma_sync); }), flops, 0);
 #if RTVD_HAS_CUDNN
     try {
       const AttentionCudnnPlan plan = make_attention_cudnn_plan(p, cudnn);

@@ -1,0 +1,407 @@
+// Flash attention on Hopper (sm_90a), head dim 64: attention.cu's FlashAttention-2 loop on wgmma and TMA,
+// scheduled the way FlashAttention-3 does it for small head dims.
+// One block per (192 query rows, head, image): three consumer warpgroups of 64 rows and a producer
+// warpgroup. The producer's first lane moves Q once and every K/V tile (128 keys) by TMA into a ring of
+// shared-memory stages, each K and each V tile signalled on its own mbarrier with the bytes it expects;
+// consumers release K_j once S_j is computed and V_j once P_j V_j is, on two more mbarriers per stage.
+// setmaxnreg moves the producer's registers to the consumers, whose S (64), P (32) and O (32) accumulators
+// must be live at once. Per tile j a consumer issues S_j = Q K_j^T (wgmma, both operands from shared
+// memory) and P_{j-1} V_{j-1} (P in registers, V read transposed) back to back, waits for S_j only, and runs
+// the online softmax of attention_softmax.cuh on it while P V runs (the wgmma accumulator is the mma.sync C
+// fragment per warp of 16 rows, so the softmax and the P-to-A-fragment conversion are shared); the other
+// two warpgroups' products fill the tensor cores meanwhile. O is rescaled after P V lands.
+// Why these choices, measured on an H100 at 4096 keys (docs/perf-notes.md): the producer warpgroup with
+// setmaxnreg against a producer warp (which caps consumers at 128 registers, too few for the overlap)
+// 0.116 against 0.123 ms; three warpgroups against two 0.116 against 0.130 ms; turn-taking between
+// warpgroups (FlashAttention-3's ping-pong) and a consumer thread issuing the copies were slower.
+//
+// Shared layout: TMA writes tiles of 64 fp16 (128-byte rows) with the 128-byte swizzle, which is wgmma's
+// canonical K-major layout for Q and K (8-row groups 1024 bytes apart; a k16 step is 32 bytes along the
+// row) and its N-major layout for V read transposed (a k16 step is 16 rows, 2048 bytes).
+// Shapes: any q_len and kv_len (TMA zero-fills rows past the end; keys past kv_len are masked on the last
+// tile).
+#include "kernels/attention_sm90.cuh"
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/attention_softmax.cuh"
+#include "kernels/nvtx_range.h"
+
+namespace rtvd {
+namespace {
+
+using attention_detail::kLog2e;
+using attention_detail::mask_keys;
+using attention_detail::pack_half2;
+using attention_detail::rescale_rows;
+using attention_detail::softmax_update;
+
+constexpr int kHeadDim = 64;
+constexpr int kRowBytes = kHeadDim * 2;  // one 128-byte swizzle row per token
+
+#if RTVD_HAS_SM90A  // this file is then compiled for sm_90a alone (kernels/CMakeLists.txt)
+
+struct Sm90Tile {
+  static constexpr int kConsumers = 3;              // warpgroups of 64 query rows
+  static constexpr int kBlockM = 64 * kConsumers;  // query rows per block
+  static constexpr int kBlockN = 128;              // keys per K/V tile
+  static constexpr int kStages = 3;                // K/V tiles in flight
+  static constexpr int kThreads = 128 * (kConsumers + 1);  // + the producer warpgroup
+  // setmaxnreg moves registers within the block's launch allocation (ptxas's count at these launch bounds
+  // times kThreads): the producer keeps 24, the consumers take the rest, at most 240.
+  static constexpr int kLaunchRegisters = 65536 / kThreads / 8 * 8;
+  static constexpr int kProducerRegisters = 24;
+  static constexpr int kConsumerRegisters =
+      std::min(240, (kLaunchRegisters * kThreads - 128 * kProducerRegisters) / (128 * kConsumers) / 8 * 8);
+  static constexpr int kMTiles = 1, kNTiles = kBlockN / 8, kDTiles = kHeadDim / 8;  // attention_softmax.cuh
+  static constexpr int kQBytes = kBlockM * kRowBytes;
+  static constexpr int kKVBytes = kBlockN * kRowBytes;
+  static constexpr int kBarrierBytes = 8 * (1 + 4 * kStages);  // Q full; K, V full and K, V empty per stage
+  static constexpr int kSmemBytes = 1024 + kQBytes + 2 * kStages * kKVBytes + kBarrierBytes;  // + 1024: alignment
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory per block");
+};
+
+// ---- PTX wrappers (sm_90a) ----
+
+struct Overwrite {};  // tag: the wgmma overload that writes d instead of accumulating into it
+
+__device__ __forceinline__ uint32_t smem_address(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void mbarrier_init(uint32_t bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
+}
+// Arrives once and sets the bytes the barrier's phase waits for (TMA counts them down as they land).
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbarrier_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// Until the phase with this parity has completed.
+__device__ __forceinline__ void mbarrier_wait(uint32_t bar, uint32_t parity) {
+  asm volatile(
+      "{\n.reg .pred done;\n"
+      "WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT;\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+
+// The box of `map` at coordinates (c0 .. c3) -> shared memory at dst, completing bytes on bar.
+__device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap& map, uint32_t bar, int c0, int c1,
+                                            int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], "
+      "[%2];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(&map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+}
+
+// wgmma's descriptor of a 128-byte-swizzled tile (what TMA writes with CU_TENSOR_MAP_SWIZZLE_128B): start
+// address, leading offset 16 bytes (unused: one swizzle atom across), stride 1024 bytes between 8-row groups.
+__device__ __forceinline__ uint64_t smem_descriptor(uint32_t addr) {
+  return uint64_t((addr & 0x3FFFF) >> 4) | (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int kPending>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
+}
+
+// wgmma writes its accumulators asynchronously: after the wait, this makes every later use of them depend
+// on the wait, so the compiler cannot hoist a read above it.
+template <int kN>
+__device__ __forceinline__ void fence_accumulators(float (&d)[kN][4]) {
+#pragma unroll
+  for (int i = 0; i < kN; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) asm volatile("" : "+f"(d[i][j])::"memory");
+}
+
+// d += A B^T, A (64 x 16) and B (N x 16) K-major in shared memory.
+__device__ __forceinline__ void wgmma_ss_m64n128k16(float (&d)[16][4], uint64_t a, uint64_t b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
+      : "l"(a), "l"(b), "r"(1));
+}
+
+// d = A B^T: write-only outputs, so the compiler need not keep d's previous values alive.
+__device__ __forceinline__ void wgmma_ss_m64n128k16(float (&d)[16][4], uint64_t a, uint64_t b, Overwrite) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+      : "=f"(d[0][0]), "=f"(d[0][1]), "=f"(d[0][2]), "=f"(d[0][3]), "=f"(d[1][0]), "=f"(d[1][1]), "=f"(d[1][2]), "=f"(d[1][3]), "=f"(d[2][0]), "=f"(d[2][1]), "=f"(d[2][2]), "=f"(d[2][3]), "=f"(d[3][0]), "=f"(d[3][1]), "=f"(d[3][2]), "=f"(d[3][3]), "=f"(d[4][0]), "=f"(d[4][1]), "=f"(d[4][2]), "=f"(d[4][3]), "=f"(d[5][0]), "=f"(d[5][1]), "=f"(d[5][2]), "=f"(d[5][3]), "=f"(d[6][0]), "=f"(d[6][1]), "=f"(d[6][2]), "=f"(d[6][3]), "=f"(d[7][0]), "=f"(d[7][1]), "=f"(d[7][2]), "=f"(d[7][3]), "=f"(d[8][0]), "=f"(d[8][1]), "=f"(d[8][2]), "=f"(d[8][3]), "=f"(d[9][0]), "=f"(d[9][1]), "=f"(d[9][2]), "=f"(d[9][3]), "=f"(d[10][0]), "=f"(d[10][1]), "=f"(d[10][2]), "=f"(d[10][3]), "=f"(d[11][0]), "=f"(d[11][1]), "=f"(d[11][2]), "=f"(d[11][3]), "=f"(d[12][0]), "=f"(d[12][1]), "=f"(d[12][2]), "=f"(d[12][3]), "=f"(d[13][0]), "=f"(d[13][1]), "=f"(d[13][2]), "=f"(d[13][3]), "=f"(d[14][0]), "=f"(d[14][1]), "=f"(d[14][2]), "=f"(d[14][3]), "=f"(d[15][0]), "=f"(d[15][1]), "=f"(d[15][2]), "=f"(d[15][3])
+      : "l"(a), "l"(b), "r"(0));
+}
+
+// d += A B, A (64 x 16) in registers (the m16n8k16 A fragment per warp), B (16 x N) N-major in shared memory.
+__device__ __forceinline__ void wgmma_rs_m64n64k16(float (&d)[8][4], const uint32_t (&a)[4], uint64_t b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
+}
+
+// ---- kernel ----
+
+// S = Q K^T for the warpgroup's 64 rows against one K tile (head_dim 64 = 4 k16 steps of 32 bytes).
+template <class T>
+__device__ __forceinline__ void compute_scores(float (&s)[T::kNTiles][4], uint32_t q_rows, uint32_t k_tile) {
+  const uint64_t q_desc = smem_descriptor(q_rows), k_desc = smem_descriptor(k_tile);
+  static_assert(T::kBlockN == 128, "the wgmma n of S");
+  wgmma_ss_m64n128k16(s, q_desc, k_desc, Overwrite{});
+#pragma unroll
+  for (int kk = 1; kk < kHeadDim / 16; ++kk) wgmma_ss_m64n128k16(s, q_desc + 2 * kk, k_desc + 2 * kk);
+}
+
+// P's k16 steps as wgmma A fragments, from the probability accumulators (two n8 tiles each).
+template <class T>
+__device__ __forceinline__ void probabilities_to_fragments(uint32_t (&a)[T::kNTiles / 2][4],
+                                                           const float (&p)[T::kNTiles][4]) {
+#pragma unroll
+  for (int kp = 0; kp < T::kNTiles / 2; ++kp) {
+    a[kp][0] = pack_half2(p[2 * kp][0], p[2 * kp][1]);          // row g,     keys 2t, 2t+1
+    a[kp][1] = pack_half2(p[2 * kp][2], p[2 * kp][3]);          // row g + 8, keys 2t, 2t+1
+    a[kp][2] = pack_half2(p[2 * kp + 1][0], p[2 * kp + 1][1]);  // row g,     keys 8 + 2t..
+    a[kp][3] = pack_half2(p[2 * kp + 1][2], p[2 * kp + 1][3]);  // row g + 8, keys 8 + 2t..
+  }
+}
+
+// O += P V, V's 16 rows (2048 bytes) per k16 step.
+template <class T>
+__device__ __forceinline__ void accumulate_pv(float (&o)[T::kDTiles][4], const uint32_t (&a)[T::kNTiles / 2][4],
+                                              uint32_t v_tile) {
+  const uint64_t v_desc = smem_descriptor(v_tile);
+#pragma unroll
+  for (int kp = 0; kp < T::kNTiles / 2; ++kp) wgmma_rs_m64n64k16(o, a[kp], v_desc + (16 * kRowBytes >> 4) * kp);
+}
+
+// grid (ceil(q_len / kBlockM), heads, batch), kThreads threads, kSmemBytes of dynamic shared memory. The maps
+// view q, k, v as (head_dim, tokens, heads, batch) with boxes of (64, 64 or kBlockN, 1, 1).
+template <class T>
+__global__ void __launch_bounds__(T::kThreads, 1)
+    flash_attention_sm90_kernel(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap k_map,
+                                const __grid_constant__ CUtensorMap v_map, const __grid_constant__ AttentionParams p) {
+  extern __shared__ unsigned char smem[];
+  const uint32_t q_smem = (smem_address(smem) + 1023) & ~1023u;  // swizzled tiles need 1024-byte alignment
+  const uint32_t k_smem = q_smem + T::kQBytes;                    // kStages tiles
+  const uint32_t v_smem = k_smem + T::kStages * T::kKVBytes;      // kStages tiles
+  const uint32_t q_full = v_smem + T::kStages * T::kKVBytes;
+  auto k_full = [&](int stage) { return q_full + 8 * (1 + stage); };
+  auto v_full = [&](int stage) { return q_full + 8 * (1 + T::kStages + stage); };
+  auto k_empty = [&](int stage) { return q_full + 8 * (1 + 2 * T::kStages + stage); };
+  auto v_empty = [&](int stage) { return q_full + 8 * (1 + 3 * T::kStages + stage); };
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, group = warp / 4;
+  const int q0 = blockIdx.x * T::kBlockM, head = blockIdx.y, image = blockIdx.z;
+  const int n_tiles = (p.kv_len + T::kBlockN - 1) / T::kBlockN;
+  constexpr int kConsumerWarps = 4 * T::kConsumers;
+
+  if (threadIdx.x == 0) {
+    mbarrier_init(q_full, 1);
+    for (int s = 0; s < T::kStages; ++s) {
+      mbarrier_init(k_full(s), 1);
+      mbarrier_init(v_full(s), 1);
+      mbarrier_init(k_empty(s), kConsumerWarps);
+      mbarrier_init(v_empty(s), kConsumerWarps);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");  // visible to TMA's async proxy
+  }
+  __syncthreads();
+
+  if (warp >= kConsumerWarps) {  // the producer warpgroup: its first lane issues every copy
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(T::kProducerRegisters));
+    if (warp == kConsumerWarps && lane == 0) {
+      mbarrier_arrive_expect_tx(q_full, T::kQBytes);
+      for (int g = 0; g < T::kConsumers; ++g)
+        tma_load_4d(q_smem + g * 64 * kRowBytes, q_map, q_full, 0, q0 + g * 64, head, image);
+      for (int t = 0; t < n_tiles; ++t) {  // K/V tile t into stage t % kStages once tile t - kStages is released
+        const int s = t % T::kStages;
+        const uint32_t released = (t / T::kStages - 1) & 1;
+        if (t >= T::kStages) mbarrier_wait(k_empty(s), released);
+        mbarrier_arrive_expect_tx(k_full(s), T::kKVBytes);
+        tma_load_4d(k_smem + s * T::kKVBytes, k_map, k_full(s), 0, t * T::kBlockN, head, image);
+        if (t >= T::kStages) mbarrier_wait(v_empty(s), released);
+        mbarrier_arrive_expect_tx(v_full(s), T::kKVBytes);
+        tma_load_4d(v_smem + s * T::kKVBytes, v_map, v_full(s), 0, t * T::kBlockN, head, image);
+      }
+    }
+    return;
+  }
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(T::kConsumerRegisters));
+
+  const uint32_t q_rows = q_smem + group * 64 * kRowBytes;
+  const float scale_log2 = p.scale * kLog2e;
+  float o[1][T::kDTiles][4];
+#pragma unroll
+  for (int d = 0; d < T::kDTiles; ++d)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) o[0][d][i] = 0.0f;
+  float row_max[1][2] = {{-INFINITY, -INFINITY}}, row_sum[1][2] = {{0.0f, 0.0f}}, correction[1][2];
+  float scores[1][T::kNTiles][4];
+  uint32_t probs[T::kNTiles / 2][4];  // P_j as A fragments
+  auto release = [&](uint32_t barrier) {
+    __syncwarp();
+    if (lane == 0) mbarrier_arrive(barrier);
+  };
+  auto wait_full = [&](auto full, int j) { mbarrier_wait(full(j % T::kStages), (j / T::kStages) & 1); };
+  // Callers wait for the tiles first, then fence: a wait between the fence and the wgmma makes ptxas
+  // serialise them.
+  auto issue_scores = [&](int j) {
+    compute_scores<T>(scores[0], q_rows, k_smem + (j % T::kStages) * T::kKVBytes);
+    wgmma_commit();
+  };
+  auto issue_pv = [&](int j) {
+    accumulate_pv<T>(o[0], probs, v_smem + (j % T::kStages) * T::kKVBytes);
+    wgmma_commit();
+  };
+  // Softmax of S_j (masked past kv_len): P_j in scores, the correction O needs.
+  auto softmax = [&](int j) {
+    if ((j + 1) * T::kBlockN > p.kv_len) mask_keys<T>(scores, p.kv_len - j * T::kBlockN, lane);
+    softmax_update<T>(scores, row_max, row_sum, correction, scale_log2);
+  };
+
+  mbarrier_wait(q_full, 0);
+  // S_j and P_{j-1} V_{j-1} issued together; S_j's softmax runs while P V does.
+  wait_full(k_full, 0);
+  wgmma_fence();
+  issue_scores(0);
+  wgmma_wait<0>();
+  fence_accumulators(scores[0]);
+  release(k_empty(0));
+  softmax(0);
+  probabilities_to_fragments<T>(probs, scores[0]);
+  for (int j = 1; j < n_tiles; ++j) {
+    wait_full(k_full, j);
+    wait_full(v_full, j - 1);
+    wgmma_fence();
+    issue_scores(j);
+    issue_pv(j - 1);
+    wgmma_wait<1>();
+    fence_accumulators(scores[0]);
+    release(k_empty(j % T::kStages));
+    softmax(j);
+    wgmma_wait<0>();
+    fence_accumulators(o[0]);
+    release(v_empty((j - 1) % T::kStages));
+    rescale_rows<T>(o, correction);
+    probabilities_to_fragments<T>(probs, scores[0]);
+  }
+  wait_full(v_full, n_tiles - 1);
+  wgmma_fence();
+  issue_pv(n_tiles - 1);
+  wgmma_wait<0>();
+  fence_accumulators(o[0]);
+
+  // Normalise and store: lane holds columns d*8 + (lane%4)*2, +1 of rows lane/4 and lane/4 + 8 of its warp's 16.
+  const int64_t column = int64_t(head) * kHeadDim;
+  auto* out = static_cast<__half*>(p.o) + int64_t(image) * p.q_len * p.o_stride + column;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    float sum = row_sum[0][half];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const float inv = 1.0f / sum;
+    const int row = q0 + group * 64 + (warp % 4) * 16 + half * 8 + lane / 4;
+    if (row >= p.q_len) continue;
+    __half* dst = out + int64_t(row) * p.o_stride;
+#pragma unroll
+    for (int d = 0; d < T::kDTiles; ++d)
+      *reinterpret_cast<__half2*>(dst + d * 8 + (lane % 4) * 2) =
+          __floats2half2_rn(o[0][d][2 * half] * inv, o[0][d][2 * half + 1] * inv);
+  }
+}
+
+// ---- launcher ----
+
+// cuTensorMapEncodeTiled from the driver the runtime already loaded (no link against libcuda).
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    RTVD_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found));
+    if (found != cudaDriverEntryPointSuccess || !fn) fail("attention_sm90: the driver has no cuTensorMapEncodeTiled");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  }();
+  return encode;
+}
+
+// (head_dim, tokens, heads, batch) view of one of q, k, v: token rows `stride` elements apart, heads
+// head_dim apart within a row, images tokens * stride apart; boxes of 64 x box_rows, 128-byte swizzled.
+CUtensorMap tensor_map(const char* name, const void* base, int tokens, int stride, const AttentionParams& p,
+                       int box_rows) {
+  CUtensorMap map;
+  const cuuint64_t dims[4] = {cuuint64_t(p.head_dim), cuuint64_t(tokens), cuuint64_t(p.heads), cuuint64_t(p.batch)};
+  const cuuint64_t strides[3] = {cuuint64_t(stride) * 2, cuuint64_t(p.head_dim) * 2, cuuint64_t(tokens) * stride * 2};
+  const cuuint32_t box[4] = {cuuint32_t(kHeadDim), cuuint32_t(box_rows), 1, 1};
+  const cuuint32_t element_strides[4] = {1, 1, 1, 1};
+  const CUresult r = tensor_map_encoder()(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4, const_cast<void*>(base), dims,
+                                          strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                          CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) fail("attention_sm90: cuTensorMapEncodeTiled failed for ", name, " (CUresult ", int(r), ")");
+  return map;
+}
+
+template <class T>
+void launch_instance(const AttentionParams& p, const CudaContext& ctx) {
+  const auto kernel = flash_attention_sm90_kernel<T>;
+  RTVD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
+  const CUtensorMap q_map = tensor_map("q", p.q, p.q_len, p.q_stride, p, 64);
+  const CUtensorMap k_map = tensor_map("k", p.k, p.kv_len, p.k_stride, p, T::kBlockN);
+  const CUtensorMap v_map = tensor_map("v", p.v, p.kv_len, p.v_stride, p, T::kBlockN);
+  const dim3 grid((p.q_len + T::kBlockM - 1) / T::kBlockM, p.heads, p.batch);
+  kernel<<<grid, T::kThreads, T::kSmemBytes, ctx.stream>>>(q_map, k_map, v_map, p);
+  RTVD_CHECK_LAUNCH("attention_sm90");
+}
+
+#endif  // RTVD_HAS_SM90A
+
+bool aligned(const void* ptr, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(ptr) % bytes == 0; }
+
+}  // namespace
+
+bool attention_sm90_can_implement(const AttentionParams& p, const CudaContext& ctx, std::string* why) {
+  const char* unmet = nullptr;
+  if (!RTVD_HAS_SM90A) unmet = "built without sm_90a (RTVD_CUDA_ARCHITECTURES has no 90a)";
+  else if (ctx.sm_version != 90) unmet = "needs an sm_90 GPU";
+  else if (p.head_dim != kHeadDim) unmet = "head_dim must be 64";
+  else if (!p.q || !p.k || !p.v || !p.o) unmet = "q, k, v and o must be set";
+  else if (p.batch <= 0 || p.heads <= 0 || p.q_len <= 0 || p.kv_len <= 0)
+    unmet = "batch, heads, q_len, kv_len must be positive";
+  else if (p.batch > 65535 || p.heads > 65535) unmet = "batch and heads must be at most 65535 (grid y/z)";
+  else if (!(p.scale > 0.0f) || !std::isfinite(p.scale)) unmet = "scale must be positive and finite";
+  else if (!aligned(p.q, 16) || !aligned(p.k, 16) || !aligned(p.v, 16)) unmet = "q, k, v must be 16-byte aligned";
+  else if (p.q_stride % 8 || p.k_stride % 8 || p.v_stride % 8) unmet = "q, k, v strides must be multiples of 8";
+  else if (!aligned(p.o, 4) || p.o_stride % 2) unmet = "o must be 4-byte aligned with an even stride";
+  else if (p.q_stride < p.heads * kHeadDim || p.k_stride < p.heads * kHeadDim || p.v_stride < p.heads * kHeadDim ||
+           p.o_stride < p.heads * kHeadDim)
+    unmet = "strides must be at least heads * head_dim";
+  if (unmet && why) *why = unmet;
+  return unmet == nullptr;
+}
+
+void attention_sm90(const AttentionParams& p, const CudaContext& ctx) {
+  std::string why;
+  if (!attention_sm90_can_implement(p, ctx, &why))
+    fail("attention_sm90: ", why, " (batch ", p.batch, ", heads ", p.heads, ", head_dim ", p.head_dim, ", q_len ",
+         p.q_len, ", kv_len ", p.kv_len, ")");
+  const NvtxRange range("attention_sm90");
+#if RTVD_HAS_SM90A
+  launch_instance<Sm90Tile>(p, ctx);
+#endif
+}
+
+}  // namespace rtvd
