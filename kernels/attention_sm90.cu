@@ -22,28 +22,30 @@
 // tile).
 #include "kernels/attention_sm90.cuh"
 
-#include <cuda.h>
-#include <cudaTypedefs.h>
-
 #include <algorithm>
 #include <cstdint>
 
-#include "kernels/attention_softmax.cuh"
 #include "kernels/nvtx_range.h"
+#if RTVD_HAS_SM90A
+#include "kernels/attention_softmax.cuh"
+#include "kernels/sm90_ptx.cuh"
+#include "kernels/tensor_map.cuh"
+#endif
 
 namespace rtvd {
 namespace {
 
+constexpr int kHeadDim = 64;
+
+#if RTVD_HAS_SM90A  // this file is then compiled for sm_90a alone (kernels/CMakeLists.txt)
+
+constexpr int kRowBytes = kHeadDim * 2;  // one 128-byte swizzle row per token
+using namespace sm90;
 using attention_detail::kLog2e;
 using attention_detail::mask_keys;
 using attention_detail::pack_half2;
 using attention_detail::rescale_rows;
 using attention_detail::softmax_update;
-
-constexpr int kHeadDim = 64;
-constexpr int kRowBytes = kHeadDim * 2;  // one 128-byte swizzle row per token
-
-#if RTVD_HAS_SM90A  // this file is then compiled for sm_90a alone (kernels/CMakeLists.txt)
 
 struct Sm90Tile {
   static constexpr int kConsumers = 3;              // warpgroups of 64 query rows
@@ -51,12 +53,6 @@ struct Sm90Tile {
   static constexpr int kBlockN = 128;              // keys per K/V tile
   static constexpr int kStages = 3;                // K/V tiles in flight
   static constexpr int kThreads = 128 * (kConsumers + 1);  // + the producer warpgroup
-  // setmaxnreg moves registers within the block's launch allocation (ptxas's count at these launch bounds
-  // times kThreads): the producer keeps 24, the consumers take the rest, at most 240.
-  static constexpr int kLaunchRegisters = 65536 / kThreads / 8 * 8;
-  static constexpr int kProducerRegisters = 24;
-  static constexpr int kConsumerRegisters =
-      std::min(240, (kLaunchRegisters * kThreads - 128 * kProducerRegisters) / (128 * kConsumers) / 8 * 8);
   static constexpr int kMTiles = 1, kNTiles = kBlockN / 8, kDTiles = kHeadDim / 8;  // attention_softmax.cuh
   static constexpr int kQBytes = kBlockM * kRowBytes;
   static constexpr int kKVBytes = kBlockN * kRowBytes;
@@ -65,95 +61,6 @@ struct Sm90Tile {
   static_assert(kSmemBytes <= 227 * 1024, "shared memory per block");
 };
 
-// ---- PTX wrappers (sm_90a) ----
-
-struct Overwrite {};  // tag: the wgmma overload that writes d instead of accumulating into it
-
-__device__ __forceinline__ uint32_t smem_address(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void mbarrier_init(uint32_t bar, int count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
-}
-// Arrives once and sets the bytes the barrier's phase waits for (TMA counts them down as they land).
-__device__ __forceinline__ void mbarrier_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbarrier_arrive(uint32_t bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-// Until the phase with this parity has completed.
-__device__ __forceinline__ void mbarrier_wait(uint32_t bar, uint32_t parity) {
-  asm volatile(
-      "{\n.reg .pred done;\n"
-      "WAIT:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT;\n}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-}
-
-// The box of `map` at coordinates (c0 .. c3) -> shared memory at dst, completing bytes on bar.
-__device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap& map, uint32_t bar, int c0, int c1,
-                                            int c2, int c3) {
-  asm volatile(
-      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], "
-      "[%2];\n" ::"r"(dst),
-      "l"(reinterpret_cast<uint64_t>(&map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
-      : "memory");
-}
-
-// wgmma's descriptor of a 128-byte-swizzled tile (what TMA writes with CU_TENSOR_MAP_SWIZZLE_128B): start
-// address, leading offset 16 bytes (unused: one swizzle atom across), stride 1024 bytes between 8-row groups.
-__device__ __forceinline__ uint64_t smem_descriptor(uint32_t addr) {
-  return uint64_t((addr & 0x3FFFF) >> 4) | (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
-}
-
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int kPending>
-__device__ __forceinline__ void wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
-}
-
-// wgmma writes its accumulators asynchronously: after the wait, this makes every later use of them depend
-// on the wait, so the compiler cannot hoist a read above it.
-template <int kN>
-__device__ __forceinline__ void fence_accumulators(float (&d)[kN][4]) {
-#pragma unroll
-  for (int i = 0; i < kN; ++i)
-#pragma unroll
-    for (int j = 0; j < 4; ++j) asm volatile("" : "+f"(d[i][j])::"memory");
-}
-
-// d += A B^T, A (64 x 16) and B (N x 16) K-major in shared memory.
-__device__ __forceinline__ void wgmma_ss_m64n128k16(float (&d)[16][4], uint64_t a, uint64_t b) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]), "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3])
-      : "l"(a), "l"(b), "r"(1));
-}
-
-// d = A B^T: write-only outputs, so the compiler need not keep d's previous values alive.
-__device__ __forceinline__ void wgmma_ss_m64n128k16(float (&d)[16][4], uint64_t a, uint64_t b, Overwrite) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
-      : "=f"(d[0][0]), "=f"(d[0][1]), "=f"(d[0][2]), "=f"(d[0][3]), "=f"(d[1][0]), "=f"(d[1][1]), "=f"(d[1][2]), "=f"(d[1][3]), "=f"(d[2][0]), "=f"(d[2][1]), "=f"(d[2][2]), "=f"(d[2][3]), "=f"(d[3][0]), "=f"(d[3][1]), "=f"(d[3][2]), "=f"(d[3][3]), "=f"(d[4][0]), "=f"(d[4][1]), "=f"(d[4][2]), "=f"(d[4][3]), "=f"(d[5][0]), "=f"(d[5][1]), "=f"(d[5][2]), "=f"(d[5][3]), "=f"(d[6][0]), "=f"(d[6][1]), "=f"(d[6][2]), "=f"(d[6][3]), "=f"(d[7][0]), "=f"(d[7][1]), "=f"(d[7][2]), "=f"(d[7][3]), "=f"(d[8][0]), "=f"(d[8][1]), "=f"(d[8][2]), "=f"(d[8][3]), "=f"(d[9][0]), "=f"(d[9][1]), "=f"(d[9][2]), "=f"(d[9][3]), "=f"(d[10][0]), "=f"(d[10][1]), "=f"(d[10][2]), "=f"(d[10][3]), "=f"(d[11][0]), "=f"(d[11][1]), "=f"(d[11][2]), "=f"(d[11][3]), "=f"(d[12][0]), "=f"(d[12][1]), "=f"(d[12][2]), "=f"(d[12][3]), "=f"(d[13][0]), "=f"(d[13][1]), "=f"(d[13][2]), "=f"(d[13][3]), "=f"(d[14][0]), "=f"(d[14][1]), "=f"(d[14][2]), "=f"(d[14][3]), "=f"(d[15][0]), "=f"(d[15][1]), "=f"(d[15][2]), "=f"(d[15][3])
-      : "l"(a), "l"(b), "r"(0));
-}
-
-// d += A B, A (64 x 16) in registers (the m16n8k16 A fragment per warp), B (16 x N) N-major in shared memory.
-__device__ __forceinline__ void wgmma_rs_m64n64k16(float (&d)[8][4], const uint32_t (&a)[4], uint64_t b) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
-      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
-}
-
 // ---- kernel ----
 
 // S = Q K^T for the warpgroup's 64 rows against one K tile (head_dim 64 = 4 k16 steps of 32 bytes).
@@ -161,9 +68,9 @@ template <class T>
 __device__ __forceinline__ void compute_scores(float (&s)[T::kNTiles][4], uint32_t q_rows, uint32_t k_tile) {
   const uint64_t q_desc = smem_descriptor(q_rows), k_desc = smem_descriptor(k_tile);
   static_assert(T::kBlockN == 128, "the wgmma n of S");
-  wgmma_ss_m64n128k16(s, q_desc, k_desc, Overwrite{});
+  wgmma_ss<128>(s, q_desc, k_desc, Overwrite{});
 #pragma unroll
-  for (int kk = 1; kk < kHeadDim / 16; ++kk) wgmma_ss_m64n128k16(s, q_desc + 2 * kk, k_desc + 2 * kk);
+  for (int kk = 1; kk < kHeadDim / 16; ++kk) wgmma_ss<128>(s, q_desc + 2 * kk, k_desc + 2 * kk);
 }
 
 // P's k16 steps as wgmma A fragments, from the probability accumulators (two n8 tiles each).
@@ -185,7 +92,7 @@ __device__ __forceinline__ void accumulate_pv(float (&o)[T::kDTiles][4], const u
                                               uint32_t v_tile) {
   const uint64_t v_desc = smem_descriptor(v_tile);
 #pragma unroll
-  for (int kp = 0; kp < T::kNTiles / 2; ++kp) wgmma_rs_m64n64k16(o, a[kp], v_desc + (16 * kRowBytes >> 4) * kp);
+  for (int kp = 0; kp < T::kNTiles / 2; ++kp) wgmma_rs_m64n64k16_tnsp_b(o, a[kp], v_desc + (16 * kRowBytes >> 4) * kp);
 }
 
 // grid (ceil(q_len / kBlockM), heads, batch), kThreads threads, kSmemBytes of dynamic shared memory. The maps
@@ -217,12 +124,12 @@ __global__ void __launch_bounds__(T::kThreads, 1)
       mbarrier_init(k_empty(s), kConsumerWarps);
       mbarrier_init(v_empty(s), kConsumerWarps);
     }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");  // visible to TMA's async proxy
+    mbarrier_init_fence();
   }
   __syncthreads();
 
   if (warp >= kConsumerWarps) {  // the producer warpgroup: its first lane issues every copy
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(T::kProducerRegisters));
+    producer_setmaxnreg();
     if (warp == kConsumerWarps && lane == 0) {
       mbarrier_arrive_expect_tx(q_full, T::kQBytes);
       for (int g = 0; g < T::kConsumers; ++g)
@@ -240,7 +147,7 @@ __global__ void __launch_bounds__(T::kThreads, 1)
     }
     return;
   }
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(T::kConsumerRegisters));
+  consumer_setmaxnreg<T::kConsumers>();
 
   const uint32_t q_rows = q_smem + group * 64 * kRowBytes;
   const float scale_log2 = p.scale * kLog2e;
@@ -326,33 +233,14 @@ __global__ void __launch_bounds__(T::kThreads, 1)
 
 // ---- launcher ----
 
-// cuTensorMapEncodeTiled from the driver the runtime already loaded (no link against libcuda).
-PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
-  static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    RTVD_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found));
-    if (found != cudaDriverEntryPointSuccess || !fn) fail("attention_sm90: the driver has no cuTensorMapEncodeTiled");
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
-  }();
-  return encode;
-}
-
 // (head_dim, tokens, heads, batch) view of one of q, k, v: token rows `stride` elements apart, heads
 // head_dim apart within a row, images tokens * stride apart; boxes of 64 x box_rows, 128-byte swizzled.
 CUtensorMap tensor_map(const char* name, const void* base, int tokens, int stride, const AttentionParams& p,
                        int box_rows) {
-  CUtensorMap map;
-  const cuuint64_t dims[4] = {cuuint64_t(p.head_dim), cuuint64_t(tokens), cuuint64_t(p.heads), cuuint64_t(p.batch)};
-  const cuuint64_t strides[3] = {cuuint64_t(stride) * 2, cuuint64_t(p.head_dim) * 2, cuuint64_t(tokens) * stride * 2};
-  const cuuint32_t box[4] = {cuuint32_t(kHeadDim), cuuint32_t(box_rows), 1, 1};
-  const cuuint32_t element_strides[4] = {1, 1, 1, 1};
-  const CUresult r = tensor_map_encoder()(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4, const_cast<void*>(base), dims,
-                                          strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                          CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) fail("attention_sm90: cuTensorMapEncodeTiled failed for ", name, " (CUresult ", int(r), ")");
-  return map;
+  const uint64_t dims[4] = {uint64_t(p.head_dim), uint64_t(tokens), uint64_t(p.heads), uint64_t(p.batch)};
+  const uint64_t strides[3] = {uint64_t(stride) * 2, uint64_t(p.head_dim) * 2, uint64_t(tokens) * stride * 2};
+  const uint32_t box[4] = {uint32_t(kHeadDim), uint32_t(box_rows), 1, 1};
+  return make_tensor_map_f16(name, base, 4, dims, strides, box);
 }
 
 template <class T>

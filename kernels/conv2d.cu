@@ -16,6 +16,7 @@
 // Direct fallback (c_in % 8 != 0, e.g. the 3- or 4-channel input conv, or unaligned pointers): one thread
 // per output element, fp32.
 #include "kernels/conv2d.cuh"
+#include "kernels/conv2d_sm90.cuh"
 
 #include <algorithm>
 #include <cstdint>
@@ -484,6 +485,10 @@ void conv2d_with_config(const Conv2dParams& p, const Conv2dConfig& cfg, const Cu
 }
 
 // conv2d_choose_config validates p and only returns configs that can run it.
-void conv2d(const Conv2dParams& p, const CudaContext& ctx) { run(p, conv2d_choose_config(p, ctx), ctx); }
+void conv2d(const Conv2dParams& p, const CudaContext& ctx) {
+  check_params(p, "conv2d");
+  if (conv2d_sm90_can_implement(p, ctx)) return conv2d_sm90(p, ctx);
+  run(p, conv2d_choose_config(p, ctx), ctx);
+}
 
 }  // namespace rtvd

@@ -33,7 +33,8 @@ Conv2dConfig conv2d_choose_config(const Conv2dParams& p, const CudaContext& ctx)
 // Bytes of ctx.workspace a config uses: split_k * M * round_up(c_out, 8) floats with split-K, else 0.
 size_t conv2d_workspace_bytes(const Conv2dParams& p, const Conv2dConfig& cfg);
 
-// y = conv2d.h's function of p, on ctx.stream. Throws rtvd::Error naming the unmet requirement for
+// y = conv2d.h's function of p, on ctx.stream: conv2d_sm90() where it applies (sm_90a builds on an H100),
+// else the config conv2d_choose_config() picks. Throws rtvd::Error naming the unmet requirement for
 // invalid params (sizes, h_out/w_out, GroupNorm groups, null pointers).
 void conv2d(const Conv2dParams& p, const CudaContext& ctx);
 

@@ -9,9 +9,9 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/conv2d_prepass.cuh"
 #include "kernels/conv2d_traits.cuh"
 #include "kernels/cudnn_error.h"
-#include "kernels/group_norm.cuh"
 #include "kernels/nvtx_range.h"
 
 namespace rtvd {
@@ -19,39 +19,9 @@ namespace {
 
 using namespace conv2d_detail;
 
-constexpr size_t kAlign = 256;  // workspace regions start on this boundary
-size_t align_up(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
 // ---- kernels ----
 
-// pre(x) = silu(GroupNorm affine(x)) for 8 channels of one pixel per thread (fewer at the end of a row
-// when c_in % 8 != 0); vec: 16-byte loads and stores.
-__global__ void gn_silu_prepass_kernel(const __grid_constant__ Conv2dParams p, __half* out, bool vec) {
-  const auto* x = static_cast<const __half*>(p.x);
-  const int chunks_c = (p.c_in + 7) / 8;
-  const int64_t hw = int64_t(p.h) * p.w, chunks = p.n * hw * chunks_c;
-  for (int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; idx < chunks; idx += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t pixel = idx / chunks_c;
-    const int c = int(idx % chunks_c) * 8, img = int(pixel / hw);
-    const int64_t offset = pixel * p.c_in + c;
-    if (vec) {
-      uint4 raw = *reinterpret_cast<const uint4*>(x + offset);
-      auto* h2 = reinterpret_cast<__half2*>(&raw);
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const float2 v = __half22float2(h2[j]);
-        const float2 f0 = gn_fold(p, img, c + 2 * j), f1 = gn_fold(p, img, c + 2 * j + 1);
-        h2[j] = __floats2half2_rn(silu_fast(v.x * f0.x + f0.y), silu_fast(v.y * f1.x + f1.y));
-      }
-      *reinterpret_cast<uint4*>(out + offset) = raw;
-    } else {
-      for (int j = 0; j < 8 && c + j < p.c_in; ++j) {
-        const float2 f = gn_fold(p, img, c + j);
-        out[offset + j] = __float2half_rn(silu_fast(__half2float(x[offset + j]) * f.x + f.y));
-      }
-    }
-  }
-}
 
 // y = act(y * scale + bias) + residual in place, 8 channels of one output pixel per thread.
 __global__ void epilogue_kernel(const __grid_constant__ Conv2dParams p, bool vec) {
@@ -115,7 +85,6 @@ Conv2dCudnnPlan& Conv2dCudnnPlan::operator=(Conv2dCudnnPlan&& o) noexcept {
     conv_desc = std::exchange(o.conv_desc, nullptr);
     algo = o.algo;
     algo_workspace_bytes = o.algo_workspace_bytes;
-    normalized_offset = o.normalized_offset;
     workspace_bytes = o.workspace_bytes;
     shape = o.shape;
   }
@@ -157,12 +126,10 @@ Conv2dCudnnPlan make_conv2d_cudnn_plan(const Conv2dParams& p, cudnnHandle_t hand
   RTVD_CUDNN_CHECK(cudnnSetConvolutionMathType(plan.conv_desc, chosen->mathType));
   RTVD_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(handle, plan.x_desc, plan.w_desc, plan.conv_desc, plan.y_desc,
                                                            plan.algo, &plan.algo_workspace_bytes));
-  plan.normalized_offset = align_up(plan.algo_workspace_bytes);
-  plan.workspace_bytes = plan.normalized_offset;
-  if (p.gn_stats) {  // the norm's partial statistics share the front with the algorithm's scratch (used later)
-    plan.normalized_offset = align_up(std::max(plan.algo_workspace_bytes, group_norm_workspace_bytes(p.n)));
-    plan.workspace_bytes = plan.normalized_offset + align_up(sizeof(__half) * size_t(p.n) * p.h * p.w * p.c_in);
-  }
+  // With the prologue, pre(x) follows the algorithm's scratch, which a fused norm's partial statistics
+  // share (the conv runs after the norm).
+  plan.workspace_bytes = p.gn_stats ? conv2d_prepass_workspace_bytes(p, plan.algo_workspace_bytes)
+                                    : plan.algo_workspace_bytes;
   return plan;
 }
 
@@ -177,29 +144,7 @@ void conv2d_cudnn(const Conv2dParams& p, const Conv2dCudnnPlan& plan, const Cuda
   auto* workspace = static_cast<uint8_t*>(ctx.workspace);
   RTVD_CUDNN_CHECK(cudnnSetStream(plan.handle, ctx.stream));
 
-  if (norm && (!p.gn_stats || norm->x != p.x || norm->stats != p.gn_stats || norm->n != p.n ||
-               norm->hw != p.h * p.w || norm->c != p.c_in || norm->groups != p.gn_groups || norm->y))
-    fail("conv2d_cudnn: the GroupNorm to fuse is not the statistics-only norm of this conv's input");
-  const void* x = p.x;
-  if (norm) {
-    auto* normalized = reinterpret_cast<__half*>(workspace + plan.normalized_offset);
-    GroupNormParams q = *norm;
-    q.y = normalized;
-    q.gamma = p.gn_gamma;
-    q.beta = p.gn_beta;
-    q.act = Activation::Silu;
-    CudaContext front = ctx;  // the partial statistics stay in front of pre(x)
-    front.workspace_bytes = plan.normalized_offset;
-    group_norm(q, front);
-    x = normalized;
-  } else if (p.gn_stats) {
-    auto* normalized = reinterpret_cast<__half*>(workspace + plan.normalized_offset);
-    const int64_t chunks = int64_t(p.n) * p.h * p.w * ((p.c_in + 7) / 8);
-    const bool vec = p.c_in % 8 == 0 && aligned16(p.x);
-    gn_silu_prepass_kernel<<<grid_for(chunks, ctx), 256, 0, ctx.stream>>>(p, normalized, vec);
-    RTVD_CHECK_LAUNCH("conv2d_cudnn GroupNorm pre-pass");
-    x = normalized;
-  }
+  const void* x = p.gn_stats ? conv2d_prepass(p, norm, plan.algo_workspace_bytes, ctx) : p.x;
   const float alpha = 1.0f, beta = 0.0f;
   RTVD_CUDNN_CHECK(cudnnConvolutionForward(plan.handle, &alpha, plan.x_desc, x, plan.w_desc, p.weight, plan.conv_desc,
                                            plan.algo, workspace, plan.algo_workspace_bytes, &beta, plan.y_desc, p.y));

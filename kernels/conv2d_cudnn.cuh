@@ -24,8 +24,7 @@ struct Conv2dCudnnPlan {
   cudnnConvolutionDescriptor_t conv_desc = nullptr;
   cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
   size_t algo_workspace_bytes = 0;
-  size_t normalized_offset = 0;  // with GroupNorm: where pre(x) starts, past the algorithm's and the norm's scratch
-  size_t workspace_bytes = 0;    // of ctx.workspace conv2d_cudnn needs: the algorithm's, plus pre(x) with GroupNorm
+  size_t workspace_bytes = 0;  // of ctx.workspace conv2d_cudnn needs: the algorithm's, plus conv2d_prepass()'s
   Conv2dParams shape;          // the params it was made for; conv2d_cudnn checks calls against their sizes
 
   Conv2dCudnnPlan() = default;

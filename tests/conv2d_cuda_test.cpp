@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/conv2d.cuh"
+#include "kernels/conv2d_sm90.cuh"
 #if RTVD_HAS_CUDNN
 #include "kernels/conv2d_cudnn.cuh"
 #include "kernels/group_norm.h"
@@ -193,6 +194,52 @@ TEST(Conv2dCuda, EveryKernelAndSplit) {
     conv2d_with_config(pr.gpu, {Conv2dKernel::Direct, 1}, tc.ctx);
     expect_close(gpu_result(pr, tc.ctx.stream), pr, describe(c) + ", direct");
   }
+}
+
+// The wgmma/TMA kernel (sm_90a builds on an H100), every tile shape that fits, on the cases it takes: 3x3 and
+// 1x1, c_out-ragged tiles (168 = 160 + 8), residual in place, FiLM, SD's hot shapes, the GroupNorm prologue.
+TEST(Conv2dCuda, Sm90EveryTileMatchesCpu) {
+  RTVD_SKIP_WITHOUT_CUDA();
+  test::TestCudaContext tc;
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  const ConvCase cases[] = {
+      {2, 8, 8, 64, 168, 3, 1, 1, true, Per::Image, Per::Image, true},
+      {1, 16, 16, 128, 96, 1, 1, 0, true, Per::Channel, Per::Channel},
+      {2, 32, 32, 64, 64, 3, 1, 1, false, Per::None, Per::None},
+      {2, 64, 64, 320, 320, 3, 1, 1, true, Per::None, Per::Image, true},
+      {2, 32, 32, 640, 640, 3, 1, 1, false, Per::None, Per::Image, true},
+      {2, 16, 16, 1280, 1280, 3, 1, 1, true, Per::None, Per::Image, false},
+      {2, 64, 64, 320, 320, 3, 1, 1, true, Per::None, Per::Image, false, 32},  // GroupNorm: a pre-pass
+      {2, 8, 8, 128, 64, 3, 1, 1, false, Per::Channel, Per::Channel, true, 8},
+  };
+  Problem probe = make_problem(cases[0], rng);
+  std::string why;
+  if (!conv2d_sm90_can_implement(probe.gpu, tc.ctx, &why)) GTEST_SKIP() << why;
+  for (const ConvCase& c : cases) {
+    const Problem reference = make_problem(c, rng);
+    const std::vector<Conv2dSm90Tile> tiles = conv2d_sm90_tiles(reference.gpu, tc.ctx);
+    EXPECT_FALSE(tiles.empty()) << describe(c);
+    for (const Conv2dSm90Tile& t : tiles) {
+      Problem pr = make_problem(c, rng);
+      conv2d_sm90(pr.gpu, tc.ctx, t.name);
+      expect_close(gpu_result(pr, tc.ctx.stream), pr, describe(c) + ", wgmma " + t.name);
+    }
+  }
+  // In place: y == residual.
+  Problem pr = make_problem(cases[0], rng);
+  pr.dy = test::to_device_half(pr.residual);
+  pr.gpu.y = pr.dy.get(), pr.gpu.residual = pr.dy.get();
+  conv2d_sm90(pr.gpu, tc.ctx);
+  expect_close(gpu_result(pr, tc.ctx.stream), pr, describe(cases[0]) + ", wgmma in place");
+  // The GroupNorm prologue runs as a pre-pass into ctx.workspace: without room for it, the kernel says so.
+  Problem gn = make_problem({2, 8, 8, 64, 64, 3, 1, 1, false, Per::None, Per::None, false, 8}, rng);
+  CudaContext no_workspace = tc.ctx;
+  no_workspace.workspace = nullptr, no_workspace.workspace_bytes = 0;
+  EXPECT_GT(conv2d_sm90_workspace_bytes(gn.gpu), 0u);
+  EXPECT_FALSE(conv2d_sm90_can_implement(gn.gpu, no_workspace, &why));
+  EXPECT_NE(why.find("workspace"), std::string::npos) << why;
+  EXPECT_THROW(conv2d_sm90(gn.gpu, no_workspace), Error);
 }
 
 // residual == y, the in-place skip connection: each element's residual is read before it is overwritten.

@@ -51,11 +51,11 @@ double compare_unet(const std::string& dir, int batch, int h, int w, const std::
       if (std::holds_alternative<ConvOp>(run.graph().frame[i].body) || std::holds_alternative<AttentionOp>(run.graph().frame[i].body))
         impls->push_back(gpu->frame_op_impl(i));
   }
-  if (fused_norms) {  // statistics-only GroupNorms computed inside their conv's cuDNN pre-pass
+  if (fused_norms) {  // statistics-only GroupNorms computed inside their conv's pre-pass (cuDNN, wgmma)
     *fused_norms = 0;
     for (size_t i = 0; i < run.graph().frame.size(); ++i)
       if (std::holds_alternative<GroupNormOp>(run.graph().frame[i].body))
-        *fused_norms += gpu->frame_op_impl(i).find("cuDNN pre-pass") != std::string::npos;
+        *fused_norms += gpu->frame_op_impl(i).find("pre-pass") != std::string::npos;
   }
   // With auto: the first forward tunes the convs, the second times the linears' cuBLASLt algorithms, the
   // third replays the captured graph; each must give the CPU's output.

@@ -1,13 +1,26 @@
 #include "conv_tuner.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 
 #include "pipeline/error.h"
 
 namespace rtvd {
+namespace {
+
+// The wgmma tiles for p whatever the workspace now: the backend sizes it for what it chooses.
+std::vector<Conv2dSm90Tile> wgmma_tiles(const Conv2dParams& p, const CudaContext& ctx) {
+  CudaContext any_workspace = ctx;
+  any_workspace.workspace_bytes = SIZE_MAX;
+  return conv2d_sm90_tiles(p, any_workspace);
+}
+
+}  // namespace
 
 std::string ConvChoice::describe() const {
   if (cudnn) return "cuDNN";
+  if (!wgmma_tile.empty()) return cat("custom wgmma ", wgmma_tile);
   std::string s = cat("custom ", conv2d_kernel_name(config.kernel));
   if (config.split_k > 1) s += cat(" split-k ", config.split_k);
   return s;
@@ -17,6 +30,11 @@ ConvChoice conv_choice_named(const std::string& name) {
   ConvChoice c;
   if (name == "cuDNN") {
     c.cudnn = true;
+    return c;
+  }
+  const std::string wgmma = "custom wgmma ";
+  if (name.rfind(wgmma, 0) == 0) {
+    c.wgmma_tile = name.substr(wgmma.size());
     return c;
   }
   const std::string split = " split-k ";
@@ -36,23 +54,48 @@ std::string conv_shape_key(const Conv2dParams& p) {
              p.act == Activation::Silu ? " silu" : "", p.scale_batch_stride ? " film" : "");
 }
 
+
+ConvChoice default_custom_conv(const Conv2dParams& p, const CudaContext& ctx) {
+  ConvChoice c;
+  const std::vector<Conv2dSm90Tile> tiles = wgmma_tiles(p, ctx);
+  if (!tiles.empty()) c.wgmma_tile = tiles.front().name;
+  else c.config = conv2d_choose_config(p, ctx);
+  return c;
+}
+
+size_t custom_conv_workspace_bytes(const Conv2dParams& p, const ConvChoice& c) {
+  return c.wgmma_tile.empty() ? conv2d_workspace_bytes(p, c.config) : conv2d_sm90_workspace_bytes(p);
+}
+
+void run_custom_conv(const Conv2dParams& p, const ConvChoice& c, const CudaContext& ctx, const GroupNormParams* norm) {
+  if (!c.wgmma_tile.empty()) return conv2d_sm90(p, ctx, c.wgmma_tile, norm);
+  if (norm) fail("conv2d: ", c.describe(), " applies the GroupNorm prologue as it loads: no norm to fuse");
+  conv2d_with_config(p, c.config, ctx);
+}
+
+bool conv_takes_prepass(const Conv2dParams& p, const ConvChoice& c) {
+  return p.gn_stats && (c.cudnn || !c.wgmma_tile.empty());
+}
+
 std::vector<LayerCandidate> custom_conv_candidates(const Conv2dParams& p, const CudaContext& ctx) {
+  std::vector<ConvChoice> choices = {default_custom_conv(p, ctx)};
+  for (const Conv2dSm90Tile& t : wgmma_tiles(p, ctx)) choices.push_back({false, {}, t.name});
   const Conv2dConfig preferred = conv2d_choose_config(p, ctx);
-  std::vector<Conv2dConfig> configs = {preferred};
+  choices.push_back({false, preferred, ""});
   if (preferred.kernel != Conv2dKernel::Direct) {
     const int k_tiles = (p.kh * p.kw * p.c_in + 31) / 32;
     for (Conv2dKernel k : {Conv2dKernel::Igemm64x64, Conv2dKernel::Igemm128x128, Conv2dKernel::Igemm128x160})
       for (int split : {1, 2, 4, 8})
-        if (split == 1 || k_tiles >= 8 * split) configs.push_back({k, split});
+        if (split == 1 || k_tiles >= 8 * split) choices.push_back({false, {k, split}, ""});
   }
   std::vector<LayerCandidate> out;
-  for (size_t i = 0; i < configs.size(); ++i) {
-    const Conv2dConfig c = configs[i];
-    if (i > 0 && c.kernel == preferred.kernel && c.split_k == preferred.split_k) continue;
+  for (const ConvChoice& c : choices) {
+    const std::string name = c.describe();
+    if (std::any_of(out.begin(), out.end(), [&](const LayerCandidate& o) { return o.name == name; })) continue;
     LayerCandidate cand;
-    cand.name = ConvChoice{false, c}.describe();
-    cand.workspace_bytes = conv2d_workspace_bytes(p, c);
-    cand.run = [p, c](const CudaContext& x) { conv2d_with_config(p, c, x); };
+    cand.name = name;
+    cand.workspace_bytes = custom_conv_workspace_bytes(p, c);
+    cand.run = [p, c](const CudaContext& x) { run_custom_conv(p, c, x); };
     out.push_back(std::move(cand));
   }
   return out;

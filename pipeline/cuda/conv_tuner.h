@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/conv2d.cuh"
+#include "kernels/conv2d_sm90.cuh"
 #include "kernels/cuda_context.cuh"
 #include "pipeline/cuda/layer_tuner.h"
 
@@ -12,9 +13,26 @@ namespace rtvd {
 
 struct ConvChoice {
   bool cudnn = false;
-  Conv2dConfig config;  // when !cudnn
-  std::string describe() const;  // "custom igemm128x160" / "custom igemm64x64 split-k 4" / "cuDNN"
+  Conv2dConfig config;     // the mma.sync implicit GEMM's, when !cudnn and wgmma_tile is empty
+  std::string wgmma_tile;  // the sm_90a kernel's tile (conv2d_sm90), when set
+  // "custom igemm128x160" / "custom igemm64x64 split-k 4" / "custom wgmma 128x160" / "cuDNN"
+  std::string describe() const;
 };
+
+// Our kernels' own choice for p: the wgmma kernel's first tile where it applies, else conv2d_choose_config().
+ConvChoice default_custom_conv(const Conv2dParams& p, const CudaContext& ctx);
+
+// Bytes of ctx.workspace a choice that is not cuDNN uses.
+size_t custom_conv_workspace_bytes(const Conv2dParams& p, const ConvChoice& c);
+
+// Runs a choice that is not cuDNN. norm: the statistics-only GroupNorm of p's input, computed in the
+// choice's pre-pass instead (only for choices that take one: conv_takes_prepass()).
+void run_custom_conv(const Conv2dParams& p, const ConvChoice& c, const CudaContext& ctx,
+                     const GroupNormParams* norm = nullptr);
+
+// Whether a choice applies p's GroupNorm prologue as a pass of its own (cuDNN, wgmma), which can then
+// compute the statistics too.
+bool conv_takes_prepass(const Conv2dParams& p, const ConvChoice& c);
 
 // The choice describe() named; throws rtvd::Error for a name it never gives.
 ConvChoice conv_choice_named(const std::string& name);
@@ -22,9 +40,8 @@ ConvChoice conv_choice_named(const std::string& name);
 // The shape and fused parts of a conv that decide which implementation is fastest (pointers ignored).
 std::string conv_shape_key(const Conv2dParams& p);
 
-// The custom kernel's candidates for p, named by ConvChoice::describe(): its default config first (the
-// reference the others are checked against), then every other tile config and split-K factor that can
-// run p.
+// Our kernels' candidates for p, named by ConvChoice::describe(): default_custom_conv() first (the reference
+// the others are checked against), then every wgmma tile, tile config and split-K factor that can run p.
 std::vector<LayerCandidate> custom_conv_candidates(const Conv2dParams& p, const CudaContext& ctx);
 
 }  // namespace rtvd

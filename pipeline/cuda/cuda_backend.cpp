@@ -202,7 +202,7 @@ class CudaBackend final : public Backend {
       if (auto* c = std::get_if<ConvOp>(&graph.frame[i].body)) {
         FrameConv& f = frame_convs_[i];
         if (kernels_ == "cudnn") f.choice.cudnn = true;
-        else if (kernels_ == "custom") f.choice.config = conv2d_choose_config(c->p, ctx_);
+        else if (kernels_ == "custom") f.choice = default_custom_conv(c->p, ctx_);
         else if (const TunedChoice* cached = tuner_->cached(conv_shape_key(c->p))) f.choice = conv_choice_named(cached->impl);
         else continue;  // tuned at the first (eager) run of the frame
         f.decided = true;
@@ -273,7 +273,7 @@ class CudaBackend final : public Backend {
       return !f.decided ? "cuBLASLt, algorithms timed at the second frame"
              : f.algorithm.empty() ? "cuBLASLt" : "cuBLASLt, timed algorithm";
     }
-    if (norm_fused(i)) return cat("in ", graph_->frame[norm_reader_[i]].layer, "'s cuDNN pre-pass");
+    if (norm_fused(i)) return cat("in ", graph_->frame[norm_reader_[i]].layer, "'s pre-pass");
     if (auto* a = std::get_if<AttentionOp>(&body)) {
       const FrameAttention& f = frame_attentions_[i];
       if (!f.decided) return "autotuned at the second frame";
@@ -482,8 +482,8 @@ class CudaBackend final : public Backend {
     ConvChoice choice;
   };
 
-  // Statistics-only GroupNorms read by exactly one later frame conv: when that conv runs through cuDNN,
-  // its pre-pass computes the statistics in the launch that normalises (conv2d_cudnn's `norm`), and the
+  // Statistics-only GroupNorms read by exactly one later frame conv: when that conv takes its prologue as a
+  // pre-pass (cuDNN, wgmma), the pre-pass computes the statistics in the launch that normalises (`norm`), and the
   // norm op is skipped.
   void find_fusable_norms(std::vector<Op>& frame) {
     norm_reader_.assign(frame.size(), -1);
@@ -510,7 +510,8 @@ class CudaBackend final : public Backend {
 
   bool norm_fused(size_t i) const {
     const int reader = norm_reader_[i];
-    return reader >= 0 && frame_convs_[reader].decided && frame_convs_[reader].choice.cudnn;
+    if (reader < 0 || !frame_convs_[reader].decided) return false;
+    return conv_takes_prepass(std::get<ConvOp>(graph_->frame[size_t(reader)].body).p, frame_convs_[reader].choice);
   }
 
   void run_conv(FrameConv& f, const Conv2dParams& p, const GroupNormParams* norm) {
@@ -521,7 +522,7 @@ class CudaBackend final : public Backend {
       f.decided = true;
     }
     if (f.choice.cudnn) run_cudnn_conv(p, norm);
-    else conv2d_with_config(p, f.choice.config, ctx_);
+    else run_custom_conv(p, f.choice, ctx_, norm);
   }
 
   // The name of the fastest correct implementation of p (ConvChoice::describe()).
@@ -533,7 +534,7 @@ class CudaBackend final : public Backend {
     if (overlaps(p.x, y_count * 2, p.y, y_count * 2) || overlaps(p.residual, y_count * 2, p.y, y_count * 2))
       return candidates[0].name;
 #if RTVD_HAS_CUDNN
-    candidates.push_back({ConvChoice{true, {}}.describe(), cudnn_plan(p).workspace_bytes,
+    candidates.push_back({ConvChoice{true, {}, ""}.describe(), cudnn_plan(p).workspace_bytes,
                           [this, p](const CudaContext&) { run_cudnn_conv(p); }});
 #endif
     return tuner_->tune(conv_shape_key(p), {p.y, y_count}, candidates, workspace_fn()).impl;
@@ -641,7 +642,7 @@ class CudaBackend final : public Backend {
   }
 
   size_t conv_workspace_bytes(const Conv2dParams& p, const FrameConv& f) {
-    if (!f.choice.cudnn) return conv2d_workspace_bytes(p, f.choice.config);
+    if (!f.choice.cudnn) return custom_conv_workspace_bytes(p, f.choice);
 #if RTVD_HAS_CUDNN
     return cudnn_plan(p).workspace_bytes;
 #else

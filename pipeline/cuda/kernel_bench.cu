@@ -9,6 +9,7 @@
 #include "kernels/attention.cuh"
 #include "kernels/attention_sm90.cuh"
 #include "kernels/conv2d.cuh"
+#include "kernels/conv2d_sm90.cuh"
 #include "kernels/cuda_context.cuh"
 #include "kernels/denoise.cuh"
 #include "kernels/group_norm.cuh"
@@ -181,6 +182,13 @@ nlohmann::json bench_kernels(const GpuInfo& gpu, int runs) {
     }
     const double flops = 2.0 * c.n * c.h * c.w * double(c.c_out) * c.k * c.k * c.c_in;
     row(c.name, "custom", median_ms(ctx, runs, [&](int i) { p.x = xs[i % copies]; conv2d(p, ctx); }), flops, 0);
+    // "custom" is what conv2d() runs (the wgmma kernel where it applies); "mma" the sm_80 kernel's choice.
+    if (conv2d_sm90_can_implement(p, ctx)) {
+      const Conv2dConfig mma = conv2d_choose_config(p, ctx);
+      row(c.name, "mma", median_ms(ctx, runs, [&](int i) { p.x = xs[i % copies]; conv2d_with_config(p, mma, ctx); }), flops, 0);
+    }
+    for (const Conv2dSm90Tile& t : conv2d_sm90_tiles(p, ctx))
+      row(c.name, cat("wgmma ", t.name), median_ms(ctx, runs, [&](int i) { p.x = xs[i % copies]; conv2d_sm90(p, ctx, t.name); }), flops, 0);
 #if RTVD_HAS_CUDNN
     const Conv2dCudnnPlan plan = make_conv2d_cudnn_plan(p, cudnn, ctx.workspace_bytes);
     row(c.name, "cudnn", median_ms(ctx, runs, [&](int i) { p.x = xs[i % copies]; conv2d_cudnn(p, plan, ctx); }), flops, 0);

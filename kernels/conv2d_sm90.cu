@@ -1,0 +1,261 @@
+// conv2d on Hopper: the implicit GEMM y (pixels, c_out) = A (pixels, kh kw c_in) B (c_out, kh kw c_in)^T on
+// wgmma, with both operands loaded by TMA. A block computes BM output pixels (whole rows of one image) by BN
+// output channels with two consumer warpgroups (64 x BN or BM x BN/2 each) and a producer warpgroup whose
+// first lane loads, per K step of 64 channels of one filter tap (r, s), the input box of 64 channels x w x
+// BM/w rows shifted by (r - pad, s - pad) and the matching 64 weights of BN filters, into a ring of
+// shared-memory stages on mbarriers. TMA reads coordinates outside the image as zeros, which is exactly
+// the conv's zero padding, so no im2col exists anywhere and the borders need no code. Both tiles land
+// 128-byte swizzled, wgmma's K-major layout (the same as attention_sm90.cu's Q K^T). The consumers keep one
+// wgmma group in flight while waiting for the next stage, release each stage when its products are done,
+// and at the end apply conv2d.h's epilogue (scale, bias, activation, residual) from registers.
+// setmaxnreg moves the producer's registers to the consumers' accumulators (up to 128 per thread).
+#include "kernels/conv2d_sm90.cuh"
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/conv2d_prepass.cuh"
+#include "kernels/conv2d_traits.cuh"
+#include "kernels/nvtx_range.h"
+#if RTVD_HAS_SM90A
+#include "kernels/sm90_ptx.cuh"
+#include "kernels/tensor_map.cuh"
+#endif
+
+namespace rtvd {
+namespace {
+
+constexpr int kChunk = 64;  // channels per K step: one 128-byte swizzle row
+
+#if RTVD_HAS_SM90A  // this file is then compiled for sm_90a alone (kernels/CMakeLists.txt)
+
+using namespace sm90;
+
+// kGroupsM x kGroupsN consumer warpgroups, each 64 pixels x kGroupCols channels.
+template <int kGroupsM_, int kGroupsN_, int kGroupCols_>
+struct ConvTile {
+  static constexpr int kGroupsM = kGroupsM_, kGroupsN = kGroupsN_, kGroupCols = kGroupCols_;
+  static constexpr int kConsumers = kGroupsM * kGroupsN;
+  static constexpr int kBlockM = 64 * kGroupsM;
+  static constexpr int kBlockN = kGroupCols * kGroupsN;
+  static constexpr int kThreads = 128 * (kConsumers + 1);
+  static constexpr int kABytes = kBlockM * 128;
+  static constexpr int kBBytes = kBlockN * 128;
+  static constexpr int kStageBytes = kABytes + kBBytes;
+  static constexpr int kStages = std::min(6, (200 * 1024) / kStageBytes);
+  static constexpr int kSmemBytes = 1024 + kStages * kStageBytes + 16 * kStages;  // + alignment, 2 barriers/stage
+  static_assert(kConsumers == 2, "two consumer warpgroups");
+  static_assert(kStages >= 3, "a ring of at least three stages");
+  static_assert(kGroupCols % 8 == 0 && kGroupCols <= 256, "wgmma n");
+};
+
+// grid (ceil(c_out / kBlockN), pixels / kBlockM); kThreads threads, kSmemBytes of dynamic shared memory.
+// x_map views x as (c_in, w, h, n) in boxes of (64, w, rows, 1); w_map the weight as (kh kw c_in, c_out) in
+// boxes of (64, kBlockN).
+template <class T>
+__global__ void __launch_bounds__(T::kThreads, 1)
+    conv2d_sm90_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap w_map,
+                       const __grid_constant__ Conv2dParams p) {
+  extern __shared__ unsigned char smem[];
+  const uint32_t stages = (smem_address(smem) + 1023) & ~1023u;  // swizzled tiles need 1024-byte alignment
+  const uint32_t barriers = stages + T::kStages * T::kStageBytes;
+  auto a_tile = [&](int s) { return stages + s * T::kStageBytes; };
+  auto b_tile = [&](int s) { return stages + s * T::kStageBytes + T::kABytes; };
+  auto full = [&](int s) { return barriers + 8 * s; };
+  auto empty = [&](int s) { return barriers + 8 * (T::kStages + s); };
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int n0 = blockIdx.x * T::kBlockN, m0 = blockIdx.y * T::kBlockM;
+  const int hw = p.h * p.w, image = m0 / hw, row0 = (m0 % hw) / p.w;
+  const int chunks = p.c_in / kChunk, steps = p.kh * p.kw * chunks;
+  constexpr int kConsumerWarps = 4 * T::kConsumers;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < T::kStages; ++s) {
+      mbarrier_init(full(s), 1);
+      mbarrier_init(empty(s), kConsumerWarps);
+    }
+    mbarrier_init_fence();
+  }
+  __syncthreads();
+
+  if (warp >= kConsumerWarps) {  // the producer warpgroup: its first lane issues every copy
+    producer_setmaxnreg();
+    if (warp == kConsumerWarps && lane == 0) {
+      for (int k = 0, tap = 0, c0 = 0; k < steps; ++k) {
+        const int s = k % T::kStages;
+        if (k >= T::kStages) mbarrier_wait(empty(s), (k / T::kStages - 1) & 1);
+        const int r = tap / p.kw, q = tap % p.kw;
+        mbarrier_arrive_expect_tx(full(s), T::kStageBytes);
+        tma_load_4d(a_tile(s), x_map, full(s), c0, q - p.pad, row0 + r - p.pad, image);
+        tma_load_2d(b_tile(s), w_map, full(s), tap * p.c_in + c0, n0);
+        c0 += kChunk;
+        if (c0 == p.c_in) c0 = 0, ++tap;
+      }
+    }
+    return;
+  }
+  consumer_setmaxnreg<T::kConsumers>();
+
+  const int group = warp / 4, group_m = group % T::kGroupsM, group_n = group / T::kGroupsM;
+  const uint32_t a_offset = group_m * 64 * 128, b_offset = group_n * T::kGroupCols * 128;
+  float acc[T::kGroupCols / 8][4];
+  auto release = [&](int s) {
+    __syncwarp();
+    if (lane == 0) mbarrier_arrive(empty(s));
+  };
+  // K step k: four k16 wgmma on stage k % kStages; the first one overwrites (no branch around a wgmma,
+  // which ptxas would serialise).
+  auto step = [&](int k, auto first) {
+    const int s = k % T::kStages;
+    mbarrier_wait(full(s), (k / T::kStages) & 1);
+    const uint64_t a_desc = smem_descriptor(a_tile(s) + a_offset), b_desc = smem_descriptor(b_tile(s) + b_offset);
+    wgmma_fence();
+    if constexpr (decltype(first)::value) wgmma_ss<T::kGroupCols>(acc, a_desc, b_desc, Overwrite{});
+    else wgmma_ss<T::kGroupCols>(acc, a_desc, b_desc);
+#pragma unroll
+    for (int kk = 1; kk < kChunk / 16; ++kk) wgmma_ss<T::kGroupCols>(acc, a_desc + 2 * kk, b_desc + 2 * kk);
+    wgmma_commit();
+  };
+  step(0, std::true_type{});
+  for (int k = 1; k < steps; ++k) {
+    step(k, std::false_type{});
+    wgmma_wait<1>();  // step k - 1 is done: its stage can be refilled
+    release((k - 1) % T::kStages);
+  }
+  wgmma_wait<0>();
+  fence_accumulators(acc);
+
+  // Epilogue: lane holds channels 8j + 2 (lane % 4), +1 of pixels lane / 4 and lane / 4 + 8 of its warp's 16.
+  const auto* residual = static_cast<const __half*>(p.residual);
+  auto* y = static_cast<__half*>(p.y);
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int m = m0 + group_m * 64 + (warp % 4) * 16 + half * 8 + lane / 4;
+#pragma unroll
+    for (int j = 0; j < T::kGroupCols / 8; ++j) {
+      const int c = n0 + group_n * T::kGroupCols + 8 * j + 2 * (lane % 4);
+      if (c >= p.c_out) continue;
+      const int64_t offset = int64_t(m) * p.c_out + c;
+      float2 v = make_float2(conv2d_detail::epilogue_value(p, image, c, acc[j][2 * half]),
+                             conv2d_detail::epilogue_value(p, image, c + 1, acc[j][2 * half + 1]));
+      if (residual) {
+        const float2 r = __half22float2(*reinterpret_cast<const __half2*>(residual + offset));
+        v.x += r.x, v.y += r.y;
+      }
+      *reinterpret_cast<__half2*>(y + offset) = __float22half2_rn(v);
+    }
+  }
+}
+
+using Tile128x160 = ConvTile<2, 1, 160>;
+using Tile64x160 = ConvTile<1, 2, 80>;
+using Tile128x128 = ConvTile<2, 1, 128>;
+using Tile128x256 = ConvTile<2, 1, 256>;
+using Tile64x128 = ConvTile<1, 2, 64>;
+
+template <class T>
+void launch(const Conv2dParams& p, const CudaContext& ctx) {
+  const auto kernel = conv2d_sm90_kernel<T>;
+  RTVD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
+  const uint64_t x_dims[4] = {uint64_t(p.c_in), uint64_t(p.w), uint64_t(p.h), uint64_t(p.n)};
+  const uint64_t x_strides[3] = {uint64_t(p.c_in) * 2, uint64_t(p.w) * p.c_in * 2, uint64_t(p.h) * p.w * p.c_in * 2};
+  const uint32_t x_box[4] = {uint32_t(kChunk), uint32_t(p.w), uint32_t(T::kBlockM / p.w), 1};
+  const CUtensorMap x_map = make_tensor_map_f16("conv2d_sm90 x", p.x, 4, x_dims, x_strides, x_box);
+  const uint64_t k_total = uint64_t(p.kh) * p.kw * p.c_in;
+  const uint64_t w_dims[2] = {k_total, uint64_t(p.c_out)};
+  const uint64_t w_strides[1] = {k_total * 2};
+  const uint32_t w_box[2] = {uint32_t(kChunk), uint32_t(T::kBlockN)};
+  const CUtensorMap w_map = make_tensor_map_f16("conv2d_sm90 weight", p.weight, 2, w_dims, w_strides, w_box);
+  const dim3 grid((p.c_out + T::kBlockN - 1) / T::kBlockN, p.n * p.h * p.w / T::kBlockM);
+  kernel<<<grid, T::kThreads, T::kSmemBytes, ctx.stream>>>(x_map, w_map, p);
+  RTVD_CHECK_LAUNCH("conv2d_sm90");
+}
+
+#endif  // RTVD_HAS_SM90A
+
+// Every tile shape, by name; bm = 64 x groups along M.
+const Conv2dSm90Tile kTiles[] = {
+    {128, 160, "128x160"}, {64, 160, "64x160"}, {128, 128, "128x128"}, {128, 256, "128x256"}, {64, 128, "64x128"},
+};
+
+bool aligned(const void* ptr, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(ptr) % bytes == 0; }
+
+// Whole image rows per tile: w divides bm, and the rows divide h.
+bool tile_fits(const Conv2dParams& p, int bm) { return p.w <= bm && bm % p.w == 0 && p.h % (bm / p.w) == 0; }
+
+}  // namespace
+
+bool conv2d_sm90_can_implement(const Conv2dParams& p, const CudaContext& ctx, std::string* why) {
+  const char* unmet = nullptr;
+  if (!RTVD_HAS_SM90A) unmet = "built without sm_90a (RTVD_CUDA_ARCHITECTURES has no 90a)";
+  else if (ctx.sm_version != 90) unmet = "needs an sm_90 GPU";
+  else if (!p.x || !p.weight || !p.y) unmet = "x, weight and y must be set";
+  else if (p.n <= 0 || p.h <= 0 || p.w <= 0 || p.c_out <= 0 || p.kh <= 0 || p.kw <= 0)
+    unmet = "sizes must be positive";
+  else if (p.stride != 1 || p.h_out != p.h || p.w_out != p.w) unmet = "stride 1 with h_out == h and w_out == w";
+  else if (p.c_in <= 0 || p.c_in % kChunk) unmet = "c_in must be a multiple of 64";
+  else if (p.c_out % 8) unmet = "c_out must be a multiple of 8";
+  else if (!aligned(p.x, 16) || !aligned(p.weight, 16)) unmet = "x and weight must be 16-byte aligned";
+  else if (!aligned(p.y, 4) || !aligned(p.residual, 4)) unmet = "y and residual must be 4-byte aligned";
+  else if (!tile_fits(p, 64)) unmet = "w must divide 64 and 64 / w rows must divide h";
+  else if (ctx.workspace_bytes < conv2d_sm90_workspace_bytes(p))
+    unmet = "with the GroupNorm prologue, ctx.workspace must hold pre(x) (conv2d_sm90_workspace_bytes)";
+  if (unmet && why) *why = unmet;
+  return unmet == nullptr;
+}
+
+std::vector<Conv2dSm90Tile> conv2d_sm90_tiles(const Conv2dParams& p, const CudaContext& ctx) {
+  std::vector<Conv2dSm90Tile> tiles;
+  if (!conv2d_sm90_can_implement(p, ctx)) return tiles;
+  for (const Conv2dSm90Tile& t : kTiles)
+    if (tile_fits(p, t.bm)) tiles.push_back(t);
+  // First the tile whose grid fills the SMs best (blocks per SM rounded up to whole waves), then the larger.
+  const int64_t pixels = int64_t(p.n) * p.h * p.w, sms = std::max(ctx.sm_count, 1);
+  auto efficiency = [&](const Conv2dSm90Tile& t) {
+    const int64_t blocks = (pixels / t.bm) * ((p.c_out + t.bn - 1) / t.bn);
+    const int64_t waves = (blocks + sms - 1) / sms;
+    return double(pixels) * p.c_out / (double(waves) * sms * t.bm * t.bn);
+  };
+  std::stable_sort(tiles.begin(), tiles.end(), [&](const Conv2dSm90Tile& a, const Conv2dSm90Tile& b) {
+    const double ea = efficiency(a), eb = efficiency(b);
+    if (ea != eb) return ea > eb;
+    return a.bm * a.bn > b.bm * b.bn;
+  });
+  return tiles;
+}
+
+size_t conv2d_sm90_workspace_bytes(const Conv2dParams& p) {
+  return p.gn_stats ? conv2d_prepass_workspace_bytes(p, 0) : 0;
+}
+
+void conv2d_sm90(const Conv2dParams& p, const CudaContext& ctx, const std::string& tile, const GroupNormParams* norm) {
+  conv2d_detail::check_params(p, "conv2d_sm90");
+  std::string why;
+  if (!conv2d_sm90_can_implement(p, ctx, &why))
+    fail("conv2d_sm90: ", why, " (", p.n, "x", p.h, "x", p.w, "x", p.c_in, " -> ", p.c_out, ", ", p.kh, "x", p.kw, ")");
+  const std::vector<Conv2dSm90Tile> tiles = conv2d_sm90_tiles(p, ctx);
+  auto chosen = tiles.begin();
+  if (!tile.empty()) chosen = std::find_if(tiles.begin(), tiles.end(), [&](const Conv2dSm90Tile& t) { return tile == t.name; });
+  if (chosen == tiles.end()) fail("conv2d_sm90: no tile ", tile, " for ", p.n, "x", p.h, "x", p.w, "x", p.c_in);
+  // The GroupNorm prologue as a pass of its own; the conv reads pre(x).
+  Conv2dParams q = p;
+  if (p.gn_stats) {
+    q.x = conv2d_prepass(p, norm, 0, ctx);
+    q.gn_stats = q.gn_gamma = q.gn_beta = nullptr;
+  } else if (norm) {
+    fail("conv2d_sm90: a GroupNorm to fuse, but the conv has no prologue");
+  }
+  const NvtxRange range("conv2d_sm90");
+#if RTVD_HAS_SM90A
+  const std::string name = chosen->name;
+  if (name == "128x160") return launch<Tile128x160>(q, ctx);
+  if (name == "64x160") return launch<Tile64x160>(q, ctx);
+  if (name == "128x128") return launch<Tile128x128>(q, ctx);
+  if (name == "128x256") return launch<Tile128x256>(q, ctx);
+  if (name == "64x128") return launch<Tile64x128>(q, ctx);
+#endif
+}
+
+}  // namespace rtvd

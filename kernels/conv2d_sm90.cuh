@@ -1,0 +1,40 @@
+// conv2d on Hopper (sm_90a): implicit GEMM on wgmma with TMA loads and conv2d.h's epilogue fused; the
+// GroupNorm+SiLU prologue runs as a pass of its own (conv2d_prepass.cuh). conv2d() runs it where it
+// applies; the autotuner times its tile shapes against the other implementations.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "conv2d.h"
+#include "cuda_context.cuh"
+#include "group_norm.h"
+
+namespace rtvd {
+
+// Tile shapes: BM output pixels (whole image rows) by BN output channels, computed by two consumer
+// warpgroups of 64 x (BN / wg_n) each.
+struct Conv2dSm90Tile {
+  int bm = 0, bn = 0;
+  const char* name = "";
+};
+
+// Whether this build has the sm_90a kernel (RTVD_CUDA_ARCHITECTURES lists 90a) and it handles p on a GPU of
+// ctx.sm_version; if not and why is given, *why names the unmet requirement. Needs: an sm_90 GPU, stride 1
+// with "same" output size (h_out == h, w_out == w), c_in % 64 == 0, c_out % 8 == 0, x and weight 16-byte
+// aligned, y and residual 4-byte aligned, image rows that tile 64 pixels (w divides 64 and 64 / w rows
+// divide h), and with the GroupNorm prologue conv2d_sm90_workspace_bytes(p) of ctx.workspace.
+bool conv2d_sm90_can_implement(const Conv2dParams& p, const CudaContext& ctx, std::string* why = nullptr);
+
+// The tile shapes that fit p, the one conv2d_sm90() picks first.
+std::vector<Conv2dSm90Tile> conv2d_sm90_tiles(const Conv2dParams& p, const CudaContext& ctx);
+
+// Bytes of ctx.workspace conv2d_sm90 uses: pre(x) and a fused norm's scratch with the prologue, else 0.
+size_t conv2d_sm90_workspace_bytes(const Conv2dParams& p);
+
+// y = conv2d.h's function of p on ctx.stream, with the given tile (by name; empty: the first of
+// conv2d_sm90_tiles()). norm: as conv2d_prepass()'s (the statistics computed in the pre-pass). Throws
+// rtvd::Error where conv2d_sm90_can_implement() is false or the tile is unknown.
+void conv2d_sm90(const Conv2dParams& p, const CudaContext& ctx, const std::string& tile = "",
+                 const GroupNormParams* norm = nullptr);
+
+}  // namespace rtvd
