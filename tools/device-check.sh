@@ -50,7 +50,7 @@ run_sanitizers() {
         [[ $t == unet_cuda_test ]] && filter='*Tiny*' && limit=240
         [[ $t == engine_test ]] && filter='*/1' && limit=240  # the CUDA case: copy stream, pinned staging, readback
         [[ $t == attention_cuda_test ]] && filter='*default_16x16*:*q67*:*cross_kv1*:*fallback*:*peaked_d40*'
-        [[ $t == conv2d_cuda_test ]] && filter='*Assorted*:*Residual*:*Invalid*'
+        [[ $t == conv2d_cuda_test ]] && filter='*Assorted*:*Residual*:*Invalid*:*Sm90*' && limit=300
         timeout $limit compute-sanitizer --tool $tool "${skip[@]}" --error-exitcode 3 tests/$t --gtest_brief=1 --gtest_filter="$filter" \
           >"$LOGS/san_${tool}_$t.log" 2>&1
         echo $? >"$LOGS/san_${tool}_$t.rc"
