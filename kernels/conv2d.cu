@@ -361,13 +361,27 @@ void launch_igemm(const Conv2dParams& p, const Conv2dConfig& cfg, const CudaCont
   RTVD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   kernel<<<grid, T::kThreads, smem, ctx.stream>>>(a);
   RTVD_CHECK_LAUNCH("conv2d");
-  if (cfg.split_k > 1) {
-    const int64_t chunks = int64_t(a.g.m) * ceil_div(a.g.n, 8);
-    const int blocks = int(std::min<int64_t>(ceil_div(chunks, int64_t(256)), int64_t(32) * std::max(ctx.sm_count, 1)));
-    conv2d_splitk_reduce_kernel<<<blocks, 256, 0, ctx.stream>>>(a);
-    RTVD_CHECK_LAUNCH("conv2d split-K reduction");
-  }
+  if (cfg.split_k > 1) splitk_reduce(p, a.partials, cfg.split_k, a.partial_pitch, ctx);
 }
+
+}  // namespace
+
+void conv2d_detail::splitk_reduce(const Conv2dParams& p, const float* partials, int split_k, int partial_pitch,
+                                  const CudaContext& ctx) {
+  IgemmArgs a;
+  a.p = p;
+  a.g = gemm_shape(p);
+  a.split_k = split_k;
+  a.partials = const_cast<float*>(partials);
+  a.partial_pitch = partial_pitch;
+  a.vec_store = p.c_out % 8 == 0 && aligned16(p.y) && aligned16(p.residual);
+  const int64_t chunks = int64_t(a.g.m) * ceil_div(a.g.n, 8);
+  const int blocks = int(std::min<int64_t>(ceil_div(chunks, int64_t(256)), int64_t(32) * std::max(ctx.sm_count, 1)));
+  conv2d_splitk_reduce_kernel<<<blocks, 256, 0, ctx.stream>>>(a);
+  RTVD_CHECK_LAUNCH("conv2d split-K reduction");
+}
+
+namespace {
 
 void launch_direct(const Conv2dParams& p, const CudaContext& ctx) {
   const GemmShape g = gemm_shape(p);

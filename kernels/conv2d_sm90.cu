@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include "kernels/conv2d_prepass.cuh"
@@ -27,6 +28,12 @@ namespace rtvd {
 namespace {
 
 constexpr int kChunk = 64;  // channels per K step: one 128-byte swizzle row
+
+// Split-K partial sums: whole 8-channel chunks per pixel, as conv2d_splitk_reduce() reads them.
+int partial_pitch(const Conv2dParams& p) { return (p.c_out + 7) / 8 * 8; }
+size_t partials_bytes(const Conv2dParams& p, int split_k) {
+  return split_k > 1 ? sizeof(float) * size_t(split_k) * p.n * p.h * p.w * partial_pitch(p) : 0;
+}
 
 #if RTVD_HAS_SM90A  // this file is then compiled for sm_90a alone (kernels/CMakeLists.txt)
 
@@ -56,7 +63,7 @@ struct ConvTile {
 template <class T>
 __global__ void __launch_bounds__(T::kThreads, 1)
     conv2d_sm90_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap w_map,
-                       const __grid_constant__ Conv2dParams p) {
+                       const __grid_constant__ Conv2dParams p, float* partials, int partial_pitch) {
   extern __shared__ unsigned char smem[];
   const uint32_t stages = (smem_address(smem) + 1023) & ~1023u;  // swizzled tiles need 1024-byte alignment
   const uint32_t barriers = stages + T::kStages * T::kStageBytes;
@@ -68,7 +75,10 @@ __global__ void __launch_bounds__(T::kThreads, 1)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int n0 = blockIdx.x * T::kBlockN, m0 = blockIdx.y * T::kBlockM;
   const int hw = p.h * p.w, image = m0 / hw, row0 = (m0 % hw) / p.w;
-  const int chunks = p.c_in / kChunk, steps = p.kh * p.kw * chunks;
+  // This block's K steps (64 channels of one tap each): all of them, or its part with split-K (grid z).
+  const int chunks = p.c_in / kChunk, total_steps = p.kh * p.kw * chunks;
+  const int k_begin = int(int64_t(total_steps) * blockIdx.z / gridDim.z);
+  const int steps = int(int64_t(total_steps) * (blockIdx.z + 1) / gridDim.z) - k_begin;
   constexpr int kConsumerWarps = 4 * T::kConsumers;
 
   if (threadIdx.x == 0) {
@@ -83,7 +93,7 @@ __global__ void __launch_bounds__(T::kThreads, 1)
   if (warp >= kConsumerWarps) {  // the producer warpgroup: its first lane issues every copy
     producer_setmaxnreg();
     if (warp == kConsumerWarps && lane == 0) {
-      for (int k = 0, tap = 0, c0 = 0; k < steps; ++k) {
+      for (int k = 0, tap = k_begin / chunks, c0 = k_begin % chunks * kChunk; k < steps; ++k) {
         const int s = k % T::kStages;
         if (k >= T::kStages) mbarrier_wait(empty(s), (k / T::kStages - 1) & 1);
         const int r = tap / p.kw, q = tap % p.kw;
@@ -128,8 +138,11 @@ __global__ void __launch_bounds__(T::kThreads, 1)
   fence_accumulators(acc);
 
   // Epilogue: lane holds channels 8j + 2 (lane % 4), +1 of pixels lane / 4 and lane / 4 + 8 of its warp's 16.
+  // With split-K, the fp32 partial sums go to partials (split, pixels, partial_pitch) and
+  // conv2d_splitk_reduce() runs the epilogue.
   const auto* residual = static_cast<const __half*>(p.residual);
   auto* y = static_cast<__half*>(p.y);
+  float* split_partials = partials ? partials + int64_t(blockIdx.z) * p.n * hw * partial_pitch : nullptr;
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     const int m = m0 + group_m * 64 + (warp % 4) * 16 + half * 8 + lane / 4;
@@ -137,6 +150,11 @@ __global__ void __launch_bounds__(T::kThreads, 1)
     for (int j = 0; j < T::kGroupCols / 8; ++j) {
       const int c = n0 + group_n * T::kGroupCols + 8 * j + 2 * (lane % 4);
       if (c >= p.c_out) continue;
+      if (split_partials) {
+        *reinterpret_cast<float2*>(split_partials + int64_t(m) * partial_pitch + c) =
+            make_float2(acc[j][2 * half], acc[j][2 * half + 1]);
+        continue;
+      }
       const int64_t offset = int64_t(m) * p.c_out + c;
       float2 v = make_float2(conv2d_detail::epilogue_value(p, image, c, acc[j][2 * half]),
                              conv2d_detail::epilogue_value(p, image, c + 1, acc[j][2 * half + 1]));
@@ -149,14 +167,8 @@ __global__ void __launch_bounds__(T::kThreads, 1)
   }
 }
 
-using Tile128x160 = ConvTile<2, 1, 160>;
-using Tile64x160 = ConvTile<1, 2, 80>;
-using Tile128x128 = ConvTile<2, 1, 128>;
-using Tile128x256 = ConvTile<2, 1, 256>;
-using Tile64x128 = ConvTile<1, 2, 64>;
-
 template <class T>
-void launch(const Conv2dParams& p, const CudaContext& ctx) {
+void launch(const Conv2dParams& p, int split_k, float* partials, const CudaContext& ctx) {
   const auto kernel = conv2d_sm90_kernel<T>;
   RTVD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
   const uint64_t x_dims[4] = {uint64_t(p.c_in), uint64_t(p.w), uint64_t(p.h), uint64_t(p.n)};
@@ -168,17 +180,23 @@ void launch(const Conv2dParams& p, const CudaContext& ctx) {
   const uint64_t w_strides[1] = {k_total * 2};
   const uint32_t w_box[2] = {uint32_t(kChunk), uint32_t(T::kBlockN)};
   const CUtensorMap w_map = make_tensor_map_f16("conv2d_sm90 weight", p.weight, 2, w_dims, w_strides, w_box);
-  const dim3 grid((p.c_out + T::kBlockN - 1) / T::kBlockN, p.n * p.h * p.w / T::kBlockM);
-  kernel<<<grid, T::kThreads, T::kSmemBytes, ctx.stream>>>(x_map, w_map, p);
+  const dim3 grid((p.c_out + T::kBlockN - 1) / T::kBlockN, p.n * p.h * p.w / T::kBlockM, split_k);
+  kernel<<<grid, T::kThreads, T::kSmemBytes, ctx.stream>>>(x_map, w_map, p, split_k > 1 ? partials : nullptr,
+                                                           partial_pitch(p));
   RTVD_CHECK_LAUNCH("conv2d_sm90");
+  if (split_k > 1) conv2d_detail::splitk_reduce(p, partials, split_k, partial_pitch(p), ctx);
 }
 
 #endif  // RTVD_HAS_SM90A
 
-// Every tile shape, by name; bm = 64 x groups along M.
-const Conv2dSm90Tile kTiles[] = {
-    {128, 160, "128x160"}, {64, 160, "64x160"}, {128, 128, "128x128"}, {128, 256, "128x256"}, {64, 128, "64x128"},
-};
+// Every block tile, bm x bn.
+constexpr int kShapes[][2] = {{128, 160}, {64, 160}, {128, 128}, {128, 256}, {64, 128}};
+constexpr int kMaxSplit = 4;
+constexpr int kMinStepsPerSplit = 16;  // K steps each part of a split keeps (shorter: the ring barely fills)
+
+Conv2dSm90Tile tile(int bm, int bn, int split) {
+  return {bm, bn, split, cat(bm, "x", bn, split > 1 ? cat(" split-k ", split) : std::string())};
+}
 
 bool aligned(const void* ptr, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(ptr) % bytes == 0; }
 
@@ -200,23 +218,41 @@ bool conv2d_sm90_can_implement(const Conv2dParams& p, const CudaContext& ctx, st
   else if (!aligned(p.x, 16) || !aligned(p.weight, 16)) unmet = "x and weight must be 16-byte aligned";
   else if (!aligned(p.y, 4) || !aligned(p.residual, 4)) unmet = "y and residual must be 4-byte aligned";
   else if (!tile_fits(p, 64)) unmet = "w must divide 64 and 64 / w rows must divide h";
-  else if (ctx.workspace_bytes < conv2d_sm90_workspace_bytes(p))
+  else if (p.gn_stats && ctx.workspace_bytes < conv2d_prepass_workspace_bytes(p, 0))
     unmet = "with the GroupNorm prologue, ctx.workspace must hold pre(x) (conv2d_sm90_workspace_bytes)";
   if (unmet && why) *why = unmet;
   return unmet == nullptr;
 }
 
+Conv2dSm90Tile conv2d_sm90_tile_named(const std::string& name) {
+  for (const auto& [bm, bn] : kShapes)
+    for (int split = 1; split <= kMaxSplit; ++split) {
+      if (tile(bm, bn, split).name == name) return tile(bm, bn, split);
+    }
+  fail("conv2d_sm90: no tile named '", name, "'");
+}
+
+size_t conv2d_sm90_workspace_bytes(const Conv2dParams& p, const Conv2dSm90Tile& tile) {
+  const size_t partials = partials_bytes(p, tile.split_k);
+  return p.gn_stats ? conv2d_prepass_workspace_bytes(p, partials) : partials;
+}
+
 std::vector<Conv2dSm90Tile> conv2d_sm90_tiles(const Conv2dParams& p, const CudaContext& ctx) {
   std::vector<Conv2dSm90Tile> tiles;
   if (!conv2d_sm90_can_implement(p, ctx)) return tiles;
-  for (const Conv2dSm90Tile& t : kTiles)
-    if (tile_fits(p, t.bm)) tiles.push_back(t);
-  // First the tile whose grid fills the SMs best (blocks per SM rounded up to whole waves), then the larger.
+  const int steps = p.kh * p.kw * p.c_in / kChunk;
+  for (const auto& [bm, bn] : kShapes)
+    for (int split = 1; split <= kMaxSplit && (split == 1 || steps / split >= kMinStepsPerSplit); ++split) {
+      const Conv2dSm90Tile t = tile(bm, bn, split);
+      if (tile_fits(p, bm) && conv2d_sm90_workspace_bytes(p, t) <= ctx.workspace_bytes) tiles.push_back(t);
+    }
+  // First the tile whose grid fills the SMs best (blocks per SM rounded up to whole waves; a split's
+  // reduction pass counted as a tenth), then the larger.
   const int64_t pixels = int64_t(p.n) * p.h * p.w, sms = std::max(ctx.sm_count, 1);
   auto efficiency = [&](const Conv2dSm90Tile& t) {
-    const int64_t blocks = (pixels / t.bm) * ((p.c_out + t.bn - 1) / t.bn);
+    const int64_t blocks = (pixels / t.bm) * ((p.c_out + t.bn - 1) / t.bn) * t.split_k;
     const int64_t waves = (blocks + sms - 1) / sms;
-    return double(pixels) * p.c_out / (double(waves) * sms * t.bm * t.bn);
+    return double(pixels) * p.c_out * t.split_k / (double(waves) * sms * t.bm * t.bn) * (t.split_k > 1 ? 0.9 : 1.0);
   };
   std::stable_sort(tiles.begin(), tiles.end(), [&](const Conv2dSm90Tile& a, const Conv2dSm90Tile& b) {
     const double ea = efficiency(a), eb = efficiency(b);
@@ -224,10 +260,6 @@ std::vector<Conv2dSm90Tile> conv2d_sm90_tiles(const Conv2dParams& p, const CudaC
     return a.bm * a.bn > b.bm * b.bn;
   });
   return tiles;
-}
-
-size_t conv2d_sm90_workspace_bytes(const Conv2dParams& p) {
-  return p.gn_stats ? conv2d_prepass_workspace_bytes(p, 0) : 0;
 }
 
 void conv2d_sm90(const Conv2dParams& p, const CudaContext& ctx, const std::string& tile, const GroupNormParams* norm) {
@@ -238,23 +270,27 @@ void conv2d_sm90(const Conv2dParams& p, const CudaContext& ctx, const std::strin
   const std::vector<Conv2dSm90Tile> tiles = conv2d_sm90_tiles(p, ctx);
   auto chosen = tiles.begin();
   if (!tile.empty()) chosen = std::find_if(tiles.begin(), tiles.end(), [&](const Conv2dSm90Tile& t) { return tile == t.name; });
-  if (chosen == tiles.end()) fail("conv2d_sm90: no tile ", tile, " for ", p.n, "x", p.h, "x", p.w, "x", p.c_in);
-  // The GroupNorm prologue as a pass of its own; the conv reads pre(x).
+  if (chosen == tiles.end())
+    fail("conv2d_sm90: no tile '", tile, "' for ", p.n, "x", p.h, "x", p.w, "x", p.c_in, " -> ", p.c_out,
+         " with ", ctx.workspace_bytes, " bytes of workspace");
+  // Split-K partial sums at the start of the workspace; the GroupNorm prologue as a pass of its own after
+  // them, whose output the conv reads.
+  auto* partials = static_cast<float*>(ctx.workspace);
   Conv2dParams q = p;
   if (p.gn_stats) {
-    q.x = conv2d_prepass(p, norm, 0, ctx);
+    q.x = conv2d_prepass(p, norm, partials_bytes(p, chosen->split_k), ctx);
     q.gn_stats = q.gn_gamma = q.gn_beta = nullptr;
   } else if (norm) {
     fail("conv2d_sm90: a GroupNorm to fuse, but the conv has no prologue");
   }
   const NvtxRange range("conv2d_sm90");
 #if RTVD_HAS_SM90A
-  const std::string name = chosen->name;
-  if (name == "128x160") return launch<Tile128x160>(q, ctx);
-  if (name == "64x160") return launch<Tile64x160>(q, ctx);
-  if (name == "128x128") return launch<Tile128x128>(q, ctx);
-  if (name == "128x256") return launch<Tile128x256>(q, ctx);
-  if (name == "64x128") return launch<Tile64x128>(q, ctx);
+  const int bm = chosen->bm, bn = chosen->bn, split = chosen->split_k;
+  if (bm == 128 && bn == 160) return launch<ConvTile<2, 1, 160>>(q, split, partials, ctx);
+  if (bm == 64 && bn == 160) return launch<ConvTile<1, 2, 80>>(q, split, partials, ctx);
+  if (bm == 128 && bn == 128) return launch<ConvTile<2, 1, 128>>(q, split, partials, ctx);
+  if (bm == 128 && bn == 256) return launch<ConvTile<2, 1, 256>>(q, split, partials, ctx);
+  if (bm == 64 && bn == 128) return launch<ConvTile<1, 2, 64>>(q, split, partials, ctx);
 #endif
 }
 

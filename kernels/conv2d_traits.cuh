@@ -23,6 +23,11 @@ struct GemmShape {
 // in conv2d.cu): null pointers, non-positive sizes, h_out/w_out not matching, bad GroupNorm groups.
 void check_params(const Conv2dParams& p, const char* op);
 
+// y = epilogue(the sum over s < split_k of partials[s] (pixels, partial_pitch) fp32, in split order): the
+// split-K reduction of conv2d.cu's kernels and conv2d_sm90.cu's (defined in conv2d.cu). partial_pitch is
+// c_out rounded up to 8.
+void splitk_reduce(const Conv2dParams& p, const float* partials, int split_k, int partial_pitch, const CudaContext& ctx);
+
 inline GemmShape gemm_shape(const Conv2dParams& p) {
   return {p.n * p.h_out * p.w_out, p.c_out, p.kh * p.kw * p.c_in, p.h_out * p.w_out};
 }

@@ -236,7 +236,7 @@ TEST(Conv2dCuda, Sm90EveryTileMatchesCpu) {
   Problem gn = make_problem({2, 8, 8, 64, 64, 3, 1, 1, false, Per::None, Per::None, false, 8}, rng);
   CudaContext no_workspace = tc.ctx;
   no_workspace.workspace = nullptr, no_workspace.workspace_bytes = 0;
-  EXPECT_GT(conv2d_sm90_workspace_bytes(gn.gpu), 0u);
+  EXPECT_GT(conv2d_sm90_workspace_bytes(gn.gpu, conv2d_sm90_tile_named("64x128")), 0u);
   EXPECT_FALSE(conv2d_sm90_can_implement(gn.gpu, no_workspace, &why));
   EXPECT_NE(why.find("workspace"), std::string::npos) << why;
   EXPECT_THROW(conv2d_sm90(gn.gpu, no_workspace), Error);

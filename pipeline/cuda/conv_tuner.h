@@ -13,8 +13,9 @@ namespace rtvd {
 
 struct ConvChoice {
   bool cudnn = false;
-  Conv2dConfig config;     // the mma.sync implicit GEMM's, when !cudnn and wgmma_tile is empty
-  std::string wgmma_tile;  // the sm_90a kernel's tile (conv2d_sm90), when set
+  Conv2dConfig config;   // the mma.sync implicit GEMM's, when !cudnn and not wgmma()
+  Conv2dSm90Tile wgmma;  // the sm_90a kernel's tile (conv2d_sm90), when bm > 0
+  bool is_wgmma() const { return wgmma.bm > 0; }
   // "custom igemm128x160" / "custom igemm64x64 split-k 4" / "custom wgmma 128x160" / "cuDNN"
   std::string describe() const;
 };
@@ -41,7 +42,8 @@ ConvChoice conv_choice_named(const std::string& name);
 std::string conv_shape_key(const Conv2dParams& p);
 
 // Our kernels' candidates for p, named by ConvChoice::describe(): default_custom_conv() first (the reference
-// the others are checked against), then every wgmma tile, tile config and split-K factor that can run p.
+// the others are checked against), then the wgmma kernel's four best-ranked tiles where it applies, else
+// every mma.sync tile config and split-K factor that can run p.
 std::vector<LayerCandidate> custom_conv_candidates(const Conv2dParams& p, const CudaContext& ctx);
 
 }  // namespace rtvd

@@ -534,7 +534,7 @@ class CudaBackend final : public Backend {
     if (overlaps(p.x, y_count * 2, p.y, y_count * 2) || overlaps(p.residual, y_count * 2, p.y, y_count * 2))
       return candidates[0].name;
 #if RTVD_HAS_CUDNN
-    candidates.push_back({ConvChoice{true, {}, ""}.describe(), cudnn_plan(p).workspace_bytes,
+    candidates.push_back({ConvChoice{true, {}, {}}.describe(), cudnn_plan(p).workspace_bytes,
                           [this, p](const CudaContext&) { run_cudnn_conv(p); }});
 #endif
     return tuner_->tune(conv_shape_key(p), {p.y, y_count}, candidates, workspace_fn()).impl;
