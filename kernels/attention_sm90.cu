@@ -22,8 +22,9 @@
 // tile).
 #include "kernels/attention_sm90.cuh"
 
-#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <string>
 
 #include "kernels/nvtx_range.h"
 #if RTVD_HAS_SM90A

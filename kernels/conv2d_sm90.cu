@@ -7,8 +7,11 @@
 // the conv's zero padding, so no im2col exists anywhere and the borders need no code. Both tiles land
 // 128-byte swizzled, wgmma's K-major layout (the same as attention_sm90.cu's Q K^T). The consumers keep one
 // wgmma group in flight while waiting for the next stage, release each stage when its products are done,
-// and at the end apply conv2d.h's epilogue (scale, bias, activation, residual) from registers.
-// setmaxnreg moves the producer's registers to the consumers' accumulators (up to 128 per thread).
+// and at the end apply conv2d.h's epilogue (scale, bias, activation, residual) from registers. With
+// split-K (grid z) each block takes a range of the K steps and writes fp32 partial sums, which conv2d.cu's
+// reduction adds up before the epilogue. setmaxnreg moves the producer's registers to the consumers'
+// accumulators (up to 128 per thread). The GroupNorm+SiLU prologue runs before, as conv2d_prepass().
+// Measured against the mma.sync kernel and cuDNN in docs/perf-notes.md (session 5).
 #include "kernels/conv2d_sm90.cuh"
 
 #include <algorithm>
@@ -29,7 +32,7 @@ namespace {
 
 constexpr int kChunk = 64;  // channels per K step: one 128-byte swizzle row
 
-// Split-K partial sums: whole 8-channel chunks per pixel, as conv2d_splitk_reduce() reads them.
+// Split-K partial sums: whole 8-channel chunks per pixel, as conv2d_detail::splitk_reduce() reads them.
 int partial_pitch(const Conv2dParams& p) { return (p.c_out + 7) / 8 * 8; }
 size_t partials_bytes(const Conv2dParams& p, int split_k) {
   return split_k > 1 ? sizeof(float) * size_t(split_k) * p.n * p.h * p.w * partial_pitch(p) : 0;
@@ -57,7 +60,8 @@ struct ConvTile {
   static_assert(kGroupCols % 8 == 0 && kGroupCols <= 256, "wgmma n");
 };
 
-// grid (ceil(c_out / kBlockN), pixels / kBlockM); kThreads threads, kSmemBytes of dynamic shared memory.
+// grid (ceil(c_out / kBlockN), pixels / kBlockM, split_k); kThreads threads, kSmemBytes of dynamic shared
+// memory. partials: null, or with split_k > 1 where the fp32 partial sums go.
 // x_map views x as (c_in, w, h, n) in boxes of (64, w, rows, 1); w_map the weight as (kh kw c_in, c_out) in
 // boxes of (64, kBlockN).
 template <class T>
@@ -109,6 +113,8 @@ __global__ void __launch_bounds__(T::kThreads, 1)
   consumer_setmaxnreg<T::kConsumers>();
 
   const int group = warp / 4, group_m = group % T::kGroupsM, group_n = group / T::kGroupsM;
+  // The consumer warpgroups alone (the producer has left): named barrier 1.
+  auto consumers_sync = [] { asm volatile("bar.sync 1, %0;\n" ::"n"(128 * T::kConsumers) : "memory"); };
   const uint32_t a_offset = group_m * 64 * 128, b_offset = group_n * T::kGroupCols * 128;
   float acc[T::kGroupCols / 8][4];
   auto release = [&](int s) {
@@ -137,32 +143,40 @@ __global__ void __launch_bounds__(T::kThreads, 1)
   wgmma_wait<0>();
   fence_accumulators(acc);
 
-  // Epilogue: lane holds channels 8j + 2 (lane % 4), +1 of pixels lane / 4 and lane / 4 + 8 of its warp's 16.
-  // With split-K, the fp32 partial sums go to partials (split, pixels, partial_pitch) and
-  // conv2d_splitk_reduce() runs the epilogue.
-  const auto* residual = static_cast<const __half*>(p.residual);
-  auto* y = static_cast<__half*>(p.y);
-  float* split_partials = partials ? partials + int64_t(blockIdx.z) * p.n * hw * partial_pitch : nullptr;
+  // Epilogue through shared memory, the ring being drained once both groups' products are in: each group
+  // writes its fp32 tile from the fragments (lane: channels 8j + 2 (lane % 4), +1 of pixels lane / 4 and
+  // lane / 4 + 8 of its warp's 16; rows padded by 8 floats so that the 4 rows of a half-warp's 8-byte
+  // stores hit distinct banks),
+  // then each thread takes 8 channels of one pixel at a time: 16-byte residual loads and y stores, or with
+  // split-K 32 bytes of fp32 partial sums (split, pixels, partial_pitch) for conv2d_detail::splitk_reduce().
+  constexpr int kPitch = T::kGroupCols + 8, kChunks = T::kGroupCols / 8;
+  static_assert(T::kConsumers * 64 * kPitch * 4 <= T::kStages * T::kStageBytes, "the epilogue tile fits the ring");
+  float* tile = reinterpret_cast<float*>(smem + (stages - smem_address(smem))) + group * 64 * kPitch;
+  consumers_sync();  // no wgmma of either group still reads the ring
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
-    const int m = m0 + group_m * 64 + (warp % 4) * 16 + half * 8 + lane / 4;
+    const int row = (warp % 4) * 16 + half * 8 + lane / 4;
 #pragma unroll
-    for (int j = 0; j < T::kGroupCols / 8; ++j) {
-      const int c = n0 + group_n * T::kGroupCols + 8 * j + 2 * (lane % 4);
-      if (c >= p.c_out) continue;
-      if (split_partials) {
-        *reinterpret_cast<float2*>(split_partials + int64_t(m) * partial_pitch + c) =
-            make_float2(acc[j][2 * half], acc[j][2 * half + 1]);
-        continue;
-      }
-      const int64_t offset = int64_t(m) * p.c_out + c;
-      float2 v = make_float2(conv2d_detail::epilogue_value(p, image, c, acc[j][2 * half]),
-                             conv2d_detail::epilogue_value(p, image, c + 1, acc[j][2 * half + 1]));
-      if (residual) {
-        const float2 r = __half22float2(*reinterpret_cast<const __half2*>(residual + offset));
-        v.x += r.x, v.y += r.y;
-      }
-      *reinterpret_cast<__half2*>(y + offset) = __float22half2_rn(v);
+    for (int j = 0; j < T::kGroupCols / 8; ++j)
+      *reinterpret_cast<float2*>(tile + row * kPitch + 8 * j + 2 * (lane % 4)) = make_float2(acc[j][2 * half], acc[j][2 * half + 1]);
+  }
+  consumers_sync();
+  float* split_partials = partials ? partials + int64_t(blockIdx.z) * p.n * hw * partial_pitch : nullptr;
+  const bool vec = p.c_out % 8 == 0 && reinterpret_cast<uintptr_t>(p.y) % 16 == 0 &&
+                   reinterpret_cast<uintptr_t>(p.residual) % 16 == 0;
+  for (int i = threadIdx.x % 128; i < 64 * kChunks; i += 128) {
+    const int row = i / kChunks, c = n0 + group_n * T::kGroupCols + 8 * (i % kChunks);
+    if (c >= p.c_out) continue;
+    const int m = m0 + group_m * 64 + row;
+    const float4 lo = *reinterpret_cast<const float4*>(tile + row * kPitch + 8 * (i % kChunks));
+    const float4 hi = *reinterpret_cast<const float4*>(tile + row * kPitch + 8 * (i % kChunks) + 4);
+    if (split_partials) {
+      float* dst = split_partials + int64_t(m) * partial_pitch + c;
+      reinterpret_cast<float4*>(dst)[0] = lo;
+      reinterpret_cast<float4*>(dst)[1] = hi;
+    } else {
+      const float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+      conv2d_detail::store_outputs8(p, hw, m, c, std::min(8, p.c_out - c), v, vec);
     }
   }
 }
