@@ -16,11 +16,11 @@
 // Direct fallback (c_in % 8 != 0, e.g. the 3- or 4-channel input conv, or unaligned pointers): one thread
 // per output element, fp32.
 #include "kernels/conv2d.cuh"
-#include "kernels/conv2d_sm90.cuh"
 
 #include <algorithm>
 #include <cstdint>
 
+#include "kernels/conv2d_sm90.cuh"
 #include "kernels/conv2d_traits.cuh"
 #include "kernels/nvtx_range.h"
 
@@ -498,7 +498,7 @@ void conv2d_with_config(const Conv2dParams& p, const Conv2dConfig& cfg, const Cu
   run(p, cfg, ctx);
 }
 
-// conv2d_choose_config validates p and only returns configs that can run it.
+// The wgmma kernel where it applies; else conv2d_choose_config's config, which can always run valid params.
 void conv2d(const Conv2dParams& p, const CudaContext& ctx) {
   check_params(p, "conv2d");
   if (conv2d_sm90_can_implement(p, ctx)) return conv2d_sm90(p, ctx);

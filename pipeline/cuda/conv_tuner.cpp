@@ -56,7 +56,6 @@ std::string conv_shape_key(const Conv2dParams& p) {
              p.act == Activation::Silu ? " silu" : "", p.scale_batch_stride ? " film" : "");
 }
 
-
 ConvChoice default_custom_conv(const Conv2dParams& p, const CudaContext& ctx) {
   ConvChoice c;
   const std::vector<Conv2dSm90Tile> tiles = wgmma_tiles(p, ctx);

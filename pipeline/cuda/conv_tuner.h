@@ -13,7 +13,7 @@ namespace rtvd {
 
 struct ConvChoice {
   bool cudnn = false;
-  Conv2dConfig config;   // the mma.sync implicit GEMM's, when !cudnn and not wgmma()
+  Conv2dConfig config;   // the mma.sync implicit GEMM's, when !cudnn and !is_wgmma()
   Conv2dSm90Tile wgmma;  // the sm_90a kernel's tile (conv2d_sm90), when bm > 0
   bool is_wgmma() const { return wgmma.bm > 0; }
   // "custom igemm128x160" / "custom igemm64x64 split-k 4" / "custom wgmma 128x160" / "cuDNN"

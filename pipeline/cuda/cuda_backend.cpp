@@ -483,8 +483,8 @@ class CudaBackend final : public Backend {
   };
 
   // Statistics-only GroupNorms read by exactly one later frame conv: when that conv takes its prologue as a
-  // pre-pass (cuDNN, wgmma), the pre-pass computes the statistics in the launch that normalises (`norm`), and the
-  // norm op is skipped.
+  // pre-pass (cuDNN, wgmma), the pre-pass computes the statistics in the launch that normalises (`norm`),
+  // and the norm op is skipped.
   void find_fusable_norms(std::vector<Op>& frame) {
     norm_reader_.assign(frame.size(), -1);
     conv_norm_.assign(frame.size(), -1);
