@@ -18,7 +18,6 @@
 #include "kernels/attention.cuh"
 
 #include <cstdint>
-#include <string_view>
 
 #include "kernels/attention_sm90.cuh"
 #include "kernels/attention_softmax.cuh"
@@ -282,6 +281,15 @@ void launch(const AttentionParams& p, const CudaContext& ctx) {
 // kernel's pipeline nothing to overlap; H100: 77 keys 0.015 against 0.020 ms).
 constexpr int kSm90MinKeys = 256;
 
+// The kernel attention() runs.
+enum class Chosen { wgmma, mma_sync, fallback };
+
+Chosen choose(const AttentionParams& p, const CudaContext& ctx, FlashKernel kernel) {
+  if (kernel == FlashKernel::fastest && p.kv_len >= kSm90MinKeys && attention_sm90_can_implement(p, ctx))
+    return Chosen::wgmma;
+  return attention_can_implement(p) ? Chosen::mma_sync : Chosen::fallback;
+}
+
 bool aligned(const void* ptr, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(ptr) % bytes == 0; }
 
 // The named fallback for what the flash kernel can't load (head dims that are not a multiple of 8, e.g.
@@ -370,16 +378,18 @@ void attention_fallback(const AttentionParams& p, const CudaContext& ctx) {
 }
 
 const char* attention_kernel_name(const AttentionParams& p, const CudaContext& ctx, FlashKernel kernel) {
-  if (kernel == FlashKernel::fastest && p.kv_len >= kSm90MinKeys && attention_sm90_can_implement(p, ctx))
-    return "flash wgmma";
-  if (attention_can_implement(p)) return "flash";
+  switch (choose(p, ctx, kernel)) {
+    case Chosen::wgmma: return "flash wgmma";
+    case Chosen::mma_sync: return "flash";
+    case Chosen::fallback: break;
+  }
   return "fallback";
 }
 
 void attention(const AttentionParams& p, const CudaContext& ctx, FlashKernel kernel) {
-  const std::string_view name = attention_kernel_name(p, ctx, kernel);
-  if (name == "flash wgmma") return attention_sm90(p, ctx);
-  if (name == "fallback") {
+  const Chosen chosen = choose(p, ctx, kernel);
+  if (chosen == Chosen::wgmma) return attention_sm90(p, ctx);
+  if (chosen == Chosen::fallback) {
     if (fallback_can_implement(p)) return attention_fallback(p, ctx);
     std::string why;
     attention_can_implement(p, &why);

@@ -22,10 +22,10 @@
 // tile).
 #include "kernels/attention_sm90.cuh"
 
-#include <cmath>
 #include <cstdint>
 #include <string>
 
+#include "kernels/attention.cuh"
 #include "kernels/nvtx_range.h"
 #if RTVD_HAS_SM90A
 #include "kernels/attention_softmax.cuh"
@@ -258,28 +258,18 @@ void launch_instance(const AttentionParams& p, const CudaContext& ctx) {
 
 #endif  // RTVD_HAS_SM90A
 
-bool aligned(const void* ptr, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(ptr) % bytes == 0; }
-
 }  // namespace
 
+// The flash kernels' requirements (attention_can_implement) hold for TMA too: 16-byte aligned q, k, v with
+// strides a multiple of 16 bytes. On top of them: this build and GPU, and one 128-byte row per head.
 bool attention_sm90_can_implement(const AttentionParams& p, const CudaContext& ctx, std::string* why) {
   const char* unmet = nullptr;
   if (!RTVD_HAS_SM90A) unmet = "built without sm_90a (RTVD_CUDA_ARCHITECTURES has no 90a)";
   else if (ctx.sm_version != 90) unmet = "needs an sm_90 GPU";
   else if (p.head_dim != kHeadDim) unmet = "head_dim must be 64";
-  else if (!p.q || !p.k || !p.v || !p.o) unmet = "q, k, v and o must be set";
-  else if (p.batch <= 0 || p.heads <= 0 || p.q_len <= 0 || p.kv_len <= 0)
-    unmet = "batch, heads, q_len, kv_len must be positive";
-  else if (p.batch > 65535 || p.heads > 65535) unmet = "batch and heads must be at most 65535 (grid y/z)";
-  else if (!(p.scale > 0.0f) || !std::isfinite(p.scale)) unmet = "scale must be positive and finite";
-  else if (!aligned(p.q, 16) || !aligned(p.k, 16) || !aligned(p.v, 16)) unmet = "q, k, v must be 16-byte aligned";
-  else if (p.q_stride % 8 || p.k_stride % 8 || p.v_stride % 8) unmet = "q, k, v strides must be multiples of 8";
-  else if (!aligned(p.o, 4) || p.o_stride % 2) unmet = "o must be 4-byte aligned with an even stride";
-  else if (p.q_stride < p.heads * kHeadDim || p.k_stride < p.heads * kHeadDim || p.v_stride < p.heads * kHeadDim ||
-           p.o_stride < p.heads * kHeadDim)
-    unmet = "strides must be at least heads * head_dim";
-  if (unmet && why) *why = unmet;
-  return unmet == nullptr;
+  else return attention_can_implement(p, why);
+  if (why) *why = unmet;
+  return false;
 }
 
 void attention_sm90(const AttentionParams& p, const CudaContext& ctx) {

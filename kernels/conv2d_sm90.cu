@@ -217,22 +217,26 @@ bool aligned(const void* ptr, uintptr_t bytes) { return reinterpret_cast<uintptr
 // Whole image rows per tile: w divides bm, and the rows divide h.
 bool tile_fits(const Conv2dParams& p, int bm) { return p.w <= bm && bm % p.w == 0 && p.h % (bm / p.w) == 0; }
 
+// What p and the GPU must be for any tile, whatever the workspace; null when met.
+const char* shape_unmet(const Conv2dParams& p, const CudaContext& ctx) {
+  if (!RTVD_HAS_SM90A) return "built without sm_90a (RTVD_CUDA_ARCHITECTURES has no 90a)";
+  if (ctx.sm_version != 90) return "needs an sm_90 GPU";
+  if (!p.x || !p.weight || !p.y) return "x, weight and y must be set";
+  if (p.n <= 0 || p.h <= 0 || p.w <= 0 || p.c_out <= 0 || p.kh <= 0 || p.kw <= 0) return "sizes must be positive";
+  if (p.stride != 1 || p.h_out != p.h || p.w_out != p.w) return "stride 1 with h_out == h and w_out == w";
+  if (p.c_in <= 0 || p.c_in % kChunk) return "c_in must be a multiple of 64";
+  if (p.c_out % 8) return "c_out must be a multiple of 8";
+  if (!aligned(p.x, 16) || !aligned(p.weight, 16)) return "x and weight must be 16-byte aligned";
+  if (!aligned(p.y, 4) || !aligned(p.residual, 4)) return "y and residual must be 4-byte aligned";
+  if (!tile_fits(p, 64)) return "w must divide 64 and 64 / w rows must divide h";
+  return nullptr;
+}
+
 }  // namespace
 
 bool conv2d_sm90_can_implement(const Conv2dParams& p, const CudaContext& ctx, std::string* why) {
-  const char* unmet = nullptr;
-  if (!RTVD_HAS_SM90A) unmet = "built without sm_90a (RTVD_CUDA_ARCHITECTURES has no 90a)";
-  else if (ctx.sm_version != 90) unmet = "needs an sm_90 GPU";
-  else if (!p.x || !p.weight || !p.y) unmet = "x, weight and y must be set";
-  else if (p.n <= 0 || p.h <= 0 || p.w <= 0 || p.c_out <= 0 || p.kh <= 0 || p.kw <= 0)
-    unmet = "sizes must be positive";
-  else if (p.stride != 1 || p.h_out != p.h || p.w_out != p.w) unmet = "stride 1 with h_out == h and w_out == w";
-  else if (p.c_in <= 0 || p.c_in % kChunk) unmet = "c_in must be a multiple of 64";
-  else if (p.c_out % 8) unmet = "c_out must be a multiple of 8";
-  else if (!aligned(p.x, 16) || !aligned(p.weight, 16)) unmet = "x and weight must be 16-byte aligned";
-  else if (!aligned(p.y, 4) || !aligned(p.residual, 4)) unmet = "y and residual must be 4-byte aligned";
-  else if (!tile_fits(p, 64)) unmet = "w must divide 64 and 64 / w rows must divide h";
-  else if (p.gn_stats && ctx.workspace_bytes < conv2d_prepass_workspace_bytes(p, 0))
+  const char* unmet = shape_unmet(p, ctx);
+  if (!unmet && p.gn_stats && ctx.workspace_bytes < conv2d_prepass_workspace_bytes(p, 0))
     unmet = "with the GroupNorm prologue, ctx.workspace must hold pre(x) (conv2d_sm90_workspace_bytes)";
   if (unmet && why) *why = unmet;
   return unmet == nullptr;
@@ -253,13 +257,11 @@ size_t conv2d_sm90_workspace_bytes(const Conv2dParams& p, const Conv2dSm90Tile& 
 
 std::vector<Conv2dSm90Tile> conv2d_sm90_tiles(const Conv2dParams& p, const CudaContext& ctx) {
   std::vector<Conv2dSm90Tile> tiles;
-  if (!conv2d_sm90_can_implement(p, ctx)) return tiles;
+  if (shape_unmet(p, ctx)) return tiles;
   const int steps = p.kh * p.kw * p.c_in / kChunk;
   for (const auto& [bm, bn] : kShapes)
-    for (int split = 1; split <= kMaxSplit && (split == 1 || steps / split >= kMinStepsPerSplit); ++split) {
-      const Conv2dSm90Tile t = tile(bm, bn, split);
-      if (tile_fits(p, bm) && conv2d_sm90_workspace_bytes(p, t) <= ctx.workspace_bytes) tiles.push_back(t);
-    }
+    for (int split = 1; split <= kMaxSplit && (split == 1 || steps / split >= kMinStepsPerSplit); ++split)
+      if (tile_fits(p, bm)) tiles.push_back(tile(bm, bn, split));
   // First the tile whose grid fills the SMs best (blocks per SM rounded up to whole waves; a split's
   // reduction pass counted as a tenth), then the larger.
   const int64_t pixels = int64_t(p.n) * p.h * p.w, sms = std::max(ctx.sm_count, 1);
@@ -276,17 +278,22 @@ std::vector<Conv2dSm90Tile> conv2d_sm90_tiles(const Conv2dParams& p, const CudaC
   return tiles;
 }
 
-void conv2d_sm90(const Conv2dParams& p, const CudaContext& ctx, const std::string& tile, const GroupNormParams* norm) {
+void conv2d_sm90(const Conv2dParams& p, const CudaContext& ctx, const Conv2dSm90Tile* tile, const GroupNormParams* norm) {
   conv2d_detail::check_params(p, "conv2d_sm90");
   std::string why;
   if (!conv2d_sm90_can_implement(p, ctx, &why))
     fail("conv2d_sm90: ", why, " (", p.n, "x", p.h, "x", p.w, "x", p.c_in, " -> ", p.c_out, ", ", p.kh, "x", p.kw, ")");
   const std::vector<Conv2dSm90Tile> tiles = conv2d_sm90_tiles(p, ctx);
-  auto chosen = tiles.begin();
-  if (!tile.empty()) chosen = std::find_if(tiles.begin(), tiles.end(), [&](const Conv2dSm90Tile& t) { return tile == t.name; });
-  if (chosen == tiles.end())
-    fail("conv2d_sm90: no tile '", tile, "' for ", p.n, "x", p.h, "x", p.w, "x", p.c_in, " -> ", p.c_out,
-         " with ", ctx.workspace_bytes, " bytes of workspace");
+  const auto fits = [&](const Conv2dSm90Tile& t) { return conv2d_sm90_workspace_bytes(p, t) <= ctx.workspace_bytes; };
+  const auto chosen = tile ? std::find_if(tiles.begin(), tiles.end(), [&](const Conv2dSm90Tile& t) { return t.name == tile->name; })
+                           : std::find_if(tiles.begin(), tiles.end(), fits);
+  if (chosen == tiles.end()) fail("conv2d_sm90: no tile ", tile ? tile->name : "", " for ", p.n, "x", p.h, "x", p.w, "x", p.c_in);
+  if (!fits(*chosen))
+    fail("conv2d_sm90: tile ", chosen->name, " needs ", conv2d_sm90_workspace_bytes(p, *chosen), " bytes of ctx.workspace, has ",
+         ctx.workspace_bytes);
+  if (norm && !p.gn_stats) fail("conv2d_sm90: a GroupNorm to fuse, but the conv has no prologue");
+#if RTVD_HAS_SM90A
+  const NvtxRange range("conv2d_sm90");
   // Split-K partial sums at the start of the workspace; the GroupNorm prologue as a pass of its own after
   // them, whose output the conv reads.
   auto* partials = static_cast<float*>(ctx.workspace);
@@ -294,11 +301,7 @@ void conv2d_sm90(const Conv2dParams& p, const CudaContext& ctx, const std::strin
   if (p.gn_stats) {
     q.x = conv2d_prepass(p, norm, partials_bytes(p, chosen->split_k), ctx);
     q.gn_stats = q.gn_gamma = q.gn_beta = nullptr;
-  } else if (norm) {
-    fail("conv2d_sm90: a GroupNorm to fuse, but the conv has no prologue");
   }
-  const NvtxRange range("conv2d_sm90");
-#if RTVD_HAS_SM90A
   const int bm = chosen->bm, bn = chosen->bn, split = chosen->split_k;
   if (bm == 128 && bn == 160) return launch<ConvTile<2, 1, 160>>(q, split, partials, ctx);
   if (bm == 64 && bn == 160) return launch<ConvTile<1, 2, 80>>(q, split, partials, ctx);
@@ -306,6 +309,7 @@ void conv2d_sm90(const Conv2dParams& p, const CudaContext& ctx, const std::strin
   if (bm == 128 && bn == 256) return launch<ConvTile<2, 1, 256>>(q, split, partials, ctx);
   if (bm == 64 && bn == 128) return launch<ConvTile<1, 2, 64>>(q, split, partials, ctx);
 #endif
+  fail("conv2d_sm90: no kernel instance for tile ", chosen->name);
 }
 
 }  // namespace rtvd

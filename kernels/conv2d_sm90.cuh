@@ -33,14 +33,15 @@ Conv2dSm90Tile conv2d_sm90_tile_named(const std::string& name);
 // and a fused norm's scratch.
 size_t conv2d_sm90_workspace_bytes(const Conv2dParams& p, const Conv2dSm90Tile& tile);
 
-// The tiles that fit p and ctx.workspace, the one conv2d_sm90() picks first (the grid that fills the SMs
+// The tiles that fit p on this GPU, whatever the workspace, best-ranked first (the grid that fills the SMs
 // best).
 std::vector<Conv2dSm90Tile> conv2d_sm90_tiles(const Conv2dParams& p, const CudaContext& ctx);
 
-// y = conv2d.h's function of p on ctx.stream, with the given tile (by name; empty: the first of
-// conv2d_sm90_tiles()). norm: as conv2d_prepass()'s (the statistics computed in the pre-pass). Throws
-// rtvd::Error where conv2d_sm90_can_implement() is false or the tile is unknown.
-void conv2d_sm90(const Conv2dParams& p, const CudaContext& ctx, const std::string& tile = "",
+// y = conv2d.h's function of p on ctx.stream, with the given tile (one of conv2d_sm90_tiles()), or with
+// none the best-ranked whose workspace ctx.workspace holds. norm: as conv2d_prepass()'s (the statistics
+// computed in the pre-pass). Throws rtvd::Error where conv2d_sm90_can_implement() is false, the tile is
+// not one of p's or its workspace does not fit.
+void conv2d_sm90(const Conv2dParams& p, const CudaContext& ctx, const Conv2dSm90Tile* tile = nullptr,
                  const GroupNormParams* norm = nullptr);
 
 }  // namespace rtvd

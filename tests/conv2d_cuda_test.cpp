@@ -222,7 +222,7 @@ TEST(Conv2dCuda, Sm90EveryTileMatchesCpu) {
     EXPECT_FALSE(tiles.empty()) << describe(c);
     for (const Conv2dSm90Tile& t : tiles) {
       Problem pr = make_problem(c, rng);
-      conv2d_sm90(pr.gpu, tc.ctx, t.name);
+      conv2d_sm90(pr.gpu, tc.ctx, &t);
       expect_close(gpu_result(pr, tc.ctx.stream), pr, describe(c) + ", wgmma " + t.name);
     }
   }

@@ -1,7 +1,6 @@
 #include "conv_tuner.h"
 
 #include <algorithm>
-#include <cstdint>
 #include <cstdlib>
 
 #include "pipeline/error.h"
@@ -10,13 +9,6 @@ namespace rtvd {
 namespace {
 
 constexpr size_t kWgmmaCandidates = 4;  // tiles timed, the best-ranked by conv2d_sm90_tiles()
-
-// The wgmma tiles for p whatever the workspace now: the backend sizes it for what it chooses.
-std::vector<Conv2dSm90Tile> wgmma_tiles(const Conv2dParams& p, const CudaContext& ctx) {
-  CudaContext any_workspace = ctx;
-  any_workspace.workspace_bytes = SIZE_MAX;
-  return conv2d_sm90_tiles(p, any_workspace);
-}
 
 }  // namespace
 
@@ -58,7 +50,7 @@ std::string conv_shape_key(const Conv2dParams& p) {
 
 ConvChoice default_custom_conv(const Conv2dParams& p, const CudaContext& ctx) {
   ConvChoice c;
-  const std::vector<Conv2dSm90Tile> tiles = wgmma_tiles(p, ctx);
+  const std::vector<Conv2dSm90Tile> tiles = conv2d_sm90_tiles(p, ctx);
   if (!tiles.empty()) c.wgmma = tiles.front();
   else c.config = conv2d_choose_config(p, ctx);
   return c;
@@ -69,7 +61,7 @@ size_t custom_conv_workspace_bytes(const Conv2dParams& p, const ConvChoice& c) {
 }
 
 void run_custom_conv(const Conv2dParams& p, const ConvChoice& c, const CudaContext& ctx, const GroupNormParams* norm) {
-  if (c.is_wgmma()) return conv2d_sm90(p, ctx, c.wgmma.name, norm);
+  if (c.is_wgmma()) return conv2d_sm90(p, ctx, &c.wgmma, norm);
   if (norm) fail("conv2d: ", c.describe(), " applies the GroupNorm prologue as it loads: no norm to fuse");
   conv2d_with_config(p, c.config, ctx);
 }
@@ -82,7 +74,7 @@ std::vector<LayerCandidate> custom_conv_candidates(const Conv2dParams& p, const 
   std::vector<ConvChoice> choices = {default_custom_conv(p, ctx)};
   // Where the wgmma kernel applies it beat every mma.sync config measured, by 1.5-2x: its best-ranked
   // tiles, and of the others only the default config.
-  const std::vector<Conv2dSm90Tile> tiles = wgmma_tiles(p, ctx);
+  const std::vector<Conv2dSm90Tile> tiles = conv2d_sm90_tiles(p, ctx);
   for (size_t i = 0; i < tiles.size() && i < kWgmmaCandidates; ++i) choices.push_back({false, {}, tiles[i]});
   const Conv2dConfig preferred = conv2d_choose_config(p, ctx);
   choices.push_back({false, preferred, {}});

@@ -189,7 +189,7 @@ nlohmann::json bench_kernels(const GpuInfo& gpu, int runs) {
     }
     const std::vector<Conv2dSm90Tile> tiles = conv2d_sm90_tiles(p, ctx);  // best-ranked first; the autotuner's four
     for (size_t t = 0; t < tiles.size() && t < 4; ++t)
-      row(c.name, cat("wgmma ", tiles[t].name), median_ms(ctx, runs, [&](int i) { p.x = xs[i % copies]; conv2d_sm90(p, ctx, tiles[t].name); }), flops, 0);
+      row(c.name, cat("wgmma ", tiles[t].name), median_ms(ctx, runs, [&](int i) { p.x = xs[i % copies]; conv2d_sm90(p, ctx, &tiles[t]); }), flops, 0);
 #if RTVD_HAS_CUDNN
     const Conv2dCudnnPlan plan = make_conv2d_cudnn_plan(p, cudnn, ctx.workspace_bytes);
     row(c.name, "cudnn", median_ms(ctx, runs, [&](int i) { p.x = xs[i % copies]; conv2d_cudnn(p, plan, ctx); }), flops, 0);
