@@ -21,11 +21,11 @@
 #include "commands.h"
 #include "pipeline/device.h"
 #include "pipeline/engine.h"
-#include "pipeline/error.h"
-#include "pipeline/model.h"
+#include "kernels/common/error.h"
+#include "pipeline/models/model.h"
 #include "pipeline/unet_runner.h"
 #if RTVD_HAS_CUDA
-#include "pipeline/cuda/kernel_bench.h"
+#include "bench/kernel_bench.h"
 #endif
 
 namespace rtvd {
@@ -43,14 +43,15 @@ std::vector<cli::FlagSpec> with_backend_flags(std::vector<cli::FlagSpec> specs) 
   return specs;
 }
 
+// rtvd bench frames: render's --size, --steps and --model, read as render reads them.
 const std::vector<cli::FlagSpec>& bench_flags() {
   using K = cli::ValueKind;
-  static const std::vector<cli::FlagSpec> specs = with_backend_flags({
-      {"frames", 'n', K::Int, "timed frames per measurement", "200", "N"},
-      {"size", 0, K::Int, "square frame size", "the model's sample size", "N"},
-      {"steps", 0, K::Int, "denoising steps per frame", "4", "K"},
-      {"model", 0, K::String, "model directory", "embedded", "DIR"},
-  });
+  static const std::vector<cli::FlagSpec> specs = [] {
+    std::vector<cli::FlagSpec> own = {{"frames", 'n', K::Int, "timed frames per measurement", "200", "N"}};
+    const std::vector<cli::FlagSpec> generation = cli::generation_flags({"size", "steps", "model"});
+    own.insert(own.end(), generation.begin(), generation.end());
+    return with_backend_flags(own);
+  }();
   return specs;
 }
 
@@ -125,7 +126,7 @@ int bench_kernels_command(const std::vector<std::string>& args) {
   };
   const cli::Flags flags = cli::parse_flags("bench kernels", specs, args);
   if (flags.has("help")) {
-    std::printf("usage: rtvd bench kernels [flags]\n\nEach CUDA kernel and its cuDNN/cuBLAS alternative at production shapes.\n\n%s",
+    std::printf("usage: rtvd bench kernels [flags]\n\nEvery op at the production cases of its table; conv2d, attention and linear by candidate, default first.\n\n%s",
                 cli::flags_help(specs).c_str());
     return 0;
   }
@@ -178,14 +179,17 @@ int bench_unet_command(const std::vector<std::string>& args) {
   if (size % cfg.size_multiple()) fail("--size ", size, ": must be a multiple of ", cfg.size_multiple(), " for this config");
   const std::string weights_path = flags.get_string("weights", "");
   const int seed = flags.get_int("seed", 0, 0);
-  const std::string device = flags.get_choice("device", "auto", {"auto", "cpu", "cuda"});
-  const std::string kernels = flags.get_choice("kernels", "auto", {"auto", "custom", "cudnn"});
+  EngineOptions backend_options;  // --device --threads --kernels
+  cli::read_backend_flags(flags, backend_options);
+  const DeviceKind device = backend_options.device;
+  const KernelFamily kernels = backend_options.kernels;
 
   std::string why_not;
-  const auto gpus = device == "cpu" ? std::vector<GpuInfo>{} : cuda_devices(&why_not);
+  const auto gpus = device == DeviceKind::Cpu ? std::vector<GpuInfo>{} : cuda_devices(&why_not);
   const bool cuda = !gpus.empty();
-  if (device == "cuda" && !cuda) fail("--device cuda: ", why_not);
-  if (!cuda && kernels != "auto") fail("--kernels ", kernels, ": a choice of CUDA kernels, but this runs on the CPU");
+  if (device == DeviceKind::Cuda && !cuda) fail("--device cuda: ", why_not);
+  if (!cuda && kernels != KernelFamily::Auto)
+    fail("--kernels ", kernel_family_name(kernels), ": a choice of CUDA kernels, but this runs on the CPU");
   const int runs = flags.get_int("runs", cuda ? 200 : 3, 1, 100000);
 
   // Each step from process start to the first output, in seconds; the CUDA context is made first, so
@@ -198,7 +202,7 @@ int bench_unet_command(const std::vector<std::string>& args) {
     clock = now;
   };
   const size_t memory_before = cuda ? cuda_memory_used(gpus.front().index) : 0;
-  auto backend = make_backend(cuda ? "cuda" : "cpu", flags.get_int("threads", 0, 0, 1024), kernels, nullptr);
+  auto backend = make_backend(cuda ? DeviceKind::Cuda : DeviceKind::Cpu, backend_options.threads, kernels, nullptr);
   step("backend");
   Model model;
   if (weights_path.empty()) {
@@ -290,7 +294,7 @@ int bench_unet_command(const std::vector<std::string>& args) {
     const nlohmann::json doc = {
         {"bench", "unet"}, {"date", utc_now()}, {"commit", bundle_commit()},
         {"gpu", cuda ? gpus.front().name : "cpu"}, {"driver", cuda ? nvidia_driver_version() : ""},
-        {"backend", backend->describe()}, {"kernels", kernels}, {"config", config_spec}, {"model", cfg.name},
+        {"backend", backend->describe()}, {"kernels", kernel_family_name(kernels)}, {"config", config_spec}, {"model", cfg.name},
         {"batch", batch}, {"height", size}, {"width", size},
         {"weights", weights_path.empty() ? cat("random seed ", seed) : weights_path},
         {"parameters", weights.checkpoint_parameters()}, {"runs", runs}, {"ms_median", ms_median},
@@ -324,16 +328,11 @@ int bench_command(const std::vector<std::string>& args) {
                 cli::flags_help(bench_flags()).c_str());
     return 0;
   }
-  EngineOptions eo;
-  eo.model_dir = flags.get_string("model", "");
-  eo.device = flags.get_choice("device", "auto", {"auto", "cpu", "cuda"});
-  eo.threads = flags.get_int("threads", 0, 0, 1024);
-  eo.kernels = flags.get_choice("kernels", "auto", {"auto", "custom", "cudnn"});
-  eo.width = eo.height = flags.get_int("size", 0, 0, 4096);
+  GenerationOptions o;
+  cli::read_generation_flags(flags, o);
   const int frames = flags.get_int("frames", 200, 3, 1000000);
-  Engine engine(eo);
-  FrameSettings s;
-  s.steps = flags.get_int("steps", 4, 1, 100);
+  Engine engine(o.engine);
+  const FrameSettings s = frame_settings(o, engine);
   engine.configure(s, false);
   const int warmup = std::max(3, frames / 10);
 

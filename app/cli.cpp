@@ -8,7 +8,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "pipeline/error.h"
+#include "kernels/common/error.h"
 
 namespace rtvd::cli {
 
@@ -236,22 +236,37 @@ void reject_positionals(const Flags& flags, const std::string& command) {
          " --help)");
 }
 
-void read_generation_flags(const Flags& flags, GenerationOptions& o) {
-  o.size = get_size(flags, "size");
-  o.seed = flags.get_uint64("seed", o.seed);
-  o.steps = flags.get_int("steps", o.steps, 1, 100);
-  o.guidance = flags.get_float("guidance", o.guidance, {.min = 0});
-  o.strength = flags.get_float("strength", o.strength, {.min = 0, .max = 1});
-  o.blend = flags.get_float("blend", o.blend, {.min = 0, .max = 1, .max_open = true});
-  o.class_name = flags.get_string("class", o.class_name);
-  o.source = flags.get_string("source", o.source);
-  o.model_dir = flags.get_string("model", o.model_dir);
-  o.device = flags.get_choice("device", o.device, {"auto", "cpu", "cuda"});
-  o.threads = flags.get_int("threads", o.threads, 0);
-  o.kernels = flags.get_choice("kernels", o.kernels, {"auto", "custom", "cudnn"});
+}  // namespace
+
+std::vector<FlagSpec> generation_flags(const std::vector<std::string>& names) {
+  std::vector<FlagSpec> specs;
+  for (const std::string& name : names) {
+    const auto spec = std::find_if(generation_flags().begin(), generation_flags().end(),
+                                   [&](const FlagSpec& s) { return s.name == name; });
+    if (spec == generation_flags().end()) fail("no generation flag '--", name, "'");
+    specs.push_back(*spec);
+  }
+  return specs;
 }
 
-}  // namespace
+void read_backend_flags(const Flags& flags, EngineOptions& o) {
+  o.device = device_kind_named(flags.get_choice("device", device_kind_name(o.device), {"auto", "cpu", "cuda"}));
+  o.threads = flags.get_int("threads", o.threads, 0);
+  o.kernels = kernel_family_named(flags.get_choice("kernels", kernel_family_name(o.kernels), {"auto", "custom", "cudnn"}));
+}
+
+void read_generation_flags(const Flags& flags, GenerationOptions& o) {
+  if (const auto size = get_size(flags, "size")) o.engine.width = size->width, o.engine.height = size->height;
+  o.frame.seed = flags.get_uint64("seed", o.frame.seed);
+  o.frame.steps = flags.get_int("steps", o.frame.steps, 1, 100);
+  o.frame.guidance = float(flags.get_float("guidance", o.frame.guidance, {.min = 0}));
+  o.frame.strength = float(flags.get_float("strength", o.frame.strength, {.min = 0, .max = 1}));
+  o.frame.blend = float(flags.get_float("blend", o.frame.blend, {.min = 0, .max = 1, .max_open = true}));
+  o.class_name = flags.get_string("class", o.class_name);
+  o.source = flags.get_string("source", o.source);
+  o.engine.model_dir = flags.get_string("model", o.engine.model_dir);
+  read_backend_flags(flags, o.engine);
+}
 
 const std::vector<FlagSpec>& render_flags() {
   using K = ValueKind;

@@ -10,6 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "app/gui/gui_options.h"
+#include "pipeline/engine.h"
+
 namespace rtvd::cli {
 
 enum class ValueKind { None, Int, Float, String, UInt64 };
@@ -58,27 +61,7 @@ Flags parse_flags(const std::string& command, const std::vector<FlagSpec>& specs
 // The flag table as aligned help lines, one per flag.
 std::string flags_help(const std::vector<FlagSpec>& specs);
 
-struct FrameSize {
-  int width = 0, height = 0;
-};
-
 constexpr int kDefaultFrames = 48;
-
-// What to generate and where the model runs: the flags of every command that drives the engine.
-struct GenerationOptions {
-  std::optional<FrameSize> size;  // not given: the model's sample_size
-  uint64_t seed = 0;
-  int steps = 4;
-  double guidance = 3.0;
-  double strength = 0.6;
-  double blend = 0.5;
-  std::string class_name;          // a name or an id; "" = the model's first class
-  std::string source = "noise";    // a source spec (pipeline/source.h), checked when opened
-  std::string model_dir;           // "" = the embedded default model
-  std::string device = "auto";     // auto | cpu | cuda
-  int threads = 0;                 // 0 = all cores
-  std::string kernels = "auto";    // auto | custom | cudnn
-};
 
 struct RenderOptions : GenerationOptions {
   std::string output = "out/rtvd.mp4";
@@ -89,20 +72,18 @@ struct RenderOptions : GenerationOptions {
   bool help = false;  // -h given: the other values are defaults, nothing was validated
 };
 
-struct GuiOptions : GenerationOptions {
-  std::optional<int> frames;       // exit after this many frames; not given: run until the window closes
-  std::string screenshot;          // PNG of the window written at exit; "" = none
-  std::string record;              // start recording here at launch (as render's --output); "" = not
-  double fps = 24.0;               // frame rate of recordings
-  double budget_ms = 40.0;         // frame-time budget drawn in the overlay
-  FrameSize window{1280, 720};     // initial window size in screen coordinates
-  std::string filter = "linear";   // linear | nearest: how the frame is scaled to the window
-  bool vsync = true;
-  bool help = false;  // -h given: the other values are defaults, nothing was validated
-};
+using gui::FrameSize;   // app/gui/gui_options.h: the window's options are the GUI's own
+using gui::GuiOptions;
 
 const std::vector<FlagSpec>& backend_flags();     // --device --threads --kernels: every command that runs a model
 const std::vector<FlagSpec>& generation_flags();  // shared by render_flags() and gui_flags(); ends with backend_flags()
+// Those of generation_flags() with these names, in this order: for the commands that take a few of them.
+std::vector<FlagSpec> generation_flags(const std::vector<std::string>& names);
+// The values of backend_flags() / generation_flags(); a flag that is not given, or not in the command's
+// table, leaves its field as it was. Not for a command whose own flag shares a name (bench unet's --size).
+void read_backend_flags(const Flags& flags, EngineOptions& o);
+void read_generation_flags(const Flags& flags, GenerationOptions& o);
+
 const std::vector<FlagSpec>& render_flags();
 RenderOptions parse_render_options(const std::vector<std::string>& args);
 const std::vector<FlagSpec>& gui_flags();

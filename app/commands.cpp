@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "build_config.h"
-#include "pipeline/error.h"
+#include "kernels/common/error.h"
 
 namespace rtvd {
 

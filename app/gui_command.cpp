@@ -6,7 +6,7 @@
 #include "build_config.h"
 #include "cli.h"
 #include "commands.h"
-#include "pipeline/error.h"
+#include "kernels/common/error.h"
 #if RTVD_HAS_GUI
 #include "app/gui/app.h"
 #endif

@@ -8,19 +8,20 @@
 #include "commands.h"
 #include "pipeline/device.h"
 #include "pipeline/engine.h"
-#include "pipeline/recorder.h"
+#include "pipeline/io/recorder.h"
 
 namespace rtvd {
 
 namespace {
 
+// render's --model and --device, read as render reads them.
 const std::vector<cli::FlagSpec>& info_flags() {
   using K = cli::ValueKind;
-  static const std::vector<cli::FlagSpec> specs = {
-      {"model", 0, K::String, "model directory (config.json + weights.safetensors)", "embedded", "DIR"},
-      {"device", 0, K::String, "auto | cpu | cuda", "auto", ""},
-      {"help", 'h', K::None, "show this help", "", ""},
-  };
+  static const std::vector<cli::FlagSpec> specs = [] {
+    std::vector<cli::FlagSpec> s = cli::generation_flags({"model", "device"});
+    s.push_back({"help", 'h', K::None, "show this help", "", ""});
+    return s;
+  }();
   return specs;
 }
 
@@ -46,6 +47,8 @@ int info_command(const std::vector<std::string>& args) {
     std::printf("usage: rtvd info [flags]\n\n%s", cli::flags_help(info_flags()).c_str());
     return 0;
   }
+  GenerationOptions o;
+  cli::read_generation_flags(flags, o);  // before any output: a bad value is the one line printed
   std::printf("rtvd %s\n", RTVD_VERSION);
   std::printf("build:   CUDA backend %s (archs %s), video I/O (OpenCV) %s, GUI %s\n", yes_no(RTVD_HAS_CUDA).c_str(),
               RTVD_CUDA_ARCHITECTURES, yes_no(RTVD_HAS_OPENCV).c_str(), yes_no(RTVD_HAS_GUI).c_str());
@@ -56,10 +59,7 @@ int info_command(const std::vector<std::string>& args) {
   for (const GpuInfo& g : gpus)
     std::printf("cuda:    #%d %s, sm_%d, %.1f GiB\n", g.index, g.name.c_str(), g.sm, g.memory_bytes / 1073741824.0);
 
-  EngineOptions eo;
-  eo.model_dir = flags.get_string("model", "");
-  eo.device = flags.get_choice("device", "auto", {"auto", "cpu", "cuda"});
-  Engine engine(eo);
+  Engine engine(o.engine);
   const ModelConfig& c = engine.config();
   const WeightStore& w = *engine.model().weights;
   std::printf("\nmodel:   %s (%s)\n", c.name.c_str(), engine.model().source.c_str());

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "commands.h"
-#include "pipeline/error.h"
+#include "kernels/common/error.h"
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "pipeline/error.h"
+#include "kernels/common/error.h"
 
 namespace rtvd {
 

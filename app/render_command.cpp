@@ -6,12 +6,11 @@
 
 #include "cli.h"
 #include "commands.h"
-#include "engine_setup.h"
 #include "pipeline/engine.h"
-#include "pipeline/error.h"
-#include "pipeline/profiler.h"
-#include "pipeline/recorder.h"
-#include "pipeline/source.h"
+#include "kernels/common/error.h"
+#include "pipeline/backends/profiler.h"
+#include "pipeline/io/recorder.h"
+#include "pipeline/io/source.h"
 #include "progress.h"
 
 namespace rtvd {
@@ -32,7 +31,7 @@ int render_command(const std::vector<std::string>& args) {
   }
 
   std::unique_ptr<FrameSource> source = open_source(o.source);
-  Engine engine(engine_options(o));
+  Engine engine(o.engine);
   const FrameSettings s = frame_settings(o, engine);
   engine.configure(s, source->has_images());
 

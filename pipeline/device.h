@@ -6,29 +6,17 @@
 #include <string>
 #include <vector>
 
-#include "backend.h"
+#include "kernels/common/kernel_family.h"
+#include "pipeline/backends/backend.h"
+#include "pipeline/backends/gpu.h"
 
 namespace rtvd {
 
-struct GpuInfo {
-  int index;
-  std::string name;
-  int sm;  // 90 for sm_90
-  size_t memory_bytes;
-};
+// --device, parsed once from the flag.
+enum class DeviceKind { Auto, Cpu, Cuda };
+const char* device_kind_name(DeviceKind d);                // "auto" | "cpu" | "cuda"
+DeviceKind device_kind_named(const std::string& name);     // throws rtvd::Error naming --device for any other
 
-// Usable CUDA devices; why_not says why there are none (no CUDA build, no device, old driver or GPU).
-std::vector<GpuInfo> cuda_devices(std::string* why_not);
-
-std::unique_ptr<Backend> make_backend(const std::string& device, int threads, const std::string& kernels,
-                                      std::string* note);
-
-// For benchmarks. GPU milliseconds of each of `runs` calls of f, from events recorded on `stream` (the
-// backend's cudaStream_t) around each call; the calls are queued back to back, as frames are.
-std::vector<double> cuda_event_times_ms(void* stream, int runs, const std::function<void()>& f);
-// The median of cuda_event_times_ms(stream, runs, f) after `warmups` untimed calls.
-double cuda_median_ms(void* stream, int warmups, int runs, const std::function<void()>& f);
-// Bytes of memory in use on the GPU, by every process (this one's CUDA context included).
-size_t cuda_memory_used(int device);
+std::unique_ptr<Backend> make_backend(DeviceKind device, int threads, KernelFamily kernels, std::string* note);
 
 }  // namespace rtvd

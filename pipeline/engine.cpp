@@ -3,9 +3,9 @@
 #include <cstdlib>
 
 #include "build_config.h"
-#include "device.h"
-#include "error.h"
-#include "noise_walk.h"
+#include "pipeline/device.h"
+#include "kernels/common/error.h"
+#include "pipeline/io/noise_walk.h"
 
 namespace rtvd {
 
@@ -120,6 +120,13 @@ int Engine::class_id(const std::string& v) const {
   std::string names;
   for (const auto& n : c.class_names) names += (names.empty() ? "" : ", ") + n;
   fail("--class ", v, ": expected a class name (", names, ") or a number in [0, ", c.num_class_embeds - 1, ")");
+}
+
+FrameSettings frame_settings(const GenerationOptions& o, const Engine& engine) {
+  FrameSettings s = o.frame;
+  if (engine.config().num_class_embeds > 0) s.class_id = engine.class_id(o.class_name);
+  else if (!o.class_name.empty()) fail("--class ", o.class_name, ": this model has no classes");
+  return s;
 }
 
 }  // namespace rtvd

@@ -5,19 +5,21 @@
 #include <string>
 #include <vector>
 
-#include "backend.h"
-#include "frame_plan.h"
-#include "image.h"
-#include "model.h"
+#include "pipeline/backends/backend.h"
+#include "pipeline/device.h"
+#include "pipeline/frame_plan.h"
+#include "pipeline/io/image.h"
+#include "pipeline/models/model.h"
 
 namespace rtvd {
 
+// Where and what the engine runs; the CLI reads its flags straight into these (app/cli.h).
 struct EngineOptions {
-  std::string model_dir;         // empty: the embedded default model
-  std::string device = "auto";   // auto | cpu | cuda
-  int threads = 0;               // CPU threads, 0 = all cores
-  std::string kernels = "auto";  // CUDA kernel family: auto | custom | cudnn
-  int width = 0, height = 0;     // 0: the model's sample_size
+  std::string model_dir;                        // --model; empty: the embedded default model
+  DeviceKind device = DeviceKind::Auto;         // --device
+  int threads = 0;                              // --threads: CPU threads, 0 = all cores
+  KernelFamily kernels = KernelFamily::Auto;    // --kernels: which CUDA kernels the heavy ops choose from
+  int width = 0, height = 0;                    // --size; 0: the model's sample_size
 };
 
 class Engine {
@@ -75,5 +77,18 @@ class Engine {
   ImageRgba8 image_, taken_;
   int queued_ = 0;
 };
+
+// What to generate: the engine's options and frame settings plus what the model resolves (its class by name)
+// and where images come from. Render and the GUI read their generation flags straight into it.
+struct GenerationOptions {
+  EngineOptions engine;          // --model --size --device --threads --kernels
+  FrameSettings frame;           // --seed --steps --guidance --strength --blend; class_id: see frame_settings()
+  std::string class_name;        // --class, a name or an id; "" = the model's first class
+  std::string source = "noise";  // --source, a source spec (pipeline/io/source.h), checked when opened
+};
+
+// o.frame with --class resolved against the loaded model; throws rtvd::Error naming --class for a class the
+// model does not have.
+FrameSettings frame_settings(const GenerationOptions& o, const Engine& engine);
 
 }  // namespace rtvd

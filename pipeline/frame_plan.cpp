@@ -1,7 +1,7 @@
 #include "frame_plan.h"
 
-#include "error.h"
-#include "unet.h"
+#include "kernels/common/error.h"
+#include "pipeline/models/unet.h"
 
 namespace rtvd {
 

@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "graph.h"
-#include "model_config.h"
-#include "weights.h"
+#include "pipeline/graph/graph.h"
+#include "pipeline/model_files/model_config.h"
+#include "pipeline/model_files/weights.h"
 
 namespace rtvd {
 

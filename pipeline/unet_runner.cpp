@@ -3,8 +3,8 @@
 #include <chrono>
 
 #include "device.h"
-#include "error.h"
-#include "unet.h"
+#include "kernels/common/error.h"
+#include "pipeline/models/unet.h"
 
 namespace rtvd {
 

@@ -4,10 +4,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "backend.h"
-#include "graph.h"
-#include "model_config.h"
-#include "weights.h"
+#include "pipeline/backends/backend.h"
+#include "pipeline/graph/graph.h"
+#include "pipeline/model_files/model_config.h"
+#include "pipeline/model_files/weights.h"
 
 namespace rtvd {
 

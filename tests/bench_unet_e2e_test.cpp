@@ -14,14 +14,14 @@ class BenchUnetE2E : public ::testing::Test {
  protected:
   test::RunResult run(std::vector<std::string> args) const {
     args.insert(args.begin(), {"bench", "unet"});
-    return test::run_program(RTVD_BINARY, args, test::environment(), temp_.dir(), 300);
+    return test::run_program(test::rtvd_binary(), args, test::environment(), temp_.dir(), 300);
   }
   test::TempDir temp_{"rtvd_bench_unet"};
 };
 
 TEST_F(BenchUnetE2E, ScaledDownSdModelOnTheCpu) {
   const std::string json = temp_.path("bench.json");
-  const test::RunResult r = run({"--config", std::string(RTVD_TEST_DATA) + "/sd21_small", "--device", "cpu", "--batch",
+  const test::RunResult r = run({"--config", test::test_data("sd21_small"), "--device", "cpu", "--batch",
                                  "2", "--runs", "2", "--json", json});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   for (const char* line : {"rtvd bench unet: sd21_small", "batch 2, 16x16x4 latents, context 77x64", "backend: cpu",
@@ -45,7 +45,7 @@ TEST_F(BenchUnetE2E, ScaledDownSdModelOnTheCpu) {
 }
 
 TEST_F(BenchUnetE2E, WhatCannotRunIsOneErrorLine) {
-  const std::string small = std::string(RTVD_TEST_DATA) + "/sd15_small";
+  const std::string small = test::test_data("sd15_small");
   const std::pair<std::vector<std::string>, std::string> cases[] = {
       {{"--config", "sd99"}, "rtvd: error: config 'sd99': neither a built-in config (sd21, sd15)"},
       {{"--config", small, "--device", "cpu", "--kernels", "cudnn"}, "rtvd: error: --kernels cudnn: a choice of CUDA kernels"},

@@ -7,7 +7,7 @@
 
 // app/ is compiled into the rtvd executable only, so the test compiles the parser itself.
 #include "app/cli.h"
-#include "pipeline/error.h"
+#include "kernels/common/error.h"
 
 namespace rtvd::cli {
 namespace {
@@ -28,18 +28,19 @@ TEST(Cli, DefaultsWhenNoFlagsAreGiven) {
   EXPECT_EQ(o.output, "out/rtvd.mp4");
   EXPECT_FALSE(o.frames.has_value());
   EXPECT_EQ(o.fps, 24.0);
-  EXPECT_FALSE(o.size.has_value());
-  EXPECT_EQ(o.seed, 0u);
-  EXPECT_EQ(o.steps, 4);
-  EXPECT_EQ(o.guidance, 3.0);
-  EXPECT_EQ(o.strength, 0.6);
-  EXPECT_EQ(o.blend, 0.5);
+  EXPECT_EQ(o.engine.width, 0);
+  EXPECT_EQ(o.engine.height, 0);
+  EXPECT_EQ(o.frame.seed, 0u);
+  EXPECT_EQ(o.frame.steps, 4);
+  EXPECT_EQ(o.frame.guidance, 3.0f);
+  EXPECT_EQ(o.frame.strength, 0.6f);
+  EXPECT_EQ(o.frame.blend, 0.5f);
   EXPECT_EQ(o.class_name, "");
   EXPECT_EQ(o.source, "noise");
-  EXPECT_EQ(o.model_dir, "");
-  EXPECT_EQ(o.device, "auto");
-  EXPECT_EQ(o.threads, 0);
-  EXPECT_EQ(o.kernels, "auto");
+  EXPECT_EQ(o.engine.model_dir, "");
+  EXPECT_EQ(o.engine.device, DeviceKind::Auto);
+  EXPECT_EQ(o.engine.threads, 0);
+  EXPECT_EQ(o.engine.kernels, KernelFamily::Auto);
   EXPECT_EQ(o.profile_path, "");
   EXPECT_FALSE(o.quiet);
   EXPECT_FALSE(o.help);
@@ -54,29 +55,27 @@ TEST(Cli, ReadsEveryFlagInBothSyntaxes) {
   EXPECT_EQ(o.output, "a/b.mp4");
   EXPECT_EQ(o.frames, 7);
   EXPECT_EQ(o.fps, 12.5);
-  ASSERT_TRUE(o.size.has_value());
-  EXPECT_EQ(o.size->width, 96);
-  EXPECT_EQ(o.size->height, 64);
-  EXPECT_EQ(o.seed, 18446744073709551615u);
-  EXPECT_EQ(o.steps, 2);
-  EXPECT_EQ(o.guidance, 0.0);
-  EXPECT_EQ(o.strength, 1.0);
-  EXPECT_EQ(o.blend, 0.0);
+  EXPECT_EQ(o.engine.width, 96);
+  EXPECT_EQ(o.engine.height, 64);
+  EXPECT_EQ(o.frame.seed, 18446744073709551615u);
+  EXPECT_EQ(o.frame.steps, 2);
+  EXPECT_EQ(o.frame.guidance, 0.0f);
+  EXPECT_EQ(o.frame.strength, 1.0f);
+  EXPECT_EQ(o.frame.blend, 0.0f);
   EXPECT_EQ(o.class_name, "cat");
   EXPECT_EQ(o.source, "video:x.mp4");
-  EXPECT_EQ(o.model_dir, "m/");
-  EXPECT_EQ(o.device, "cpu");
-  EXPECT_EQ(o.threads, 3);
-  EXPECT_EQ(o.kernels, "cudnn");
+  EXPECT_EQ(o.engine.model_dir, "m/");
+  EXPECT_EQ(o.engine.device, DeviceKind::Cpu);
+  EXPECT_EQ(o.engine.threads, 3);
+  EXPECT_EQ(o.engine.kernels, KernelFamily::Cudnn);
   EXPECT_EQ(o.profile_path, "p.json");
   EXPECT_TRUE(o.quiet);
 }
 
 TEST(Cli, SquareSizeAndLastRepeatWins) {
   const RenderOptions o = parse_render_options({"--size", "48", "--frames", "3", "--frames=9"});
-  ASSERT_TRUE(o.size.has_value());
-  EXPECT_EQ(o.size->width, 48);
-  EXPECT_EQ(o.size->height, 48);
+  EXPECT_EQ(o.engine.width, 48);
+  EXPECT_EQ(o.engine.height, 48);
   EXPECT_EQ(o.frames, 9);
 }
 

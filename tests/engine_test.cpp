@@ -4,7 +4,7 @@
 
 #include "pipeline/device.h"
 #include "pipeline/engine.h"
-#include "pipeline/error.h"
+#include "kernels/common/error.h"
 #include "support/test_util.h"
 
 namespace rtvd {
@@ -16,8 +16,8 @@ TEST_P(EngineReadback, QueuedImagesArriveInOrderAndEqualSynchronousReads) {
   std::string why;
   if (GetParam() == "cuda" && cuda_devices(&why).empty()) GTEST_SKIP() << why;
   EngineOptions o;
-  o.device = GetParam();
-  if (o.device == "cuda") o.kernels = "custom";  // autotuned choices may differ between the two engines
+  o.device = device_kind_named(GetParam());
+  if (o.device == DeviceKind::Cuda) o.kernels = KernelFamily::Custom;  // autotuned choices may differ between the two engines
   o.width = o.height = 32;
   FrameSettings s;
   s.seed = test::Rng().gen();

@@ -20,7 +20,7 @@
 
 #include "app/gui/layout.h"
 #include "build_config.h"
-#include "pipeline/png.h"
+#include "pipeline/io/png.h"
 #include "support/process.h"
 #include "support/test_util.h"
 
@@ -96,7 +96,7 @@ class GuiE2E : public ::testing::Test {
   }
   std::string path(const std::string& name) const { return temp_.path(name); }
   Result run(const std::vector<std::string>& args, const std::vector<std::string>& env = without_display()) const {
-    return rtvd::test::run_program(RTVD_BINARY, args, env, temp_.dir() / "logs", 120);
+    return rtvd::test::run_program(rtvd::test::rtvd_binary(), args, env, temp_.dir() / "logs", 120);
   }
 
   rtvd::test::TempDir temp_{"rtvd_gui_e2e"};

@@ -16,7 +16,7 @@
 #include "app/gui/recording.h"
 #include "app/gui/shortcuts.h"
 #include "pipeline/engine.h"
-#include "pipeline/error.h"
+#include "kernels/common/error.h"
 
 namespace rtvd::gui {
 namespace {
@@ -256,7 +256,7 @@ TEST(Shortcuts, KeyPressesBecomeCommandsInOrderWithCtrlTellingApart) {
 
 TEST(Implementations, EveryOpTypeOfAFrameIsNamed) {
   EngineOptions o;
-  o.device = "cpu";
+  o.device = DeviceKind::Cpu;
   o.width = o.height = 32;
   Engine engine(o);
   const auto impls = implementations_by_type(engine.plan().graph.frame, engine.backend());
@@ -293,7 +293,7 @@ TEST(GuiFlags, DefaultsAndEveryFlag) {
   EXPECT_EQ(d.window.height, 720);
   EXPECT_EQ(d.filter, "linear");
   EXPECT_TRUE(d.vsync);
-  EXPECT_EQ(d.steps, 4) << "the generation defaults are render's";
+  EXPECT_EQ(d.frame.steps, 4) << "the generation defaults are render's";
 
   const GuiOptions o = parse_gui_options({"-n", "5", "--screenshot", "s.png", "--record=r/", "--fps", "12",
                                           "--budget-ms", "16.7", "--window", "800x600", "--filter", "nearest",
@@ -308,10 +308,10 @@ TEST(GuiFlags, DefaultsAndEveryFlag) {
   EXPECT_EQ(o.window.height, 600);
   EXPECT_EQ(o.filter, "nearest");
   EXPECT_FALSE(o.vsync);
-  EXPECT_EQ(o.seed, 9u);
-  EXPECT_EQ(o.steps, 2);
-  EXPECT_EQ(o.device, "cpu");
-  EXPECT_EQ(o.size->width, 32);
+  EXPECT_EQ(o.frame.seed, 9u);
+  EXPECT_EQ(o.frame.steps, 2);
+  EXPECT_EQ(o.engine.device, DeviceKind::Cpu);
+  EXPECT_EQ(o.engine.width, 32);
   EXPECT_EQ(o.class_name, "cat");
   EXPECT_EQ(o.source, "webcam:1");
   EXPECT_TRUE(parse_gui_options({"--window", "0", "-h"}).help) << "help before values are checked";

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <vector>
 
-#include "pipeline/error.h"
-#include "pipeline/image_ops.h"
+#include "kernels/common/error.h"
+#include "pipeline/io/image_ops.h"
 #include "support/test_util.h"
 
 namespace rtvd {

@@ -1,6 +1,6 @@
 // config.json parsing: a full config lands in the struct, defaults fill the optional keys, and every class
 // of mistake fails with "<label>: key '<key>': expected ..., got ...".
-#include "pipeline/model_config.h"
+#include "pipeline/model_files/model_config.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
-#include "pipeline/error.h"
+#include "kernels/common/error.h"
 #include "support/test_util.h"
 
 namespace rtvd {

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "build_config.h"
-#include "pipeline/error.h"
-#include "pipeline/png.h"
+#include "kernels/common/error.h"
+#include "pipeline/io/png.h"
 #include "support/test_util.h"
 
 #if RTVD_HAS_OPENCV && __has_include(<opencv2/imgcodecs.hpp>)

@@ -14,8 +14,8 @@ namespace {
 TEST(ProfilerCuda, SampledOpTimesAddUpToTheFrame) {
   RTVD_SKIP_WITHOUT_CUDA();
   EngineOptions o;
-  o.device = "cuda";
-  o.kernels = "custom";
+  o.device = DeviceKind::Cuda;
+  o.kernels = KernelFamily::Custom;
   Engine engine(o);
   engine.backend().set_profiling(true);
   const size_t ops = engine.plan().graph.frame.size();

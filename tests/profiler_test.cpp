@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "pipeline/engine.h"
-#include "pipeline/error.h"
-#include "pipeline/profiler.h"
+#include "kernels/common/error.h"
+#include "pipeline/backends/profiler.h"
 #include "support/test_util.h"
 
 namespace rtvd {
@@ -62,8 +62,8 @@ TEST(Profiler, WritesAChromeTraceOfTheLastFrame) {
 
 TEST(Profiler, CpuBackendTimesEveryFrameOp) {
   EngineOptions o;
-  o.device = "cpu";
-  o.model_dir = std::string(RTVD_TEST_DATA) + "/tiny_batch";
+  o.device = DeviceKind::Cpu;
+  o.model_dir = test::test_data("tiny_batch");
   Engine engine(o);
   EXPECT_TRUE(engine.backend().frame_op_ms().empty());
   engine.backend().set_profiling(true);

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/error.h"
-#include "pipeline/png.h"
-#include "pipeline/recorder.h"
+#include "kernels/common/error.h"
+#include "pipeline/io/png.h"
+#include "pipeline/io/recorder.h"
 #include "support/test_util.h"
 
 namespace rtvd {

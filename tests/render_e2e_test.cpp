@@ -31,7 +31,7 @@ class RenderE2E : public ::testing::Test {
   std::string path(const std::string& name) const { return temp_.path(name); }
 
   Result run(const std::vector<std::string>& args) const {
-    return rtvd::test::run_program(RTVD_BINARY, args, rtvd::test::environment(), tmp_ / "logs");
+    return rtvd::test::run_program(rtvd::test::rtvd_binary(), args, rtvd::test::environment(), tmp_ / "logs");
   }
 
   // A render that must succeed; its output is described on failure.
@@ -108,7 +108,7 @@ TEST_F(RenderE2E, SameSeedSameBytesOtherSeedOtherFrames) {
 
 TEST_F(RenderE2E, BadInputIsOneErrorLineAndNoOutput) {
   fs::create_directory(path("corrupt"));
-  fs::copy_file(fs::path(RTVD_TEST_DATA) / "tiny_batch/config.json", path("corrupt/config.json"));
+  fs::copy_file(rtvd::test::test_data("tiny_batch/config.json"), path("corrupt/config.json"));
   std::ofstream(path("corrupt/weights.safetensors")) << "this is not a safetensors file, just text";
 
   struct Case {

@@ -1,6 +1,6 @@
 // The safetensors reader and writer: round trips of random tensors, get()'s checks, and one hand-made
 // malformed file per rule of the reader, each recognised by its own error text.
-#include "pipeline/safetensors.h"
+#include "pipeline/model_files/safetensors.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -12,7 +12,7 @@
 #include <iterator>
 #include <optional>
 
-#include "pipeline/error.h"
+#include "kernels/common/error.h"
 #include "support/test_util.h"
 
 namespace rtvd {

@@ -9,9 +9,9 @@
 #include <map>
 #include <sstream>
 
-#include "pipeline/error.h"
-#include "pipeline/random_weights.h"
-#include "pipeline/unet.h"
+#include "kernels/common/error.h"
+#include "pipeline/models/random_weights.h"
+#include "pipeline/models/unet.h"
 #include "support/test_util.h"
 
 namespace rtvd {
@@ -87,7 +87,7 @@ TEST(SdConfigs, BuiltInByNameDirectoryOrFile) {
   EXPECT_EQ(sd15.cross_attention_dim, 768);
   EXPECT_FALSE(sd15.use_linear_projection);
 
-  const std::string dir = std::string(RTVD_TEST_DATA) + "/sd21_small";
+  const std::string dir = test::test_data("sd21_small");
   EXPECT_EQ(find_model_config(dir).block_out_channels, (std::vector<int>{32, 64, 64, 64}));
   EXPECT_EQ(find_model_config(dir + "/config.json").attention_head_dim, 8);
   EXPECT_PRED_FORMAT2(testing::IsSubstring, "config 'sd99': neither a built-in config (sd21, sd15)",
@@ -149,7 +149,7 @@ TEST(SdConfigs, FullSizeGraphs) {
 // Bit for bit the values tools/reference/random_weights.py made (tests/data/random_weights.safetensors:
 // the first values of a few tensors, full-size SD ones with fp16 subnormals among them).
 TEST(RandomWeights, SameAsTheReferenceGenerator) {
-  const SafeTensorsFile samples = SafeTensorsFile::open(std::string(RTVD_TEST_DATA) + "/random_weights.safetensors");
+  const SafeTensorsFile samples = SafeTensorsFile::open(test::test_data("random_weights.safetensors"));
   const uint64_t seed = std::stoull(samples.metadata().at("seed"));
   ASSERT_EQ(samples.tensors().size(), 5u);
   for (const TensorView& t : samples.tensors()) {
@@ -167,7 +167,7 @@ TEST(RandomWeights, SameAsTheReferenceGenerator) {
 // A value depends on (seed, name, index) only: the same checkpoint on one thread or all, another seed
 // differs everywhere.
 TEST(RandomWeights, IndependentOfThreadsAndSeeded) {
-  const ModelConfig cfg = load_model_config(std::string(RTVD_TEST_DATA) + "/sd15_small/config.json");
+  const ModelConfig cfg = load_model_config(test::test_data("sd15_small/config.json"));
   const int threads = omp_get_max_threads();
   omp_set_num_threads(1);
   const SafeTensorsFile one = random_checkpoint(cfg, 3);

@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "build_config.h"
-#include "pipeline/error.h"
-#include "pipeline/image_ops.h"
-#include "pipeline/png.h"
-#include "pipeline/recorder.h"
-#include "pipeline/source.h"
+#include "kernels/common/error.h"
+#include "pipeline/io/image_ops.h"
+#include "pipeline/io/png.h"
+#include "pipeline/io/recorder.h"
+#include "pipeline/io/source.h"
 #include "support/test_util.h"
 
 namespace rtvd {

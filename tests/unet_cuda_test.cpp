@@ -11,7 +11,7 @@
 
 #include "pipeline/device.h"
 #include "pipeline/engine.h"
-#include "pipeline/model.h"
+#include "pipeline/models/model.h"
 #include "pipeline/unet_runner.h"
 #include "support/cuda_test_util.h"
 #include "support/test_util.h"
@@ -19,13 +19,13 @@
 namespace rtvd {
 namespace {
 
-std::unique_ptr<Backend> cuda_backend(const std::string& kernels = "custom") {
+std::unique_ptr<Backend> cuda_backend(KernelFamily kernels = KernelFamily::Custom) {
   std::string why;
-  return make_backend("cuda", 0, kernels, &why);
+  return make_backend(DeviceKind::Cuda, 0, kernels, &why);
 }
 
 // The GPU U-Net's output for the CPU's inputs, and the relative L2 error against the CPU.
-double compare_unet(const std::string& dir, int batch, int h, int w, const std::string& kernels = "custom",
+double compare_unet(const std::string& dir, int batch, int h, int w, KernelFamily kernels = KernelFamily::Custom,
                     std::vector<std::string>* impls = nullptr, int* fused_norms = nullptr) {
   test::Rng rng;
   SCOPED_TRACE(test::seed_trace(rng));
@@ -59,25 +59,25 @@ double compare_unet(const std::string& dir, int batch, int h, int w, const std::
   }
   // With auto: the first forward tunes the convs, the second times the linears' cuBLASLt algorithms, the
   // third replays the captured graph; each must give the CPU's output.
-  const int forwards = kernels == "auto" ? 3 : 1;
+  const int forwards = kernels == KernelFamily::Auto ? 3 : 1;
   for (int i = 1; i < forwards; ++i) {
     run.forward();
     EXPECT_LE(test::rel_l2(run.output(), ref.output()), 1e-2) << "forward " << i;
   }
   run.forward();
   const double err = test::rel_l2(run.output(), ref.output());
-  EXPECT_LE(err, 1e-2) << dir << " " << h << "x" << w << " kernels " << kernels;
+  EXPECT_LE(err, 1e-2) << dir << " " << h << "x" << w << " kernels " << kernel_family_name(kernels);
   return err;
 }
 
 TEST(UNetCuda, TinyBatchNormModelMatchesCpu) {
   RTVD_SKIP_WITHOUT_CUDA();
-  compare_unet(std::string(RTVD_TEST_DATA) + "/tiny_batch", 2, 16, 24);
+  compare_unet(test::test_data("tiny_batch"), 2, 16, 24);
 }
 
 TEST(UNetCuda, TinyGroupNormCrossAttentionModelMatchesCpu) {
   RTVD_SKIP_WITHOUT_CUDA();
-  compare_unet(std::string(RTVD_TEST_DATA) + "/tiny_group", 2, 16, 8);
+  compare_unet(test::test_data("tiny_group"), 2, 16, 8);
 }
 
 #if RTVD_HAS_CUDNN
@@ -86,7 +86,7 @@ TEST(UNetCuda, TinyGroupNormCrossAttentionModelMatchesCpu) {
 TEST(UNetCuda, CudnnConvsComputeTheirGroupNormStatistics) {
   RTVD_SKIP_WITHOUT_CUDA();
   int fused = 0;
-  compare_unet(std::string(RTVD_TEST_DATA) + "/tiny_group", 2, 16, 8, "cudnn", nullptr, &fused);
+  compare_unet(test::test_data("tiny_group"), 2, 16, 8, KernelFamily::Cudnn, nullptr, &fused);
   EXPECT_GT(fused, 0);
 }
 
@@ -94,14 +94,14 @@ TEST(UNetCuda, CudnnConvsComputeTheirGroupNormStatistics) {
 TEST(UNetCuda, CudnnFamilyRunsAttentionThroughCudnn) {
   RTVD_SKIP_WITHOUT_CUDA();
   std::vector<std::string> impls;
-  compare_unet(std::string(RTVD_SOURCE_DIR) + "/assets/default", 2, 64, 64, "cudnn", &impls);
+  compare_unet(test::assets_dir() + "/default", 2, 64, 64, KernelFamily::Cudnn, &impls);
   EXPECT_NE(std::find(impls.begin(), impls.end(), "cuDNN SDPA"), impls.end()) << "no attention ran through cuDNN";
 }
 #endif
 
 TEST(UNetCuda, DefaultModelMatchesCpu) {
   RTVD_SKIP_WITHOUT_CUDA();
-  compare_unet(std::string(RTVD_SOURCE_DIR) + "/assets/default", 2, 64, 64);
+  compare_unet(test::assets_dir() + "/default", 2, 64, 64);
 }
 
 // --kernels auto: each conv shape is tuned at the first frame and each attention shape at the second
@@ -113,9 +113,9 @@ TEST(UNetCuda, AutotunedLayersMatchCpuAndAreCachedOnDisk) {
   const char* old = std::getenv("RTVD_CACHE_DIR");
   const std::string saved = old ? old : "";
   setenv("RTVD_CACHE_DIR", cache.dir().c_str(), 1);
-  const std::string model = std::string(RTVD_SOURCE_DIR) + "/assets/default";
+  const std::string model = test::assets_dir() + "/default";
   std::vector<std::string> first, second;
-  compare_unet(model, 2, 64, 64, "auto", &first);
+  compare_unet(model, 2, 64, 64, KernelFamily::Auto, &first);
   ASSERT_FALSE(first.empty());
   for (const std::string& impl : first) EXPECT_EQ(impl.rfind("autotuned at the ", 0), 0u) << impl;
 
@@ -132,7 +132,7 @@ TEST(UNetCuda, AutotunedLayersMatchCpuAndAreCachedOnDisk) {
   EXPECT_TRUE(attention_tuned) << "no attention layer in the cache (ours and cuDNN's were both candidates)";
 #endif
 
-  compare_unet(model, 2, 64, 64, "auto", &second);
+  compare_unet(model, 2, 64, 64, KernelFamily::Auto, &second);
   ASSERT_EQ(second.size(), first.size());
   for (const std::string& impl : second) EXPECT_NE(impl.rfind("autotuned at the ", 0), 0u) << impl;
   if (old) setenv("RTVD_CACHE_DIR", saved.c_str(), 1);
@@ -142,8 +142,8 @@ TEST(UNetCuda, AutotunedLayersMatchCpuAndAreCachedOnDisk) {
 // The shipped default model on the GPU (fp16) against PyTorch (float64) on the same weights and noise.
 TEST(UNetCuda, ShippedDefaultModelMatchesPyTorch) {
   RTVD_SKIP_WITHOUT_CUDA();
-  Model model = load_model(std::string(RTVD_SOURCE_DIR) + "/assets/default");
-  const SafeTensorsFile golden = SafeTensorsFile::open(std::string(RTVD_TEST_DATA) + "/default_golden.safetensors");
+  Model model = load_model(test::assets_dir() + "/default");
+  const SafeTensorsFile golden = SafeTensorsFile::open(test::test_data("default_golden.safetensors"));
   auto floats = [&](const char* name) {
     const TensorView& t = *golden.find(name);
     std::vector<float> v(t.numel());
@@ -164,8 +164,8 @@ TEST(UNetCuda, ShippedDefaultModelMatchesPyTorch) {
 TEST(UNetCuda, GraphReplayEqualsEagerAndCpuFrames) {
   RTVD_SKIP_WITHOUT_CUDA();
   EngineOptions o;
-  o.device = "cuda";
-  o.kernels = "custom";
+  o.device = DeviceKind::Cuda;
+  o.kernels = KernelFamily::Custom;
   FrameSettings s;
   s.seed = test::Rng().gen();
   s.blend = 0.0f;  // every frame stands alone, so an eager engine can render the same frame
@@ -183,7 +183,7 @@ TEST(UNetCuda, GraphReplayEqualsEagerAndCpuFrames) {
   }
 
   EngineOptions co;
-  co.device = "cpu";
+  co.device = DeviceKind::Cpu;
   Engine cpu(co);
   cpu.configure(s, false);
   for (int i = 0; i < 4; ++i) {

@@ -4,8 +4,8 @@
 // sizes each (the second non-square, to catch layout mix-ups).
 #include <gtest/gtest.h>
 
-#include "pipeline/backend.h"
-#include "pipeline/model.h"
+#include "pipeline/backends/backend.h"
+#include "pipeline/models/model.h"
 #include "pipeline/unet_runner.h"
 #include "support/golden.h"
 #include "support/test_util.h"
@@ -25,14 +25,14 @@ void check_golden(Model model, const std::string& golden_path, const std::string
 }
 
 void check_tiny(const std::string& name, const std::string& suffix) {
-  const std::string dir = std::string(RTVD_TEST_DATA) + "/" + name;
+  const std::string dir = test::test_data(name);
   check_golden(load_model(dir), dir + "/golden.safetensors", suffix);
 }
 
 // A model whose golden was computed with generated weights (tools/reference/random_weights.py): the
 // engine generates the same ones from the seed in the golden's metadata.
 void check_generated(const std::string& name, const std::string& suffix) {
-  const std::string dir = std::string(RTVD_TEST_DATA) + "/" + name;
+  const std::string dir = test::test_data(name);
   check_golden(test::generated_golden_model(dir), dir + "/golden.safetensors", suffix);
 }
 
@@ -48,8 +48,8 @@ TEST(UNetGolden, Sd15StructureScaledDownNonSquare) { check_generated("sd15_small
 
 // The shipped default model (assets/default, fp16 weights) against PyTorch on the same weights and noise.
 TEST(UNetGolden, ShippedDefaultModel) {
-  check_golden(load_model(std::string(RTVD_SOURCE_DIR) + "/assets/default"),
-               std::string(RTVD_TEST_DATA) + "/default_golden.safetensors", "");
+  check_golden(load_model(test::assets_dir() + "/default"),
+               test::test_data("default_golden.safetensors"), "");
 }
 
 }  // namespace

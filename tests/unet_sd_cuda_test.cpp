@@ -27,7 +27,7 @@ constexpr const char* kKernels[] = {"custom", "cudnn"};
 // rtvd on the GPU for a golden case; the relative L2 error against the reference.
 double gpu_error(Model& model, const test::GoldenCase& g, const std::string& kernels) {
   std::string why;
-  auto gpu = make_backend("cuda", 0, kernels, &why);
+  auto gpu = make_backend(DeviceKind::Cuda, 0, kernel_family_named(kernels), &why);
   UNetRunner run(model.config, *model.weights, *gpu, g.batch, g.height, g.width, g.t);
   model.weights->check_all_read();
   run.set_inputs(g.x, g.class_ids, g.context);
@@ -36,7 +36,7 @@ double gpu_error(Model& model, const test::GoldenCase& g, const std::string& ker
 }
 
 void check_scaled_down(const std::string& name, const std::string& suffix) {
-  const std::string dir = std::string(RTVD_TEST_DATA) + "/" + name;
+  const std::string dir = test::test_data(name);
   Model model = test::generated_golden_model(dir);
   const test::GoldenCase g = test::read_golden(SafeTensorsFile::open(dir + "/golden.safetensors"), suffix);
   for (const char* kernels : kKernels) EXPECT_LE(gpu_error(model, g, kernels), 1e-2) << name << suffix << " " << kernels;

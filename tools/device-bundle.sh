@@ -2,7 +2,9 @@
 # Here: pack what tools/device-check.sh runs on the GPU machine (git-ignored, sent with the device tool's
 # carry), with the BLAS libraries rtvd links, which that machine lacks:
 #   tools/device-bundle.sh       .device/bundle.tar.xz: rtvd and the test binaries of build-device
-#                                (CUDA for sm_90, no OpenCV, no GUI)
+#                                (CUDA for sm_90, no OpenCV, no GUI), with the data the build copies beside
+#                                them (tests/data/ and assets/: 1.1 + 6.8 MB), so they run from wherever
+#                                the bundle is unpacked
 #   tools/device-bundle.sh gui   .device/gui.tar.xz: rtvd of build-device-gui (CUDA, GUI, no OpenCV), run
 #                                under Xvfb with NVIDIA's GLX from .gl/ (../shared/DEVICE.md); carry both.
 #                                .gl takes 47 of the 64 MiB a call may carry: configure that build with
@@ -12,6 +14,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 what=${1:-tests}
 stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/lib" "$root/.device"
 if [[ $what == gui ]]; then
   cp "$root/build-device-gui/rtvd" "$stage/"
@@ -19,12 +22,20 @@ if [[ $what == gui ]]; then
 else
   mkdir -p "$stage/tests"
   cp "$root/build-device/rtvd" "$stage/"
-  find "$root/build-device/tests" -maxdepth 1 -type f -name '*_test' -exec cp {} "$stage/tests/" \;
+  # The test binaries ctest knows in this build (not whatever an older tree left in the folder).
+  ctest --test-dir "$root/build-device" --show-only=json-v1 | grep -o '"/[^"]*/tests/[a-z0-9_]*_test"' | tr -d '"' |
+    sort -u | xargs -I{} cp {} "$stage/tests/"
+  for d in data assets; do
+    if [[ ! -d $root/build-device/tests/$d ]]; then
+      echo "build-device/tests/$d is missing: rebuild build-device (the build copies the tests' data beside them)"
+      exit 1
+    fi
+    cp -r "$root/build-device/tests/$d" "$stage/tests/"
+  done
   out=$root/.device/bundle.tar.xz
 fi
 for lib in libopenblas.so.0 libgfortran.so.5 libquadmath.so.0; do cp -L "/lib/x86_64-linux-gnu/$lib" "$stage/lib/"; done
 git -C "$root" rev-parse --short HEAD >"$stage/.commit" 2>/dev/null || true
 # A 64 MiB dictionary: the binaries share most of their bytes (the same CUDA kernels in each).
 XZ_OPT="-9 -T2" tar -C "$stage" -cJf "$out" .
-rm -rf "$stage"
 ls -la "$out"

@@ -21,10 +21,23 @@ cd $dir
 summary=()
 note() { summary+=("$1"); echo "== $1"; }
 
+# One test binary per op folder (tests/ops: each op's case table, the CPU reference and every GPU
+# implementation), the other GPU suites, and the engine and golden tests.
+op_tests=(conv2d_test attention_test linear_test group_norm_test layer_norm_test elementwise_test embedding_test
+          cast_test denoise_test)
+
+# Each test binary runs from a scratch directory of its own, with nothing pointing elsewhere: it must find
+# the bundle's tests/data, tests/assets and rtvd beside itself (tests/support/test_util.h).
+run_test() {
+  local cwd
+  cwd=$(mktemp -d)
+  (cd "$cwd" && env -u RTVD_TEST_DATA -u RTVD_ASSETS -u RTVD_BINARY "$@")
+}
+
 run_tests() {
-  for t in tests/*_cuda_test tests/engine_test tests/unet_golden_test tests/cpu_ops_test; do
+  for t in $dir/tests/*_cuda_test "${op_tests[@]/#/$dir/tests/}" $dir/tests/engine_test $dir/tests/unet_golden_test; do
     name=$(basename "$t")
-    timeout 300 "$t" --gtest_brief=1 >"$LOGS/$name.log" 2>&1
+    run_test timeout 300 "$t" --gtest_brief=1 >"$LOGS/$name.log" 2>&1
     rc=$?
     note "$(printf '%-22s rc=%-3s %s' "$name" "$rc" "$(grep -E '^\[  (PASSED|FAILED) ' "$LOGS/$name.log" | tr '\n' ' ')")"
     grep -E '^\[  FAILED  \]|Failure|error' "$LOGS/$name.log" | head -20
@@ -32,31 +45,39 @@ run_tests() {
 }
 
 # The four tools run side by side (one process each on the one GPU); each binary's smaller cases, since
-# sanitizers run kernels 10-100x slower. synccheck skips NVIDIA's library kernels: it overflows its
+# sanitizers run kernels 10-100x slower: the op tests' GPU suites (*Cuda*), without the slow simple kernels
+# (direct conv, FMA linear) at production shapes. conv2d_test: the entry point on the edge cases, every wgmma
+# tile on every case it takes, every implementation in place, and the requirements; attention_test: every
+# implementation on a few cases. synccheck skips NVIDIA's library kernels: it overflows its
 # barrier tracking in cuDNN's generated SDPA kernels and kills them. racecheck checks every kernel (with
 # library kernels excluded it fails with an internal error when they run) and its summary line says how
 # many hazards lie in NVIDIA's kernels: cuBLASLt's nvjet GEMMs (tools/repro/cublaslt_racecheck.cu shows
 # them with nothing of rtvd in the process) and cuDNN's generated SDPA kernels. racecheck_own is racecheck
-# again without the tests that reach those kernels (every cuBLASLt algorithm, cuDNN's SDPA): rtvd's kernels
-# alone, which must report no hazard.
+# again without the tests that reach those kernels (every cuBLASLt algorithm and linear()'s default, cuDNN's
+# SDPA and convolution): rtvd's kernels alone, which must report no hazard.
 run_sanitizers() {
-  local tests=(ops_cuda_test attention_cuda_test conv2d_cuda_test unet_cuda_test engine_test)
+  local tests=("${op_tests[@]}" unet_cuda_test engine_test)
   for tool in memcheck racecheck initcheck synccheck racecheck_own; do
     (
-      local skip=() without=""
+      local skip=()
       [[ $tool == synccheck ]] &&
         skip=(--kernel-name-exclude kns=nvjet --kernel-name-exclude kns=cudnn_generated)
-      [[ $tool == racecheck_own ]] && without='-*LinearMatchesCpu*:*Cudnn*'
       local run_tool=${tool%_own}
       for t in "${tests[@]}"; do
-        filter='*'
-        limit=90
-        [[ $t == unet_cuda_test ]] && filter='*Tiny*' && limit=240
-        [[ $t == engine_test ]] && filter='*/1' && limit=240  # the CUDA case: copy stream, pinned staging, readback
-        [[ $t == attention_cuda_test ]] && filter='*default_16x16*:*q67*:*cross_kv1*:*fallback*:*peaked_d40*'
-        [[ $t == conv2d_cuda_test ]] && filter='*Assorted*:*Residual*:*Invalid*:*Sm90*' && limit=300
-        timeout $limit compute-sanitizer --tool $run_tool "${skip[@]}" --error-exitcode 3 tests/$t --gtest_brief=1 --gtest_filter="$filter$without" \
-          >"$LOGS/san_${tool}_$t.log" 2>&1
+        local filter='*Cuda*' without='' limit=90
+        case $t in
+          unet_cuda_test) filter='*Tiny*' limit=240 ;;
+          engine_test) filter='*/1' limit=240 ;;  # the CUDA case: copy stream, pinned staging, readback
+          attention_test)
+            filter='*Cuda*/default_16x16:*Cuda*/q67_d64_pad:*Cuda*/cross_kv1:*Cuda*/fallback_d4:*Cuda*/fallback_cross_d12:*Cuda*/peaked_d40' ;;
+          conv2d_test)
+            filter='Edge/Conv2dCuda.Default/*:*Conv2dCuda.Wgmma/*:*Conv2dCuda.*/in_place*:Conv2dCudaRequirements.*'
+            without='*.Cudnn/*:*CudnnPlan*' limit=300 ;;
+          linear_test) without='Production/LinearCuda.Fallback/*' limit=240 ;;
+        esac
+        [[ $tool == racecheck_own ]] && without+="${without:+:}*LinearCuda.Cublaslt/*:*LinearCuda.Default/*:*Cudnn*"
+        run_test timeout $limit compute-sanitizer --tool $run_tool "${skip[@]}" --error-exitcode 3 "$dir/tests/$t" \
+          --gtest_brief=1 --gtest_filter="$filter${without:+-$without}" >"$LOGS/san_${tool}_$t.log" 2>&1
         echo $? >"$LOGS/san_${tool}_$t.rc"
       done
     ) &

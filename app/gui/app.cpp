@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <memory>
 
-#include "app/engine_setup.h"
 #include "app/gui/controls.h"
 #include "app/gui/frame_stats.h"
 #include "app/gui/frame_upload.h"
@@ -18,10 +17,10 @@
 #include "app/gui/recording.h"
 #include "app/gui/shortcuts.h"
 #include "app/gui/window.h"
-#include "pipeline/error.h"
-#include "pipeline/png.h"
-#include "pipeline/recorder.h"
-#include "pipeline/source.h"
+#include "kernels/common/error.h"
+#include "pipeline/io/png.h"
+#include "pipeline/io/recorder.h"
+#include "pipeline/io/source.h"
 
 namespace rtvd::gui {
 
@@ -52,7 +51,7 @@ std::string mib(size_t bytes) {
   return text;
 }
 
-ControlsState initial_state(const cli::GuiOptions& o, const Engine& engine) {
+ControlsState initial_state(const GuiOptions& o, const Engine& engine) {
   ControlsState s;
   s.settings = frame_settings(o, engine);
   s.source = source_choice(o.source);
@@ -71,7 +70,7 @@ Rect to_pixels(const Rect& r, const Window::Size& window, const Window::Size& fb
 
 class App {
  public:
-  explicit App(const cli::GuiOptions& o);
+  explicit App(const GuiOptions& o);
   int run();
 
  private:
@@ -90,7 +89,7 @@ class App {
   std::string recording_status() const;
   OverlayInfo overlay_info();
 
-  const cli::GuiOptions options_;
+  const GuiOptions options_;
   const Clock::time_point start_ = Clock::now();
   Engine engine_;
   const int class_count_ = int(engine_.config().class_names.size());
@@ -117,9 +116,9 @@ class App {
 };
 
 // Engine, source and settings come first, so a bad model, source or class fails before a window opens.
-App::App(const cli::GuiOptions& o)
+App::App(const GuiOptions& o)
     : options_(o),
-      engine_(engine_options(o)),
+      engine_(o.engine),
       source_(open_source(o.source)),
       state_(initial_state(o, engine_)),
       window_(o.window.width, o.window.height, "rtvd", o.vsync),
@@ -375,7 +374,7 @@ OverlayInfo App::overlay_info() {
 
 }  // namespace
 
-int run(const cli::GuiOptions& options) {
+int run(const GuiOptions& options) {
   App app(options);
   return app.run();
 }

@@ -4,8 +4,8 @@
 #include <deque>
 #include <vector>
 
-#include "pipeline/graph.h"
-#include "pipeline/profiler.h"
+#include "pipeline/graph/graph.h"
+#include "pipeline/backends/profiler.h"
 
 namespace rtvd::gui {
 

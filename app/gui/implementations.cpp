@@ -1,6 +1,6 @@
 #include "app/gui/implementations.h"
 
-#include "pipeline/error.h"
+#include "kernels/common/error.h"
 
 namespace rtvd::gui {
 

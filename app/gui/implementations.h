@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/backend.h"
+#include "pipeline/backends/backend.h"
 
 namespace rtvd::gui {
 

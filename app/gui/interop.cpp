@@ -8,7 +8,7 @@
 // After gl.h: it includes <GL/gl.h> itself.
 #include <cuda_gl_interop.h>
 
-#include "kernels/cuda_context.cuh"
+#include "pipeline/backends/cuda/cuda_host.h"  // RTVD_CUDA_CHECK
 #endif
 
 namespace rtvd::gui {

@@ -7,7 +7,7 @@
 #include <map>
 
 #include "app/gui/panel.h"
-#include "pipeline/error.h"
+#include "kernels/common/error.h"
 
 namespace rtvd::gui {
 

@@ -5,7 +5,7 @@
 
 #include "app/gui/gl.h"
 #include "app/gui/shaders.h"
-#include "pipeline/error.h"
+#include "kernels/common/error.h"
 
 namespace rtvd::gui {
 

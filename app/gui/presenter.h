@@ -2,7 +2,7 @@
 // shaders (shaders/present.vert, .frag), scaled with nearest or linear filtering. Needs the GL context.
 #pragma once
 #include "app/gui/layout.h"
-#include "pipeline/image.h"
+#include "pipeline/io/image.h"
 
 namespace rtvd::gui {
 

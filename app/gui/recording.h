@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "app/gui/bounded_queue.h"
-#include "pipeline/image.h"
-#include "pipeline/recorder.h"
+#include "pipeline/io/image.h"
+#include "pipeline/io/recorder.h"
 
 namespace rtvd::gui {
 

@@ -1,6 +1,6 @@
 #include "app/gui/shaders.h"
 
-#include "pipeline/embed_file.h"
+#include "pipeline/model_files/embed_file.h"
 
 RTVD_EMBED_FILE(present_vert, RTVD_SHADER_DIR "/present.vert");
 RTVD_EMBED_FILE(present_frag, RTVD_SHADER_DIR "/present.frag");

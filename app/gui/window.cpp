@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "app/gui/gl.h"
-#include "pipeline/error.h"
+#include "kernels/common/error.h"
 
 namespace rtvd::gui {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/image.h"
+#include "pipeline/io/image.h"
 
 struct GLFWwindow;
 

@@ -1,16 +1,22 @@
-// GPU test helpers: skip without a device, fp16 device buffers filled from / read into float vectors.
+// GPU test helpers: skip without a device; device memory (pipeline/backends/cuda/cuda_memory.h) filled from
+// and read into float vectors; fp16 tensors that keep on the host the values fp16 holds (the CPU reference's
+// inputs), optionally off their alignment; and the candidates of an op (kernels/common/candidate.cuh) that
+// can run a case. The context, stream, library handles and workspace come from the CUDA host module
+// (CudaHost), as in the app.
 #pragma once
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
-#if RTVD_HAS_CUDNN
-#include <cudnn.h>
-#endif
-
-#include "kernels/cuda_context.cuh"
+#include "kernels/common/candidate.cuh"
+#include "pipeline/backends/cuda/cuda_host.h"
+#include "pipeline/backends/cuda/cuda_memory.h"
+#include "support/test_util.h"
 
 namespace rtvd::test {
 
@@ -18,53 +24,56 @@ bool cuda_device_available();
 #define RTVD_SKIP_WITHOUT_CUDA() \
   if (!::rtvd::test::cuda_device_available()) GTEST_SKIP() << "no CUDA device"
 
-// Owns device memory; move-only.
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(size_t bytes);
-  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) { o.ptr_ = nullptr; o.bytes_ = 0; }
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer();
-  void* get() const { return ptr_; }
-  size_t bytes() const { return bytes_; }
-  template <class T> T* as() const { return static_cast<T*>(ptr_); }
+DeviceMemory to_device_half(const std::vector<float>& v);  // rounds to fp16
+DeviceMemory to_device_float(const std::vector<float>& v);
+DeviceMemory to_device_bytes(const void* data, size_t bytes);
+DeviceMemory poisoned_half(size_t n);   // NaN-filled
+DeviceMemory poisoned_float(size_t n);  // NaN-filled
+DeviceMemory poisoned_bytes(size_t n);  // 0xab-filled
+std::vector<float> from_device_half(const DeviceMemory& m, size_t n);
+std::vector<float> from_device_float(const DeviceMemory& m, size_t n);
+std::vector<uint8_t> from_device_bytes(const DeviceMemory& m, size_t n);
 
- private:
-  void* ptr_ = nullptr;
-  size_t bytes_ = 0;
+// An fp16 tensor: the values fp16 holds (host, for the reference) and a device copy that starts
+// misalign_bytes (even) into its allocation, so its pointer is only that aligned.
+struct HalfTensor {
+  std::vector<float> host;
+  DeviceMemory dev;
+  size_t offset = 0;  // elements
+  void* get() const { return dev.as<__half>() + offset; }
+  std::vector<float> read(size_t n) const;  // n elements from get()
 };
+HalfTensor half_tensor(std::vector<float> values, int misalign_bytes = 0);
+HalfTensor poisoned_half_tensor(size_t n, int misalign_bytes = 0);
 
-DeviceBuffer to_device_half(const std::vector<float>& v);  // rounds to fp16
-DeviceBuffer to_device_float(const std::vector<float>& v);
-DeviceBuffer poisoned_half(size_t n);  // NaN-filled
-DeviceBuffer poisoned_float(size_t n);
-std::vector<float> from_device_half(const DeviceBuffer& b, size_t n);
-std::vector<float> from_device_float(const DeviceBuffer& b, size_t n);
-// The values fp16 storage would hold: inputs for the CPU reference so both sides see the same numbers.
-std::vector<float> round_to_half(std::vector<float> v);
-
-// A context with a stream, a cuBLASLt handle, 32 MiB of workspace and a zeroed grid_sync word, for op tests.
-struct TestCudaContext {
-  CudaContext ctx;
-  DeviceBuffer workspace, grid_sync;
-  TestCudaContext();
-  ~TestCudaContext();
-};
-
-#if RTVD_HAS_CUDNN
-// A cuDNN handle for the *_cudnn launchers' tests.
-struct CudnnHandle {
-  cudnnHandle_t handle = nullptr;
-  CudnnHandle() {
-    if (cudnnCreate(&handle) != CUDNN_STATUS_SUCCESS) fail("cudnnCreate failed");
+// Of an op's candidates, those of_kind admits that can run p, best-ranked first; *refused gets "name: why"
+// for those of the kind that can't.
+template <class C, class P>
+std::vector<const C*> runnable_candidates(const std::vector<C>& all, const P& p, const CudaContext& ctx,
+                                          const std::function<bool(const C&)>& of_kind, std::string* refused) {
+  std::vector<const C*> out;
+  for (const C& c : all) {
+    if (!of_kind(c)) continue;
+    std::string why;
+    if (c.can_implement(p, ctx, &why)) out.push_back(&c);
+    else *refused += (refused->empty() ? "" : "; ") + c.name + ": " + why;
   }
-  ~CudnnHandle() { cudnnDestroy(handle); }
-  CudnnHandle(const CudnnHandle&) = delete;
-  CudnnHandle& operator=(const CudnnHandle&) = delete;
+  return out;
+}
+
+// The fixture of an op's tests on the device, over its case table: skips without a device, else a CUDA host
+// (context, stream, library handles, workspace) and fresh random inputs.
+template <class Case>
+class OnCuda : public testing::TestWithParam<Case> {
+ protected:
+  void SetUp() override {
+    RTVD_SKIP_WITHOUT_CUDA();
+    host_ = std::make_unique<CudaHost>();
+  }
+  const CudaContext& ctx() const { return host_->ctx(); }
+  void sync() const { RTVD_CUDA_CHECK(cudaStreamSynchronize(host_->stream())); }
+  Rng rng;
+  std::unique_ptr<CudaHost> host_;
 };
-#endif
 
 }  // namespace rtvd::test

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "pipeline/error.h"
+#include "kernels/common/error.h"
 
 namespace rtvd::test {
 

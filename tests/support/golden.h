@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/model.h"
-#include "pipeline/safetensors.h"
+#include "pipeline/models/model.h"
+#include "pipeline/model_files/safetensors.h"
 
 namespace rtvd::test {
 

@@ -3,9 +3,52 @@
 #include <stdlib.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <stdexcept>
 
+#include "pipeline/model_files/half.h"
+
 namespace rtvd::test {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path binary_dir() {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) fail("cannot tell where the test binary is (/proc/self/exe: ", ec.message(), ")");
+  return self.parent_path();
+}
+
+// $variable when set, else fallback; it must be a directory (or a regular file). what: what is looked for;
+// copy: what to point the variable at.
+std::string located(const char* variable, const fs::path& fallback, bool directory, const char* what,
+                    const char* copy) {
+  const char* set = std::getenv(variable);
+  const bool from_variable = set && *set;
+  const fs::path path = from_variable ? fs::path(set) : fallback;
+  std::error_code ec;
+  if (directory ? fs::is_directory(path, ec) : fs::is_regular_file(path, ec)) return path.string();
+  fail(what, ": ", path.string(), from_variable ? cat(" (from ", variable, ")") : "", " is not a ",
+       directory ? "directory" : "file", "; set ", variable, " to ", copy, from_variable ? "" : ", or put one there");
+}
+
+}  // namespace
+
+std::string test_data_dir() {
+  return located("RTVD_TEST_DATA", binary_dir() / "data", true, "the tests' data", "a copy of tests/data");
+}
+
+std::string test_data(const std::string& relative) { return test_data_dir() + "/" + relative; }
+
+std::string assets_dir() {
+  return located("RTVD_ASSETS", binary_dir() / "assets", true, "the models the tests load", "a copy of assets/");
+}
+
+std::string rtvd_binary() {
+  return located("RTVD_BINARY", binary_dir().parent_path() / "rtvd", false, "the rtvd binary", "a built rtvd");
+}
 
 Rng::Rng() : Rng((uint64_t(std::random_device{}()) << 32) ^ std::random_device{}()) {}
 
@@ -66,6 +109,11 @@ TempDir::TempDir(const std::string& prefix) {
 TempDir::~TempDir() {
   std::error_code ignored;
   std::filesystem::remove_all(dir_, ignored);
+}
+
+std::vector<float> round_to_half(std::vector<float> v) {
+  for (auto& x : v) x = half_to_float(float_to_half(x));
+  return v;
 }
 
 }  // namespace rtvd::test

@@ -1,5 +1,5 @@
 // Does compute-sanitizer's racecheck report a hazard in cuBLASLt alone? The one hazard racecheck reports
-// in ops_cuda_test lies inside cuBLAS's own sm_90 kernel (nvjet_sm90_hsh_..._bias_TNN). This program
+// in the linear tests (then ops_cuda_test, now tests/ops/linear_test) lies inside cuBLAS's own sm_90 kernel (nvjet_sm90_hsh_..._bias_TNN). This program
 // makes the same cublasLtMatmul calls as rtvd's linear() (fp16, fp32 compute, A = W^T, bias epilogue with
 // an fp16 bias, as linear() stages it when this cuBLASLt refuses fp32 bias; C = residual with beta = 1) on the shapes of OpsCuda.LinearMatchesCpu, with nothing of rtvd in
 // the process. On the GPU machine:

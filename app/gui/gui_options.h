@@ -1,0 +1,27 @@
+// What `rtvd gui` runs with: the generation options every command shares and the window's own. Filled by
+// the command line (app/cli.h's parse_gui_options), read by the window (app.h).
+#pragma once
+#include <optional>
+#include <string>
+
+#include "pipeline/engine.h"
+
+namespace rtvd::gui {
+
+struct FrameSize {
+  int width = 0, height = 0;
+};
+
+struct GuiOptions : GenerationOptions {
+  std::optional<int> frames;       // exit after this many frames; not given: run until the window closes
+  std::string screenshot;          // PNG of the window written at exit; "" = none
+  std::string record;              // start recording here at launch (as render's --output); "" = not
+  double fps = 24.0;               // frame rate of recordings
+  double budget_ms = 40.0;         // frame-time budget drawn in the overlay
+  FrameSize window{1280, 720};     // initial window size in screen coordinates
+  std::string filter = "linear";   // linear | nearest: how the frame is scaled to the window
+  bool vsync = true;
+  bool help = false;  // -h given: the other values are defaults, nothing was validated
+};
+
+}  // namespace rtvd::gui

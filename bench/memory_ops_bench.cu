@@ -1,0 +1,149 @@
+// The bandwidth-bound ops, each production case of its table through its launcher, in GB/s against the copy
+// ceiling. Bytes are what the op must read and write at least once (fp16 activations, fp32 vectors and
+// sampler state); re-reads (a GroupNorm reads x twice) count once.
+#include "bench/bench_table.cuh"
+#include "kernels/cast/cast.cuh"
+#include "kernels/cast/cast_cases.h"
+#include "kernels/denoise/denoise.cuh"
+#include "kernels/denoise/denoise_cases.h"
+#include "kernels/elementwise/elementwise.cuh"
+#include "kernels/elementwise/elementwise_cases.h"
+#include "kernels/embedding/embedding.cuh"
+#include "kernels/embedding/embedding_cases.h"
+#include "kernels/group_norm/group_norm.cuh"
+#include "kernels/group_norm/group_norm_cases.h"
+#include "kernels/layer_norm/layer_norm.cuh"
+#include "kernels/layer_norm/layer_norm_cases.h"
+
+namespace rtvd::bench {
+namespace {
+
+// One row: `inputs` fp16 elements read, rotated through copies past L2, by run(i, input).
+template <class Run>
+void timed(Table& t, const char* op, const std::string& name, size_t inputs, double bytes, const Run& run) {
+  Buffers b;
+  const int copies = copies_for(inputs * 2);
+  std::vector<const void*> xs;
+  for (int i = 0; i < copies; ++i) xs.push_back(b.half_random(inputs));
+  const CudaContext& ctx = t.host().ctx();
+  t.row(op, name, "custom", t.median_ms(ctx, [&](int i) { run(xs[i % copies], ctx); }), 0, bytes);
+}
+
+}  // namespace
+
+void bench_memory_ops(Table& t) {
+  for (const GroupNormCase& c : group_norm_cases()) {
+    if (!c.production) continue;
+    Buffers b;
+    float* stats = static_cast<float*>(b.raw(c.stats() * 4));
+    const float* gamma = b.float_random(c.c);
+    void* y = c.stats_only ? nullptr : b.raw(c.elements() * 2);
+    timed(t, "group_norm", c.name, c.elements(), c.elements() * (c.stats_only ? 2.0 : 4.0), [&](const void* x, const CudaContext& ctx) {
+      group_norm(group_norm_params(c, x, y, stats, gamma, gamma), ctx);
+    });
+  }
+  for (const LayerNormCase& c : layer_norm_cases()) {
+    if (!c.production) continue;
+    Buffers b;
+    void* y = b.raw(c.elements() * 2);
+    const float* gamma = b.float_random(c.c);
+    timed(t, "layer_norm", c.name, c.elements(), c.elements() * 4.0, [&](const void* x, const CudaContext& ctx) {
+      layer_norm(layer_norm_params(c, x, y, gamma, gamma), ctx);
+    });
+  }
+  for (const GegluCase& c : geglu_cases()) {
+    if (!c.production) continue;
+    Buffers b;
+    void* y = b.raw(size_t(c.rows) * c.f * 2);
+    timed(t, "geglu", c.name, size_t(c.rows) * 2 * c.f, c.rows * 3.0 * c.f * 2, [&](const void* x, const CudaContext& ctx) {
+      geglu(geglu_params(c, x, y), ctx);
+    });
+  }
+  for (const SiluCase& c : silu_cases()) {
+    if (!c.production) continue;
+    Buffers b;
+    void* y = b.raw(c.count * 2);
+    timed(t, "silu", c.name, c.count, c.count * 4.0, [&](const void* x, const CudaContext& ctx) { silu(silu_params(c, x, y), ctx); });
+  }
+  for (const Upsample2xCase& c : upsample2x_cases()) {
+    if (!c.production) continue;
+    Buffers b;
+    const size_t in = size_t(c.n) * c.h * c.w * c.c;
+    void* y = b.raw(in * 4 * 2);
+    timed(t, "upsample2x", c.name, in, in * 5.0 * 2, [&](const void* x, const CudaContext& ctx) {
+      upsample2x(upsample2x_params(c, x, y), ctx);
+    });
+  }
+  for (const ConcatCase& c : concat_cases()) {
+    if (!c.production) continue;
+    Buffers b;
+    const void* other = b.half_random(size_t(c.pixels) * c.cb);
+    void* y = b.raw(size_t(c.pixels) * (c.ca + c.cb) * 2);
+    timed(t, "concat", c.name, size_t(c.pixels) * c.ca, c.pixels * (c.ca + c.cb) * 4.0, [&](const void* a, const CudaContext& ctx) {
+      concat(concat_params(c, a, other, y), ctx);
+    });
+  }
+  for (const TimestepEmbeddingCase& c : timestep_embedding_cases()) {
+    if (!c.production) continue;
+    Buffers b;
+    void* y = b.raw(size_t(c.n) * c.dim * 2);
+    timed(t, "timestep_emb", c.name, 1, c.n * c.dim * 2.0, [&](const void*, const CudaContext& ctx) {
+      timestep_embedding(timestep_embedding_params(c, 500.0f, y), ctx);
+    });
+  }
+  for (const EmbeddingCase& c : embedding_cases()) {
+    if (!c.production) continue;
+    Buffers b;
+    std::vector<int32_t> host_ids(c.n);
+    for (int i = 0; i < c.n; ++i) host_ids[i] = int32_t((i * 7919) % c.rows);
+    auto* ids = static_cast<int32_t*>(b.raw(c.n * 4));
+    RTVD_CUDA_CHECK(cudaMemcpy(ids, host_ids.data(), c.n * 4, cudaMemcpyHostToDevice));
+    void* y = b.half_random(size_t(c.n) * c.dim);
+    timed(t, "embedding", c.name, size_t(c.rows) * c.dim, c.n * c.dim * (c.accumulate ? 6.0 : 4.0),
+          [&](const void* table, const CudaContext& ctx) { embedding(embedding_params(c, table, ids, y), ctx); });
+  }
+  for (const FilmCase& c : film_cases()) {
+    if (!c.production) continue;
+    Buffers b;
+    const float* base = b.float_random(c.c);
+    float* scale = static_cast<float*>(b.raw(size_t(c.n) * c.c * 4));
+    float* bias = static_cast<float*>(b.raw(size_t(c.n) * c.c * 4));
+    const int width = c.with_scale ? 2 * c.c : c.c;
+    timed(t, "film", c.name, size_t(c.n) * c.proj_stride, c.n * width * (2.0 + 4.0), [&](const void* proj, const CudaContext& ctx) {
+      film(film_params(c, proj, base, base, scale, bias), ctx);
+    });
+  }
+  for (const CastCase& c : cast_cases()) {
+    if (!c.production) continue;
+    Buffers b;
+    const float* x = b.float_random(c.count);
+    void* y = b.raw(size_t(c.copies) * c.count * 2 + 16);
+    timed(t, "cast", c.name, 1, c.count * (4.0 + 2.0 * c.copies), [&](const void*, const CudaContext& ctx) {
+      cast(cast_params(c, x, y), ctx);
+    });
+  }
+  for (const GuidanceStepCase& c : guidance_step_cases()) {
+    if (!c.production) continue;
+    Buffers b;
+    float* x = b.float_random(c.count);
+    void* model_in = c.model_in ? b.raw(size_t(c.batch) * c.count * 2) : nullptr;
+    const double bytes = c.count * (2.0 * c.batch + 8.0 + (c.model_in ? 2.0 * c.batch : 0.0));
+    timed(t, "guidance_step", c.name, size_t(c.batch) * c.count, bytes, [&](const void* v, const CudaContext& ctx) {
+      guidance_step(guidance_step_params(c, v, x, model_in, 3.0f, 0.25f), ctx);
+    });
+  }
+  for (const DenoiseBlendCase& c : denoise_blend_cases()) {
+    if (!c.production) continue;
+    Buffers b;
+    const size_t count = size_t(c.h) * c.w * c.c;
+    float* x = b.float_random(count);
+    float* prev = b.float_random(count);
+    auto* rgba = c.rgba ? static_cast<uint8_t*>(b.raw(size_t(c.h) * c.w * 4)) : nullptr;
+    const double bytes = count * (2.0 * c.batch + 8.0 + (c.first ? 4.0 : 8.0)) + (c.rgba ? c.h * c.w * 4.0 : 0.0);
+    timed(t, "denoise_blend", c.name, size_t(c.batch) * count, bytes, [&](const void* v, const CudaContext& ctx) {
+      denoise_blend(denoise_blend_params(c, v, x, prev, rgba, 3.0f, 0.25f, 0.5f), ctx);
+    });
+  }
+}
+
+}  // namespace rtvd::bench

@@ -1,0 +1,127 @@
+// attention's case table (attention_cases.h). Compiled into the CPU kernels library: plain data, no kernels.
+#include "kernels/attention/attention_cases.h"
+
+#include <cmath>
+#include <cstdint>
+
+namespace rtvd {
+
+namespace {
+
+std::vector<AttentionCase> make_cases() {
+  return {
+      // ---- production (DESIGN.md, batch 2): SD 2.1's heads of dim 64 at 64x64 and 32x32 and its
+      // cross-attention over 77 context tokens, SD 1.5's head dims 40/80/160, the default model's 16x16 level.
+      {.name = "sd21_64x64", .heads = 5, .q_len = 4096, .kv_len = 4096, .fused_qkv = true, .production = true},
+      {.name = "sd21_32x32", .heads = 10, .q_len = 1024, .kv_len = 1024, .fused_qkv = true, .production = true},
+      {.name = "sd21_cross_64x64", .heads = 5, .q_len = 4096, .kv_len = 77, .production = true},
+      {.name = "sd15_64x64_d40", .heads = 8, .head_dim = 40, .q_len = 4096, .kv_len = 4096, .fused_qkv = true,
+       .production = true},
+      {.name = "sd15_32x32_d80", .heads = 8, .head_dim = 80, .q_len = 1024, .kv_len = 1024, .fused_qkv = true,
+       .production = true},
+      {.name = "sd15_d160_16x16", .heads = 8, .head_dim = 160, .q_len = 256, .kv_len = 256, .fused_qkv = true,
+       .production = true},
+      {.name = "default_16x16", .heads = 3, .head_dim = 32, .q_len = 256, .kv_len = 256, .fused_qkv = true,
+       .production = true},
+
+      // ---- the production shapes scaled down
+      {.name = "sd21_64x64_scaled", .heads = 5, .q_len = 512, .kv_len = 512, .fused_qkv = true},
+      {.name = "sd15_d40_scaled", .heads = 8, .head_dim = 40, .q_len = 320, .kv_len = 320, .fused_qkv = true},
+      {.name = "sd15_d80_odd", .batch = 1, .heads = 8, .head_dim = 80, .q_len = 257, .kv_len = 257,
+       .fused_qkv = true, .hostile = "257 tokens: one past a tile"},
+      {.name = "sd21_cross_scaled", .heads = 5, .q_len = 512, .kv_len = 77},
+      {.name = "sd15_cross_d40", .heads = 8, .head_dim = 40, .q_len = 256, .kv_len = 77},
+
+      // ---- self-attention: odd sizes and every instance of the head-dim switch
+      {.name = "q67_d64_pad", .batch = 1, .heads = 3, .q_len = 67, .kv_len = 67, .fused_qkv = true, .o_pad = 8,
+       .hostile = "67 tokens, padded output rows"},
+      {.name = "single_token", .batch = 1, .q_len = 1, .kv_len = 1, .fused_qkv = true, .hostile = "one token"},
+      {.name = "d8_len37", .batch = 1, .heads = 2, .head_dim = 8, .q_len = 37, .kv_len = 37, .fused_qkv = true,
+       .hostile = "head dim 8, 37 tokens"},
+      {.name = "d24_len129", .heads = 5, .head_dim = 24, .q_len = 129, .kv_len = 129, .fused_qkv = true,
+       .hostile = "head dim 24, 129 tokens"},
+      {.name = "d56_len100", .batch = 1, .heads = 2, .head_dim = 56, .q_len = 100, .kv_len = 100, .fused_qkv = true,
+       .hostile = "head dim 56"},
+      {.name = "d96_len129", .batch = 1, .heads = 2, .head_dim = 96, .q_len = 129, .kv_len = 129, .fused_qkv = true,
+       .hostile = "head dim 96, 129 tokens"},
+      {.name = "d120_len77", .batch = 1, .heads = 1, .head_dim = 120, .q_len = 77, .kv_len = 77, .fused_qkv = true,
+       .hostile = "head dim 120"},
+      {.name = "d128_len200", .batch = 1, .heads = 1, .head_dim = 128, .q_len = 200, .kv_len = 200,
+       .fused_qkv = true, .hostile = "head dim 128"},
+      {.name = "d136_len67_pad", .batch = 1, .heads = 2, .head_dim = 136, .q_len = 67, .kv_len = 67,
+       .fused_qkv = true, .o_pad = 8, .hostile = "head dim 136, padded output rows"},
+      {.name = "fused_d64_len45", .heads = 2, .q_len = 45, .kv_len = 45, .fused_qkv = true, .hostile = "45 tokens"},
+      {.name = "self_d64_len37", .heads = 2, .q_len = 37, .kv_len = 37,
+       .hostile = "self-attention in the cross layout, 37 tokens"},
+
+      // ---- cross-attention: 77 context tokens, odd key counts, a single key, a single query
+      {.name = "cross_d40_q50", .heads = 3, .head_dim = 40, .q_len = 50, .kv_len = 77, .hostile = "50 queries"},
+      {.name = "cross_d80_q129", .batch = 1, .heads = 2, .head_dim = 80, .q_len = 129, .kv_len = 77,
+       .hostile = "129 queries"},
+      {.name = "cross_d160_q9", .heads = 1, .head_dim = 160, .q_len = 9, .kv_len = 77, .hostile = "9 queries"},
+      {.name = "cross_d80_kv37_pad", .batch = 1, .heads = 2, .head_dim = 80, .q_len = 67, .kv_len = 37, .o_pad = 8,
+       .hostile = "37 keys, padded output rows"},
+      {.name = "cross_d160_kv129", .heads = 3, .head_dim = 160, .q_len = 130, .kv_len = 129,
+       .hostile = "129 keys: one past a tile"},
+      {.name = "cross_d48_kv33", .batch = 1, .heads = 5, .head_dim = 48, .q_len = 129, .kv_len = 33,
+       .hostile = "33 keys"},
+      {.name = "cross_d32_q1", .batch = 1, .heads = 1, .head_dim = 32, .q_len = 1, .kv_len = 300,
+       .hostile = "a single query"},
+      {.name = "cross_kv1", .heads = 4, .q_len = 200, .kv_len = 1, .hostile = "a single key: softmax of one score"},
+      {.name = "two_score_blocks", .batch = 1, .heads = 1, .head_dim = 16, .q_len = 500, .kv_len = 2500,
+       .hostile = "more queries than one CPU score block holds"},
+
+      // ---- peaked softmax (the running max moves by large steps between key tiles) and scores beyond 88
+      // (exp overflows without the max shift)
+      {.name = "peaked_d64", .batch = 1, .heads = 2, .q_len = 300, .kv_len = 300, .fused_qkv = true,
+       .input_stddev = 4.0f, .hostile = "nearly one-hot softmax rows"},
+      {.name = "peaked_d40", .batch = 1, .heads = 3, .head_dim = 40, .q_len = 200, .kv_len = 200, .fused_qkv = true,
+       .input_stddev = 4.0f, .hostile = "nearly one-hot softmax rows"},
+      {.name = "peaked_cross_d160", .batch = 1, .heads = 2, .head_dim = 160, .q_len = 67, .kv_len = 129,
+       .input_stddev = 3.0f, .hostile = "nearly one-hot softmax rows"},
+      {.name = "integer_scores", .heads = 2, .q_len = 20, .kv_len = 33, .integer_qk = 12,
+       .hostile = "scores beyond 88: exp overflows without the max shift"},
+
+      // ---- head dims the flash kernels can't load (the tiny test models): the fallback kernel
+      {.name = "fallback_d4", .heads = 2, .head_dim = 4, .q_len = 64, .kv_len = 64, .fused_qkv = true,
+       .hostile = "head dim 4"},
+      {.name = "fallback_cross_d12", .batch = 1, .heads = 3, .head_dim = 12, .q_len = 33, .kv_len = 7,
+       .hostile = "head dim 12"},
+      {.name = "one_key_d5", .batch = 1, .heads = 3, .head_dim = 5, .q_len = 3, .kv_len = 1,
+       .hostile = "head dim 5, odd strides, one key"},
+  };
+}
+
+}  // namespace
+
+const std::vector<AttentionCase>& attention_cases() {
+  static const std::vector<AttentionCase> cases = make_cases();
+  return cases;
+}
+
+AttentionSizes attention_sizes(const AttentionCase& c) {
+  const size_t C = size_t(c.channels());
+  return {size_t(c.batch) * c.q_len * C * (c.fused_qkv ? 3 : 1), c.fused_qkv ? 0 : size_t(c.batch) * c.kv_len * 2 * C,
+          size_t(c.batch) * c.q_len * (C + c.o_pad)};
+}
+
+AttentionParams attention_params(const AttentionCase& c, const void* q_source, const void* kv_source, void* o,
+                                 size_t element_bytes) {
+  const int C = c.channels();
+  const auto at = [element_bytes](const void* base, int elements) {
+    return static_cast<const uint8_t*>(base) + size_t(elements) * element_bytes;
+  };
+  AttentionParams p;
+  p.batch = c.batch, p.heads = c.heads, p.head_dim = c.head_dim, p.q_len = c.q_len, p.kv_len = c.kv_len;
+  p.q_stride = c.fused_qkv ? 3 * C : C;
+  p.k_stride = p.v_stride = c.fused_qkv ? 3 * C : 2 * C;
+  p.o_stride = C + c.o_pad;
+  p.scale = 1.0f / std::sqrt(float(c.head_dim));
+  p.q = q_source;
+  p.k = c.fused_qkv ? at(q_source, C) : kv_source;
+  p.v = c.fused_qkv ? at(q_source, 2 * C) : at(kv_source, C);
+  p.o = o;
+  return p;
+}
+
+}  // namespace rtvd

@@ -1,0 +1,103 @@
+// attention on the CPU: per (image, head) and block of queries, S = scale q k^T (sgemm into the
+// workspace), a numerically stable softmax over each row of S, then o = S v (sgemm straight into o).
+// The OpenMP threads split each block's queries: each thread owns its rows of S from end to end.
+// Queries are taken in blocks so that the score scratch stays bounded for long sequences: a 4096-token
+// self-attention would otherwise need 64 MiB of scores per head.
+#include "kernels/attention/attention.h"
+
+#include <algorithm>
+
+#include "kernels/common/cpu_threading.h"
+#include "kernels/common/cpu_vector_math.h"
+#include "kernels/common/error.h"
+
+namespace rtvd {
+namespace {
+
+constexpr int64_t kScoreFloats = int64_t(1) << 20;  // 4 MiB of scores per block
+constexpr int64_t kParallelMacs = int64_t(1) << 18;
+
+// Queries per block: as many as fit kScoreFloats, spread evenly over the blocks.
+int64_t block_rows(const AttentionParams& p) {
+  const int64_t q_len = std::max(p.q_len, 1);
+  const int64_t most = std::max<int64_t>(kScoreFloats / std::max(p.kv_len, 1), 1);
+  const int64_t blocks = (q_len + most - 1) / most;
+  return (q_len + blocks - 1) / blocks;
+}
+
+// Largest of row[0, cols). A float max does not vectorise under the default -ftrapping-math, and one
+// running maximum is a chain of dependent compares: 16 independent ones run ~5x faster.
+float row_max(const float* row, int cols) {
+  constexpr int kLanes = 16;
+  float lane[kLanes];
+  std::fill_n(lane, kLanes, row[0]);
+  int j = 0;
+  for (; j + kLanes <= cols; j += kLanes)
+    for (int u = 0; u < kLanes; ++u) lane[u] = std::max(lane[u], row[j + u]);
+  float max = *std::max_element(lane, lane + kLanes);
+  for (; j < cols; ++j) max = std::max(max, row[j]);
+  return max;
+}
+
+// Each row of s (rows, cols) becomes softmax(row): exp(s - max) / sum.
+void softmax_rows(float* s, int64_t rows, int cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = s + r * cols;
+    const float max = row_max(row, cols);
+    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int j = 0; j < cols; ++j) {
+      row[j] = cpu::exp_fast(row[j] - max);
+      sum += row[j];
+    }
+    const float inv = 1.0f / sum;
+#pragma omp simd
+    for (int j = 0; j < cols; ++j) row[j] *= inv;
+  }
+}
+
+}  // namespace
+
+size_t attention_cpu_workspace_bytes(const AttentionParams& p) {
+  return sizeof(float) * size_t(block_rows(p)) * size_t(p.kv_len);
+}
+
+void attention_cpu(const AttentionParams& p) {
+  const size_t needed = attention_cpu_workspace_bytes(p);
+  if (p.workspace_bytes < needed)
+    fail("attention_cpu: workspace of ", p.workspace_bytes, " bytes, needs ", needed);
+  cpu::use_single_threaded_blas();
+  const auto* q = static_cast<const float*>(p.q);
+  const auto* k = static_cast<const float*>(p.k);
+  const auto* v = static_cast<const float*>(p.v);
+  auto* o = static_cast<float*>(p.o);
+  auto* scores = static_cast<float*>(p.workspace);  // (block, kv_len)
+  const int64_t block = block_rows(p);
+  const int64_t macs = 2 * int64_t(p.batch) * p.heads * p.q_len * p.kv_len * p.head_dim;
+#pragma omp parallel if (macs >= kParallelMacs)
+  for (int b = 0; b < p.batch; ++b) {
+    for (int h = 0; h < p.heads; ++h) {
+      const int64_t col = int64_t(h) * p.head_dim;
+      const float* kh = k + int64_t(b) * p.kv_len * p.k_stride + col;  // (kv_len, head_dim), ld k_stride
+      const float* vh = v + int64_t(b) * p.kv_len * p.v_stride + col;  // (kv_len, head_dim), ld v_stride
+      for (int64_t t0 = 0; t0 < p.q_len; t0 += block) {
+        const cpu::Range mine = cpu::thread_share(std::min(block, p.q_len - t0));
+        if (mine.size() > 0) {
+          const int rows = int(mine.size());
+          const int64_t token = int64_t(b) * p.q_len + t0 + mine.begin;
+          float* s = scores + mine.begin * p.kv_len;
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, p.kv_len, p.head_dim, p.scale,
+                      q + token * p.q_stride + col, p.q_stride, kh, p.k_stride, 0.0f, s, p.kv_len);
+          softmax_rows(s, rows, p.kv_len);
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, p.head_dim, p.kv_len, 1.0f, s,
+                      p.kv_len, vh, p.v_stride, 0.0f, o + token * p.o_stride + col, p.o_stride);
+        }
+        // A thread's share of S moves only when the block size changes (the last block); until every
+        // thread is past this block, its rows may still be in use.
+#pragma omp barrier
+      }
+    }
+  }
+}
+
+}  // namespace rtvd

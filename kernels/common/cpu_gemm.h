@@ -1,0 +1,33 @@
+// The GEMM of the CPU conv2d and linear with their shared epilogue, one thread's share at a time:
+//   y = act(a w^T * scale[image, c] + bias[image, c]) + residual,   a (rows, k), w (cols, k) row-major.
+// A residual that enters linearly (no scale, no activation) is accumulated by the GEMM itself (beta = 1),
+// which also lets y alias it: the in-place skip connection. Otherwise y must not alias the residual.
+#pragma once
+#include <cstdint>
+
+#include "kernels/common/activation.h"
+
+namespace rtvd::cpu {
+
+struct GemmEpilogue {
+  const float* scale = nullptr;  // null = 1; the row of image i starts at scale + i * scale_stride
+  const float* bias = nullptr;   // null = 0; likewise with bias_stride
+  int64_t scale_stride = 0, bias_stride = 0;
+  Activation act = Activation::None;
+  const float* residual = nullptr;  // (rows, cols) or null, indexed like y
+  int64_t rows_per_image = 1;       // GEMM rows that belong to one image (for the strides above)
+  int64_t cols = 0;                 // GEMM columns = output channels = row stride of y
+
+  bool residual_in_gemm() const { return residual && !scale && act == Activation::None; }
+  // Throws Error when y aliases a residual the GEMM cannot accumulate. Call before the parallel region:
+  // an exception must not leave one.
+  void check_output(const float* y) const;
+};
+
+// Inside a parallel region, the calling thread's tile of y[row0 : row0 + rows, :] = epilogue(a w^T),
+// with a pointing at GEMM row row0 (leading dimension lda) and w (cols, k). Threads split the rows, or
+// the columns when there are fewer rows than columns (then every thread needs all of a).
+void gemm_share(const GemmEpilogue& e, const float* a, int64_t lda, const float* w, int64_t k, float* y,
+                int64_t row0, int64_t rows);
+
+}  // namespace rtvd::cpu

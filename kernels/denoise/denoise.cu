@@ -1,0 +1,215 @@
+// Sampler ops: pure bandwidth. In guidance_step each thread takes a group of 8 elements (16-byte loads
+// and stores of fp16, two of fp32) when the pointers are 16-byte aligned; the elements past the last whole
+// group, or all of them when a pointer is not aligned, take one thread each. The fused denoise_blend, the
+// one that runs every frame, works in block tiles instead (see its kernel).
+// Every operation is an explicit round-to-nearest intrinsic: the CPU reference has no fused
+// multiply-adds, and matching it bit for bit keeps the RGBA8 bytes identical at rounding boundaries.
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <nvtx3/nvtx3.hpp>
+
+#include "kernels/denoise/denoise.cuh"
+#include "kernels/common/alignment.h"
+#include "kernels/common/vector_io.cuh"
+
+namespace rtvd {
+namespace {
+
+constexpr int kThreads = 256;
+
+// v = v_u + guidance (v_c - v_u) for batch 2, v_c for batch 1; x <- x - dt v.
+struct StepMath {
+  int batch;
+  float guidance, dt;
+  __device__ float operator()(float x, float v_cond, float v_uncond) const {
+    const float v = batch == 2 ? __fadd_rn(v_uncond, __fmul_rn(guidance, __fsub_rn(v_cond, v_uncond))) : v_cond;
+    return __fsub_rn(x, __fmul_rn(dt, v));
+  }
+};
+
+// out = keep prev + (1 - keep) x, or x on the first frame (prev is then not read: it may hold anything).
+struct BlendMath {
+  float keep, take;  // take = 1 - keep, rounded on the host as the CPU rounds it
+  bool first;
+  __device__ float operator()(float prev, float x) const {
+    return first ? x : __fadd_rn(__fmul_rn(keep, prev), __fmul_rn(take, x));
+  }
+};
+
+// [-1, 1] -> [0, 255], clamped, rounded half to even (as lrint on the CPU).
+__device__ __forceinline__ uint32_t to_byte(float v) {
+  return uint32_t(__float2int_rn(fminf(fmaxf(__fmul_rn(__fadd_rn(v, 1.0f), 127.5f), 0.0f), 255.0f)));
+}
+
+// One pixel of C channels (1: grey, 3: RGB) as an RGBA8 word, little-endian: R in the low byte.
+template <int C>
+__device__ __forceinline__ uint32_t rgba_word(const float* px) {
+  const uint32_t r = to_byte(px[0]);
+  if constexpr (C == 1) return r | r << 8 | r << 16 | 0xff000000u;
+  return r | to_byte(px[1]) << 8 | to_byte(px[2]) << 16 | 0xff000000u;
+}
+
+// One RGBA8 pixel with byte stores: the scalar path must not assume any alignment.
+__device__ __forceinline__ void store_rgba_pixel(uint8_t* p, uint32_t word) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) p[i] = uint8_t(word >> (8 * i));
+}
+
+__device__ __forceinline__ uint32_t thread_index() { return blockIdx.x * kThreads + threadIdx.x; }
+
+// Thread i < groups: elements [8 i, 8 i + 8); the next `tail` threads: one element each after them.
+__global__ void __launch_bounds__(kThreads)
+    guidance_step_kernel(const __half* __restrict__ v, float* __restrict__ x, __half* __restrict__ model_in,
+                         int64_t count, uint32_t groups, uint32_t tail, StepMath step) {
+  const uint32_t i = thread_index();
+  if (i < groups) {
+    const int64_t e = int64_t(i) * 8;
+    float vc[8], vu[8], xs[8];
+    load_vec<8>(v + e, vc);
+    if (step.batch == 2) load_vec<8>(v + count + e, vu);
+    load_vec<8>(x + e, xs);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) xs[k] = step(xs[k], vc[k], step.batch == 2 ? vu[k] : vc[k]);
+    store_vec<8>(x + e, xs);
+    if (model_in)
+      for (int b = 0; b < step.batch; ++b) store_vec<8>(model_in + b * count + e, xs);
+  } else if (i - groups < tail) {
+    const int64_t e = int64_t(groups) * 8 + (i - groups);
+    const float vc = __half2float(v[e]);
+    const float xe = step(x[e], vc, step.batch == 2 ? __half2float(v[count + e]) : vc);
+    x[e] = xe;
+    if (model_in)
+      for (int b = 0; b < step.batch; ++b) model_in[b * count + e] = __float2half_rn(xe);
+  }
+}
+
+// The fused last step, by block tiles: each thread takes kTileChunks groups of 4 elements, kThreads
+// apart, so that every warp-wide access covers contiguous memory (256 bytes of fp16, 512 of fp32);
+// with RGBA8 the blended tile goes through shared memory and each thread converts whole pixels, one word
+// per pixel, kThreads apart. Blocks past `tiles` take the pixels after the last whole tile, one per thread
+// (all of them when the pointers are not aligned for the vector path: tiles = 0).
+// C = channels per pixel; kRgba = write RGBA8 (C is then 1 or 3; without RGBA8 the launcher passes C = 1
+// and pixels = elements, since pixel structure no longer matters).
+constexpr int kTileChunks = 6;  // 24 elements per thread, all loads in flight at once
+constexpr int kTileElems = kThreads * kTileChunks * 4;  // a multiple of 3: whole RGB pixels
+
+template <int C, bool kRgba>
+__global__ void __launch_bounds__(kThreads)
+    denoise_blend_kernel(const __half* __restrict__ v, float* __restrict__ x, float* __restrict__ prev,
+                         uint8_t* __restrict__ rgba, int64_t count, uint32_t tiles, int64_t pixels, StepMath step,
+                         BlendMath blend) {
+  if (blockIdx.x < tiles) {
+    __shared__ float4 tile[kRgba ? kTileElems / 4 : 1];
+    const int64_t base = int64_t(blockIdx.x) * kTileElems;
+    float vc[kTileChunks][4], vu[kTileChunks][4], xs[kTileChunks][4], ps[kTileChunks][4];
+#pragma unroll
+    for (int k = 0; k < kTileChunks; ++k) {
+      const int64_t e = base + int64_t(k * kThreads + threadIdx.x) * 4;
+      load_vec<4>(v + e, vc[k]);
+      if (step.batch == 2) load_vec<4>(v + count + e, vu[k]);
+      load_vec<4>(x + e, xs[k]);
+      if (!blend.first) load_vec<4>(prev + e, ps[k]);
+    }
+#pragma unroll
+    for (int k = 0; k < kTileChunks; ++k) {
+      const int64_t e = base + int64_t(k * kThreads + threadIdx.x) * 4;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        xs[k][j] = step(xs[k][j], vc[k][j], step.batch == 2 ? vu[k][j] : vc[k][j]);
+        ps[k][j] = blend(ps[k][j], xs[k][j]);
+      }
+      store_vec<4>(x + e, xs[k]);
+      store_vec<4>(prev + e, ps[k]);
+      if constexpr (kRgba) tile[k * kThreads + threadIdx.x] = make_float4(ps[k][0], ps[k][1], ps[k][2], ps[k][3]);
+    }
+    if constexpr (kRgba) {
+      __syncthreads();
+      const float* out = reinterpret_cast<const float*>(tile);
+      auto* words = reinterpret_cast<uint32_t*>(rgba) + base / C;
+      for (int px = threadIdx.x; px < kTileElems / C; px += kThreads) words[px] = rgba_word<C>(out + px * C);
+    }
+  } else {
+    const int64_t px = int64_t(tiles) * (kTileElems / C) + int64_t(blockIdx.x - tiles) * kThreads + threadIdx.x;
+    if (px >= pixels) return;
+    float out[C];
+#pragma unroll
+    for (int ch = 0; ch < C; ++ch) {
+      const int64_t e = px * C + ch;
+      const float vc = __half2float(v[e]);
+      const float xe = step(x[e], vc, step.batch == 2 ? __half2float(v[count + e]) : vc);
+      x[e] = xe;
+      out[ch] = blend(blend.first ? 0.0f : prev[e], xe);
+      prev[e] = out[ch];
+    }
+    if constexpr (kRgba) store_rgba_pixel(rgba + 4 * px, rgba_word<C>(out));
+  }
+}
+
+// Splits `units` into whole vector groups (when `vec`) and single-unit tail threads.
+struct Split {
+  uint32_t groups = 0, tail = 0;
+  unsigned blocks() const { return unsigned((uint64_t(groups) + tail + kThreads - 1) / kThreads); }
+};
+
+Split split(int64_t units, int per_group, bool vec, const char* op) {
+  Split s;
+  const int64_t groups = vec ? units / per_group : 0, tail = units - groups * per_group;
+  if (groups + tail >= (int64_t(1) << 31)) fail(op, ": ", units, " elements exceed the 2^31 threads of one launch");
+  s.groups = uint32_t(groups);
+  s.tail = uint32_t(tail);
+  return s;
+}
+
+StepMath step_math(int batch, float guidance, float dt, const char* op) {
+  if (batch != 1 && batch != 2) fail(op, ": batch ", batch, ", expected 1 or 2");
+  return StepMath{batch, guidance, dt};
+}
+
+BlendMath blend_math(float blend, bool first) { return BlendMath{blend, 1.0f - blend, first}; }
+
+}  // namespace
+
+void guidance_step(const GuidanceStepParams& p, const CudaContext& ctx) {
+  nvtx3::scoped_range range{"guidance_step"};
+  if (p.count < 0) fail("guidance_step: negative count ", p.count);
+  const StepMath step = step_math(p.batch, p.guidance, p.dt, "guidance_step");
+  // The second image of v and of model_in starts `count` elements in: 16-byte aligned when count % 8 == 0.
+  const bool vec = p.count % 8 == 0 && aligned16(p.v) && aligned16(p.x) && aligned16(p.model_in);
+  const Split s = split(p.count, 8, vec, "guidance_step");
+  if (s.groups + s.tail == 0) return;
+  guidance_step_kernel<<<s.blocks(), kThreads, 0, ctx.stream>>>(
+      static_cast<const __half*>(p.v), p.x, static_cast<__half*>(p.model_in), p.count, s.groups, s.tail, step);
+  RTVD_CHECK_LAUNCH("guidance_step");
+}
+
+void denoise_blend(const DenoiseBlendParams& p, const CudaContext& ctx) {
+  nvtx3::scoped_range range{"denoise_blend"};
+  if (p.h < 0 || p.w < 0 || p.c < 0) fail("denoise_blend: negative shape");
+  if (p.rgba && p.c != 1 && p.c != 3) fail("denoise_blend: RGBA8 output needs 1 or 3 channels, got ", p.c);
+  const StepMath step = step_math(p.batch, p.guidance, p.dt, "denoise_blend");
+  const BlendMath blend = blend_math(p.blend, p.first);
+  const int64_t count = int64_t(p.h) * p.w * p.c;
+  // count % 4 == 0 keeps the unconditional half of v 8-byte aligned.
+  const bool vec = count % 4 == 0 && aligned16(p.x) && aligned16(p.prev) && reinterpret_cast<uintptr_t>(p.v) % 8 == 0 &&
+                   reinterpret_cast<uintptr_t>(p.rgba) % 4 == 0;
+  const int channels = p.rgba ? p.c : 1;  // without RGBA8, elements are the units
+  const int64_t pixels = count / std::max(channels, 1);
+  const int64_t tiles = vec ? count / kTileElems : 0;
+  const int64_t tail_blocks = (pixels - tiles * (kTileElems / std::max(channels, 1)) + kThreads - 1) / kThreads;
+  if (tiles + tail_blocks >= (int64_t(1) << 31)) fail("denoise_blend: ", count, " elements exceed one launch");
+  const unsigned blocks = unsigned(tiles + tail_blocks);
+  if (blocks == 0) return;
+  const auto* v = static_cast<const __half*>(p.v);
+  const auto t = uint32_t(tiles);
+  if (!p.rgba)
+    denoise_blend_kernel<1, false><<<blocks, kThreads, 0, ctx.stream>>>(v, p.x, p.prev, nullptr, count, t, pixels, step, blend);
+  else if (p.c == 3)
+    denoise_blend_kernel<3, true><<<blocks, kThreads, 0, ctx.stream>>>(v, p.x, p.prev, p.rgba, count, t, pixels, step, blend);
+  else
+    denoise_blend_kernel<1, true><<<blocks, kThreads, 0, ctx.stream>>>(v, p.x, p.prev, p.rgba, count, t, pixels, step, blend);
+  RTVD_CHECK_LAUNCH("denoise_blend");
+}
+
+}  // namespace rtvd

@@ -1,0 +1,45 @@
+// The sampler ops' cases (guidance_step; denoise_blend, the last step fused with the temporal blend and the
+// RGBA8 conversion): the tables that the correctness tests (tests/ops/denoise_test.cpp) and the kernel
+// benchmark both run. Production shapes (the default model's 64x64 RGB frame, SD's 4x64x64 latents, frames of
+// 512^2 to 2048^2) and hostile ones (batch 1, a count that is no multiple of 4, grey frames, the first frame
+// with no history, block tiles with a tail). Plain C++.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/denoise/denoise.h"
+
+namespace rtvd {
+
+struct GuidanceStepCase {
+  std::string name;  // unique, [A-Za-z0-9_]
+  int64_t count = 0;
+  int batch = 2;
+  bool model_in = true;  // the next model input is written (not on the last step)
+  bool production = false;
+  std::string hostile = "";  // "" for none
+};
+
+struct DenoiseBlendCase {
+  std::string name;
+  int h = 0, w = 0, c = 3, batch = 2;
+  bool first = false;  // the first frame: prev is not read
+  bool rgba = true;    // the RGBA8 conversion (c 1 or 3); latent models go without
+  bool production = false;
+  std::string hostile = "";
+};
+
+const std::vector<GuidanceStepCase>& guidance_step_cases();
+const std::vector<DenoiseBlendCase>& denoise_blend_cases();
+
+// Each case's params over the caller's buffers (v (batch, count), x (count) fp32, model_in (batch, count)
+// (ignored without); v (batch, h w c), x and prev (h, w, c) fp32, rgba (h, w, 4) (ignored without)) and
+// the step's scalars.
+GuidanceStepParams guidance_step_params(const GuidanceStepCase& c, const void* v, float* x, void* model_in,
+                                        float guidance, float dt);
+DenoiseBlendParams denoise_blend_params(const DenoiseBlendCase& c, const void* v, float* x, float* prev,
+                                        uint8_t* rgba, float guidance, float dt, float blend);
+
+}  // namespace rtvd

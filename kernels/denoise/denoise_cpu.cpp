@@ -1,0 +1,56 @@
+// The sampler's per-step ops on the CPU, one pass each: guidance + Euler step, temporal blend, RGBA8.
+#include "kernels/denoise/denoise.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/common/cpu_threading.h"
+#include "kernels/common/error.h"
+
+namespace rtvd {
+
+void guidance_step_cpu(const GuidanceStepParams& p) {
+  const auto* v = static_cast<const float*>(p.v);
+  auto* model_in = static_cast<float*>(p.model_in);
+  const int64_t count = p.count;
+  if (p.batch != 1 && p.batch != 2)
+    fail("guidance_step_cpu: batch ", p.batch, ", expected 1 or 2");
+#pragma omp parallel for schedule(static) if (count >= cpu::kParallelElements)
+  for (int64_t i = 0; i < count; ++i) {
+    const float velocity = p.batch == 2 ? v[count + i] + p.guidance * (v[i] - v[count + i]) : v[i];
+    const float x = p.x[i] - p.dt * velocity;
+    p.x[i] = x;
+    if (model_in)
+      for (int b = 0; b < p.batch; ++b) model_in[b * count + i] = x;
+  }
+}
+
+void temporal_blend_cpu(const TemporalBlendParams& p) {
+  // On the first frame prev holds nothing yet (possibly NaN), so it is not even multiplied by zero.
+  const float keep = p.blend;
+#pragma omp parallel for simd schedule(static) if (p.count >= cpu::kParallelElements)
+  for (int64_t i = 0; i < p.count; ++i) {
+    const float out = p.first ? p.x[i] : keep * p.prev[i] + (1.0f - keep) * p.x[i];
+    p.out[i] = out;
+    p.prev[i] = out;
+  }
+}
+
+void to_rgba8_cpu(const ToRgba8Params& p) {
+  if (p.c != 1 && p.c != 3)
+    fail("to_rgba8_cpu: ", p.c, " channels, expected 1 or 3");
+  const int64_t pixels = int64_t(p.h) * p.w;
+  // Round half to even (lrint), as torch.round and CUDA's __float2int_rn do.
+  const auto to_byte = [](float v) {
+    return uint8_t(std::lrint(std::clamp((v + 1.0f) * 127.5f, 0.0f, 255.0f)));
+  };
+#pragma omp parallel for schedule(static) if (pixels >= cpu::kParallelElements)
+  for (int64_t px = 0; px < pixels; ++px) {
+    const float* in = p.x + px * p.c;
+    uint8_t* out = p.rgba + 4 * px;
+    for (int ch = 0; ch < 3; ++ch) out[ch] = to_byte(in[p.c == 3 ? ch : 0]);
+    out[3] = 255;
+  }
+}
+
+}  // namespace rtvd

@@ -1,0 +1,25 @@
+// group_norm on the GPU, one launch: statistics per (image, group) in fp32 from sums shifted by a value of
+// the group (group_norm.cu says why that keeps the variance from cancelling), then, when y is set, the
+// normalise + affine + activation pass. With y null only the statistics are written (the
+// pre-pass of a conv with a fused GroupNorm prologue).
+//
+// Scratch: the per-chunk partial statistics at the start of ctx.workspace, at most
+// group_norm_workspace_bytes(n) (32 KiB per image); a smaller workspace means fewer chunks, and below
+// n * groups * 8 bytes the launcher fails. ctx.grid_sync: a zeroed word, which the kernel leaves zeroed
+// (the blocks count their arrivals there), so one launch at a time per ctx.grid_sync.
+// Requirements (else rtvd::Error): c % groups == 0; groups <= 1024; c <= 512 * v, where v = 8 when
+// c % 8 == 0 and x, y are 16-byte aligned, v = 2 when c is even and they are 4-byte aligned, else 1.
+#pragma once
+#include <cstddef>
+
+#include "kernels/common/cuda_context.cuh"
+#include "kernels/group_norm/group_norm.h"
+
+namespace rtvd {
+
+void group_norm(const GroupNormParams& p, const CudaContext& ctx);
+
+// The most of ctx.workspace that group_norm uses for n images.
+size_t group_norm_workspace_bytes(int n);
+
+}  // namespace rtvd

@@ -1,0 +1,19 @@
+// linear: y = act(x w^T + bias) + residual, the PyTorch nn.Linear weight layout.
+#pragma once
+#include "kernels/common/activation.h"
+
+namespace rtvd {
+
+struct LinearParams {
+  const void* x = nullptr;         // (m, k)
+  const void* w = nullptr;         // (n, k) row-major
+  const float* bias = nullptr;     // (n) or null
+  const void* residual = nullptr;  // (m, n) or null; added after the activation
+  void* y = nullptr;               // (m, n)
+  int m = 0, n = 0, k = 0;
+  Activation act = Activation::None;
+};
+
+void linear_cpu(const LinearParams& p);
+
+}  // namespace rtvd

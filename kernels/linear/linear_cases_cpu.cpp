@@ -1,0 +1,73 @@
+// linear's case table (linear_cases.h). Compiled into the CPU kernels library: plain data, no kernels.
+#include "kernels/linear/linear_cases.h"
+
+namespace rtvd {
+
+namespace {
+
+constexpr LinearResidual kSeparate = LinearResidual::Separate, kInPlace = LinearResidual::InPlace;
+
+std::vector<LinearCase> make_cases() {
+  return {
+      // ---- production: the SD 2.1 U-Net at 64x64, batch 2 (M = 8192 tokens), its cross-attention keys and
+      // values ([k | v] of 2 x 77 context tokens of 1024), and the time embedding (2 rows).
+      {.name = "sd21_qkv_64x64", .m = 8192, .n = 960, .k = 320, .production = true},
+      {.name = "sd21_to_out_64x64", .m = 8192, .n = 320, .k = 320, .bias = true, .residual = kSeparate,
+       .production = true},
+      {.name = "sd21_geglu_proj_64x64", .m = 8192, .n = 2560, .k = 320, .bias = true, .production = true},
+      {.name = "sd21_ff_out_64x64", .m = 8192, .n = 320, .k = 1280, .bias = true, .residual = kSeparate,
+       .production = true},
+      {.name = "sd21_cross_kv", .m = 154, .n = 640, .k = 1024, .production = true},
+      {.name = "sd21_time_embedding_1", .m = 2, .n = 1280, .k = 320, .bias = true, .silu = true, .production = true,
+       .hostile = "2 rows: the fallback kernel"},
+
+      // ---- the production shapes scaled down
+      {.name = "rows77_1280", .m = 77, .n = 1280, .k = 1024, .bias = true},
+      {.name = "to_out_scaled", .m = 2048, .n = 320, .k = 320, .bias = true, .residual = kSeparate},
+      {.name = "geglu_proj_scaled", .m = 512, .n = 2560, .k = 320, .bias = true},
+      {.name = "ff_out_scaled", .m = 512, .n = 320, .k = 1280, .bias = true, .residual = kSeparate},
+      {.name = "rows77_k1024", .m = 77, .n = 64, .k = 1024},
+
+      // ---- epilogues, in place, ragged and misaligned
+      {.name = "in_place_256", .m = 256, .n = 320, .k = 320, .bias = true, .residual = kInPlace,
+       .hostile = "y is the residual"},
+      {.name = "in_place_m100", .m = 100, .n = 64, .k = 64, .bias = true, .residual = kInPlace,
+       .hostile = "y is the residual, m not a tile multiple"},
+      {.name = "silu_after_gemm", .m = 64, .n = 64, .k = 64, .bias = true, .residual = kSeparate, .silu = true,
+       .hostile = "SiLU (then the residual) as a pass after cuBLASLt"},
+      {.name = "no_epilogue", .m = 64, .n = 64, .k = 64, .hostile = "no bias, residual or activation"},
+      {.name = "n17", .m = 33, .n = 17, .k = 40, .bias = true, .residual = kSeparate,
+       .hostile = "n % 8 != 0: the fallback kernel"},
+      {.name = "k20", .m = 33, .n = 24, .k = 20, .bias = true, .silu = true, .hostile = "k % 8 != 0: the fallback kernel"},
+      {.name = "tiny_7x5x3", .m = 7, .n = 5, .k = 3, .residual = kSeparate, .silu = true, .hostile = "7 x 5 x 3"},
+      {.name = "one_by_one", .m = 1, .n = 1, .k = 1, .hostile = "1 x 1 x 1"},
+      {.name = "few_rows_3x700", .m = 3, .n = 200, .k = 700, .bias = true, .residual = kSeparate,
+       .hostile = "fewer rows than columns (the CPU splits the columns)"},
+      {.name = "odd_37_19_23", .m = 37, .n = 19, .k = 23, .bias = true, .residual = kSeparate,
+       .hostile = "every size odd"},
+      {.name = "odd_33_40_17", .m = 33, .n = 40, .k = 17, .bias = true, .residual = kSeparate, .silu = true,
+       .hostile = "k 17"},
+      {.name = "misaligned_x", .m = 128, .n = 64, .k = 64, .bias = true, .residual = kSeparate, .x_misalign_bytes = 2,
+       .hostile = "x only 2-byte aligned: the fallback kernel"},
+  };
+}
+
+}  // namespace
+
+const std::vector<LinearCase>& linear_cases() {
+  static const std::vector<LinearCase> cases = make_cases();
+  return cases;
+}
+
+LinearParams linear_params(const LinearCase& c, const void* x, const void* w, const float* bias, const void* residual,
+                           void* y) {
+  LinearParams p;
+  p.x = x, p.w = w, p.y = y;
+  p.bias = c.bias ? bias : nullptr;
+  p.residual = c.residual == LinearResidual::Separate ? residual : c.residual == LinearResidual::InPlace ? y : nullptr;
+  p.m = c.m, p.n = c.n, p.k = c.k;
+  p.act = c.silu ? Activation::Silu : Activation::None;
+  return p;
+}
+
+}  // namespace rtvd

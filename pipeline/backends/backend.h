@@ -1,0 +1,77 @@
+// A backend owns device memory and runs a graph's ops. Callers (the engine, tests, benchmarks) see only
+// this interface; the CPU backend runs the fp32 references, the CUDA backend the fused fp16 kernels.
+// Everything that allocates happens in upload_weights() and prepare(); run_*, write and read never do.
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "pipeline/graph/graph.h"
+#include "pipeline/backends/profiler.h"
+#include "pipeline/model_files/weights.h"
+
+namespace rtvd {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string describe() const = 0;  // "cpu: 2 threads, OpenBLAS" / "cuda: NVIDIA H100 80GB HBM3 (sm_90)"
+  virtual bool is_cuda() const = 0;
+  virtual size_t act_bytes() const = 0;      // bytes of one activation element
+
+  // Copies every weight of the store to backend memory (converted to the activation type where Act).
+  virtual void upload_weights(const WeightStore& weights) = 0;
+  // Plans the arena for this graph (growing it if needed) and binds every op to memory. The graph must
+  // outlive its use; a later prepare() replaces it.
+  virtual void prepare(Graph& graph) = 0;
+
+  // Which implementation runs frame op i (e.g. "custom igemm 128x160", "cuDNN", "cuBLASLt"), for the
+  // profile and the GUI; empty for an index past the frame.
+  virtual std::string frame_op_impl(size_t i) const = 0;
+
+  virtual void run_setup() = 0;  // the graph's setup ops, once per plan
+  virtual void run_frame() = 0;  // the graph's frame ops
+  // The caller changed scalar params of bound frame ops in place (e.g. the blend's first-frame flag):
+  // anything recorded from them (a CUDA graph) must be made again.
+  virtual void ops_changed() {}
+
+  // Host <-> tensor. write: F32/Act tensors from float, I32 from int32. read: F32/Act to float,
+  // U8 to bytes, I32 to int32. count in elements, from the tensor's start.
+  virtual void write(Ref tensor, const void* host, size_t count) = 0;
+  virtual void read(Ref tensor, void* host, size_t count) = 0;
+
+  // Frames for the host without stalling the loop. begin_readback() queues a copy of the tensor's first
+  // `bytes` (as stored: U8 tensors) after the work queued so far, into one of two host buffers, on a
+  // second stream where there is one, so the copy runs while the next frame computes (a later frame that
+  // writes the tensor waits for the copy on the GPU, not on the host). finish_readback() waits for the
+  // oldest pending copy and returns its bytes, valid until the next begin_readback(). At most two are
+  // pending.
+  virtual void begin_readback(Ref tensor, size_t bytes) = 0;
+  virtual const uint8_t* finish_readback() = 0;
+
+  // A tensor in device memory and the stream whose work writes it (a cudaStream_t), for consumers that
+  // read it on the GPU without a host round trip (the GUI's CUDA-OpenGL interop). Both null on the CPU.
+  struct DeviceView {
+    const void* data = nullptr;
+    void* stream = nullptr;
+  };
+  virtual DeviceView device_view(Ref) { return {}; }
+
+  // Profiling. While on, every frame's GPU time is measured, and frames time each op: every frame on the
+  // CPU; on the GPU a sample of frames, as often as an overhead of at most 2% allows (FrameTimer).
+  // Results are read once their frame has completed, never waited for.
+  virtual void set_profiling(bool on) = 0;
+  // Per-op ms (frame op i at [i]) of a frame completed since the last call, or empty: each frame once.
+  virtual std::vector<float> frame_op_ms() = 0;
+  // ms of the newest completed frame (GPU time on the GPU), 0 before one or when profiling is off.
+  virtual float frame_gpu_ms() = 0;
+  // Large-GEMM and large-copy rates of this device, measured now (allocates: not for the frame loop).
+  virtual Ceilings measure_ceilings() = 0;
+
+  virtual size_t arena_bytes() const = 0;
+  virtual size_t weight_bytes() const = 0;
+};
+
+std::unique_ptr<Backend> make_cpu_backend(int threads);  // threads 0 = all cores
+
+}  // namespace rtvd

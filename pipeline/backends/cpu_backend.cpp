@@ -1,0 +1,227 @@
+// The CPU backend: fp32 everywhere, every op through its reference in kernels/cpu (BLAS + OpenMP).
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "pipeline/backends/backend.h"
+#include "pipeline/graph/bind.h"
+#include "kernels/common/error.h"
+#include "pipeline/graph/planner.h"
+
+namespace rtvd {
+
+namespace {
+
+struct FreeDeleter {
+  void operator()(uint8_t* p) const { std::free(p); }
+};
+using HostBuffer = std::unique_ptr<uint8_t[], FreeDeleter>;
+
+HostBuffer allocate(size_t bytes) {
+  void* p = std::aligned_alloc(64, (std::max<size_t>(bytes, 64) + 63) / 64 * 64);
+  if (!p) fail("out of host memory allocating ", bytes, " bytes");
+  return HostBuffer(static_cast<uint8_t*>(p));
+}
+
+template <class... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(int threads) : threads_(threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency())) {
+    omp_set_num_threads(threads_);
+  }
+
+  std::string describe() const override { return cat("cpu: ", threads_, " threads, fp32, OpenBLAS"); }
+  bool is_cuda() const override { return false; }
+  size_t act_bytes() const override { return 4; }
+
+  void upload_weights(const WeightStore& store) override {
+    const auto& ws = store.tensors();
+    if (ws.size() == memory_.weights.size()) return;  // unchanged since the last plan
+    auto padded = [](const WeightTensor& w) { return (w.numel() * 4 + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment; };
+    size_t total = 0;
+    for (const auto& w : ws) total += padded(w);
+    weights_ = allocate(total);
+    weight_bytes_ = total;
+    memory_.weights.clear();
+    memory_.weight_elems.clear();
+    size_t offset = 0;
+    for (const auto& w : ws) {
+      uint8_t* p = weights_.get() + offset;
+      w.write(p, DType::F32);
+      memory_.weights.push_back(p);
+      memory_.weight_elems.push_back(w.elem);
+      offset += padded(w);
+    }
+  }
+
+  void prepare(Graph& graph) override {
+    graph_ = &graph;
+    plan_ = plan_arena(graph, 4);
+    if (plan_.bytes > arena_bytes_) {
+      arena_ = allocate(plan_.bytes);
+      arena_bytes_ = plan_.bytes;
+    }
+    memory_.arena = arena_.get();
+    memory_.plan = &plan_;
+    memory_.act_bytes = 4;
+    bind_ops(graph, graph.setup, memory_);
+    bind_ops(graph, graph.frame, memory_);
+
+    // One scratch buffer serves every op's workspace: ops run one at a time.
+    size_t scratch = 0;
+    for (auto* list : {&graph.setup, &graph.frame})
+      for (Op& op : *list) {
+        if (auto* c = std::get_if<ConvOp>(&op.body)) scratch = std::max(scratch, conv2d_cpu_workspace_bytes(c->p));
+        if (auto* a = std::get_if<AttentionOp>(&op.body)) scratch = std::max(scratch, attention_cpu_workspace_bytes(a->p));
+      }
+    if (scratch > scratch_bytes_) {
+      scratch_ = allocate(scratch);
+      scratch_bytes_ = scratch;
+    }
+    for (auto* list : {&graph.setup, &graph.frame})
+      for (Op& op : *list) {
+        if (auto* c = std::get_if<ConvOp>(&op.body)) c->p.workspace = scratch_.get(), c->p.workspace_bytes = scratch_bytes_;
+        if (auto* a = std::get_if<AttentionOp>(&op.body)) a->p.workspace = scratch_.get(), a->p.workspace_bytes = scratch_bytes_;
+      }
+  }
+
+  std::string frame_op_impl(size_t i) const override {
+    if (!graph_ || i >= graph_->frame.size()) return "";
+    const OpBody& body = graph_->frame[i].body;
+    return std::holds_alternative<ConvOp>(body) || std::holds_alternative<LinearOp>(body) ? "cpu OpenBLAS" : "cpu";
+  }
+
+  void run_setup() override { run(graph().setup, nullptr); }
+  void run_frame() override {
+    if (!profiling_) return run(graph().frame, nullptr);
+    op_ms_.assign(graph().frame.size(), 0.0f);
+    run(graph().frame, &op_ms_);
+    frame_ms_ = 0;
+    for (float ms : op_ms_) frame_ms_ += ms;
+  }
+
+  void set_profiling(bool on) override {
+    profiling_ = on;
+    op_ms_.clear();
+    frame_ms_ = 0;
+  }
+  std::vector<float> frame_op_ms() override { return std::exchange(op_ms_, {}); }
+  float frame_gpu_ms() override { return frame_ms_; }
+
+  Ceilings measure_ceilings() override {
+    Ceilings c;
+    const int n = 1024;
+    std::vector<float> a(size_t(n) * n, 0.5f), b(size_t(n) * n, 0.25f), y(size_t(n) * n);
+    for (size_t i = 0; i < a.size(); ++i) a[i] = float(i % 97) / 97.0f, b[i] = float(i % 89) / 89.0f;
+    LinearParams p;
+    p.x = a.data();
+    p.w = b.data();
+    p.y = y.data();
+    p.m = p.n = p.k = n;
+    linear_cpu(p);  // warm-up: thread pool and packing buffers
+    c.gemm_tflops = 2.0 * n * n * n / median_seconds([&] { linear_cpu(p); }, 5) / 1e12;
+    c.gemm_what = cat("sgemm ", n, "^3, fp32, OpenBLAS");
+    const size_t bytes = size_t(256) << 20;
+    std::vector<uint8_t> src(bytes, 1), dst(bytes);
+    c.copy_gbps = 2.0 * bytes / median_seconds([&] { std::memcpy(dst.data(), src.data(), bytes); }, 5) / 1e9;
+    c.copy_what = "memcpy 256 MiB, read + write";
+    return c;
+  }
+
+  void write(Ref tensor, const void* host, size_t count) override {
+    std::memcpy(resolve(graph(), memory_, tensor), host, count * 4);
+  }
+
+  void read(Ref tensor, void* host, size_t count) override {
+    const Elem e = graph().tensors.at(tensor.id).elem;
+    std::memcpy(host, resolve(graph(), memory_, tensor), count * elem_bytes(e, 4));
+  }
+
+  void begin_readback(Ref tensor, size_t bytes) override {
+    if (readbacks_pending_ == 2) fail("cpu backend: a third readback began before the first finished");
+    std::vector<uint8_t>& slot = readback_[(readback_next_ + readbacks_pending_) % 2];
+    slot.resize(bytes);
+    read(tensor, slot.data(), bytes);
+    ++readbacks_pending_;
+  }
+  const uint8_t* finish_readback() override {
+    if (readbacks_pending_ == 0) fail("cpu backend: no readback pending");
+    const uint8_t* bytes = readback_[readback_next_].data();
+    readback_next_ = (readback_next_ + 1) % 2;
+    --readbacks_pending_;
+    return bytes;
+  }
+
+  size_t arena_bytes() const override { return arena_bytes_; }
+  size_t weight_bytes() const override { return weight_bytes_; }
+
+ private:
+  Graph& graph() {
+    if (!graph_) fail("cpu backend: no graph prepared");
+    return *graph_;
+  }
+
+  template <class F>
+  static double median_seconds(F&& f, int runs) {
+    std::vector<double> t;
+    for (int i = 0; i < runs; ++i) {
+      const auto s = std::chrono::steady_clock::now();
+      f();
+      t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - s).count());
+    }
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+  }
+
+  static void run(std::vector<Op>& ops, std::vector<float>* op_ms) {
+    for (size_t i = 0; i < ops.size(); ++i) {
+      Op& op = ops[i];
+      const auto start = std::chrono::steady_clock::now();
+      std::visit(Overloaded{
+                     [](ConvOp& o) { conv2d_cpu(o.p); },
+                     [](GroupNormOp& o) { group_norm_cpu(o.p); },
+                     [](LayerNormOp& o) { layer_norm_cpu(o.p); },
+                     [](LinearOp& o) { linear_cpu(o.p); },
+                     [](AttentionOp& o) { attention_cpu(o.p); },
+                     [](GegluOp& o) { geglu_cpu(o.p); },
+                     [](SiluOp& o) { silu_cpu(o.p); },
+                     [](Upsample2xOp& o) { upsample2x_cpu(o.p); },
+                     [](ConcatOp& o) { concat_cpu(o.p); },
+                     [](TimestepEmbeddingOp& o) { timestep_embedding_cpu(o.p); },
+                     [](EmbeddingOp& o) { embedding_cpu(o.p); },
+                     [](FilmOp& o) { film_cpu(o.p); },
+                     [](CastOp& o) { cast_cpu(o.p); },
+                     [](GuidanceStepOp& o) { guidance_step_cpu(o.p); },
+                     [](DenoiseBlendOp& o) { denoise_blend_cpu(o.p); },
+                 },
+                 op.body);
+      if (op_ms) (*op_ms)[i] = std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - start).count();
+    }
+  }
+
+  int threads_;
+  bool profiling_ = false;
+  std::vector<float> op_ms_;  // of the last frame, until frame_op_ms() takes them
+  float frame_ms_ = 0;
+  Graph* graph_ = nullptr;
+  ArenaPlan plan_;
+  BackendMemory memory_;
+  HostBuffer arena_, weights_, scratch_;
+  size_t arena_bytes_ = 0, weight_bytes_ = 0, scratch_bytes_ = 0;
+  std::vector<uint8_t> readback_[2];
+  int readback_next_ = 0, readbacks_pending_ = 0;  // the oldest pending slot, and how many are pending
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend(int threads) { return std::make_unique<CpuBackend>(threads); }
+
+}  // namespace rtvd

@@ -1,0 +1,285 @@
+// The CUDA backend's frame: plan the arena, bind, choose each heavy layer's kernel (layer_choices.h), run
+// the first frames eagerly, then capture one CUDA graph of the frame and replay it. The device context is
+// the CUDA host module's (cuda_host.h), transfers are transfers.h's.
+#include "pipeline/backends/cuda/cuda_backend.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "kernels/attention/attention.cuh"
+#include "kernels/cast/cast.cuh"
+#include "kernels/common/nvtx_range.h"
+#include "kernels/conv2d/conv2d.cuh"
+#include "kernels/denoise/denoise.cuh"
+#include "kernels/elementwise/elementwise.cuh"
+#include "kernels/embedding/embedding.cuh"
+#include "kernels/group_norm/group_norm.cuh"
+#include "kernels/layer_norm/layer_norm.cuh"
+#include "kernels/linear/linear.cuh"
+#include "pipeline/backends/cuda/cuda_graph.h"
+#include "pipeline/backends/cuda/cuda_host.h"
+#include "pipeline/backends/cuda/frame_timer.h"
+#include "pipeline/backends/cuda/layer_choices.h"
+#include "pipeline/backends/cuda/transfers.h"
+#include "pipeline/graph/bind.h"
+#include "pipeline/graph/planner.h"
+
+namespace rtvd {
+namespace {
+
+template <class... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(const GpuInfo& gpu, KernelFamily kernels)
+      : gpu_(gpu), kernels_(kernels), host_(gpu.index),
+        tuner_(kernels == KernelFamily::Auto ? std::make_unique<LayerTuner>(default_tuning_cache_path(), host_.device_key())
+                                             : nullptr),
+        choices_(host_, kernels, tuner_.get()) {
+#if !RTVD_HAS_CUDNN
+    if (kernels == KernelFamily::Cudnn) fail("--kernels cudnn: this build has no cuDNN");
+#endif
+  }
+
+  ~CudaBackend() override {
+    cudaStreamSynchronize(host_.stream());  // copies from pinned staging may be in flight
+    drop_graph();
+  }
+
+  std::string describe() const override {
+    const char* family = kernels_ == KernelFamily::Cudnn ? "cuDNN convolutions and attention"
+                         : kernels_ == KernelFamily::Auto ? "autotuned convolutions and attention"
+                                                          : "custom kernels";
+    return cat("cuda: ", gpu_.name, " (sm_", gpu_.sm, "), fp16, ", family, ", one CUDA graph per frame");
+  }
+  bool is_cuda() const override { return true; }
+  size_t act_bytes() const override { return 2; }
+
+  void upload_weights(const WeightStore& store) override {
+    if (store.tensors().size() == memory_.weights.size() && weights_.bytes()) return;  // unchanged since the last plan
+    weights_ = DeviceMemory();
+    weights_ = rtvd::upload_weights(store, host_.stream(), memory_);
+  }
+
+  void prepare(Graph& graph) override {
+    drop_graph();
+    readback_.drain();  // readbacks of the old plan's memory are done
+    readback_tensor_ = -1;
+    graph_ = &graph;
+    plan_ = plan_arena(graph, 2);
+    if (plan_.bytes > arena_.bytes()) {
+      arena_ = DeviceMemory();
+      arena_ = DeviceMemory(plan_.bytes, "activations");
+      // Poisoned: all-ones bytes are NaN in fp16 and fp32, so a read of an element no op wrote shows as
+      // NaN in the output, which every GPU test rejects. (compute-sanitizer's initcheck cannot see the TMA
+      // stores of cuBLASLt's sm_90 kernels and would report reads of their outputs otherwise.)
+      RTVD_CUDA_CHECK(cudaMemsetAsync(arena_.get(), 0xFF, arena_.bytes(), host_.stream()));
+    }
+    memory_.arena = arena_.get();
+    memory_.plan = &plan_;
+    memory_.act_bytes = 2;
+    bind_ops(graph, graph.setup, memory_);
+    bind_ops(graph, graph.frame, memory_);
+    frames_since_prepare_ = 0;
+    host_.with_workspace(std::max(setup_workspace_bytes(), choices_.prepare(graph.frame)));
+  }
+
+  void run_setup() override {
+    run(graph().setup, false);
+    RTVD_CUDA_CHECK(cudaStreamSynchronize(host_.stream()));
+  }
+
+  // The first run of a plan is eager (libraries do their lazy set-up outside any capture; with `auto` the
+  // convs are tuned); later runs replay one CUDA graph of every frame op. With `auto` one more run after
+  // the first output is eager too: it times the linears' cuBLASLt algorithms and the attention layers'
+  // implementations (~0.5 s for the SD U-Net, and ~1 s more the first time cuDNN compiles its attention
+  // kernels on a machine; kept off the time to first output).
+  void run_frame() override {
+    ++frames_since_prepare_;
+    const bool second_auto_frame = tuner_ && frames_since_prepare_ == 2;
+    if (!exec_ && eager_runs_ > 0 && !second_auto_frame) capture();
+    if (exec_) {
+      const bool op_timed = profiling_ && timer_.want_op_times();
+      if (profiling_) timer_.frame_begin(host_.stream(), op_timed);
+      RTVD_CUDA_CHECK(cudaGraphLaunch(op_timed ? exec_op_timed_ : exec_, host_.stream()));
+      if (profiling_) timer_.frame_end(host_.stream());
+      return;
+    }
+    const bool tuning = tuner_ && choices_.undecided();
+    run(graph().frame, false);
+    ++eager_runs_;
+    if (tuning) {
+      tuner_->save();
+      shrink_workspace();
+    }
+  }
+
+  std::string frame_op_impl(size_t i) const override {
+    if (!graph_ || i >= graph_->frame.size()) return "";
+    const std::string chosen = choices_.describe(i);
+    return chosen.empty() ? "custom" : chosen;
+  }
+
+  void ops_changed() override { drop_graph(); }
+
+  // See FrameTimer: every frame timed whole, sampled frames per op.
+  void set_profiling(bool on) override {
+    if (on == profiling_) return;
+    drop_graph();
+    profiling_ = on;
+  }
+  std::vector<float> frame_op_ms() override { return profiling_ ? timer_.take_op_ms() : std::vector<float>{}; }
+  float frame_gpu_ms() override { return profiling_ ? timer_.last_frame_ms() : 0.0f; }
+  Ceilings measure_ceilings() override { return host_.measure_ceilings(); }
+
+  void write(Ref tensor, const void* host, size_t count) override {
+    writes_.write(tensor.id, resolve(graph(), memory_, tensor), graph().tensors.at(tensor.id).elem, host, count,
+                  host_.stream());
+  }
+
+  void read(Ref tensor, void* host, size_t count) override {
+    read_tensor(resolve(graph(), memory_, tensor), graph().tensors.at(tensor.id).elem, host, count, host_.stream(),
+                read_scratch_);
+  }
+
+  void begin_readback(Ref tensor, size_t bytes) override {
+    if (readback_tensor_ != tensor.id) {  // the graph must wait for this tensor's copies before writing it
+      readback_tensor_ = tensor.id;
+      drop_graph();
+    }
+    readback_.begin(resolve(graph(), memory_, tensor), bytes, host_.stream());
+  }
+  const uint8_t* finish_readback() override { return readback_.finish(); }
+
+  DeviceView device_view(Ref tensor) override { return {resolve(graph(), memory_, tensor), host_.stream()}; }
+
+  size_t arena_bytes() const override { return arena_.bytes(); }
+  size_t weight_bytes() const override { return weights_.bytes(); }
+
+ private:
+  Graph& graph() {
+    if (!graph_) fail("cuda backend: no graph prepared");
+    return *graph_;
+  }
+
+  // Setup convs run their default candidate (conv2d()): room for the largest.
+  size_t setup_workspace_bytes() {
+    size_t need = CudaHost::kLibraryWorkspace;
+    for (const Op& op : graph().setup)
+      if (auto* c = std::get_if<ConvOp>(&op.body)) {
+        const std::vector<Conv2dCandidate> all = conv2d_candidates(c->p, host_.ctx());
+        const Conv2dCandidate& d = default_candidate(all, c->p, host_.ctx(), KernelFamily::Custom, "conv2d");
+        need = std::max(need, d.workspace_bytes(c->p, host_.ctx()));
+      }
+    return need;
+  }
+
+  // Tuning grew the scratch for every candidate (split-K 8 at 64x64 takes ~80 MB); keep what the chosen
+  // implementations need.
+  void shrink_workspace() {
+    const size_t need = std::max(setup_workspace_bytes(), choices_.workspace_bytes());
+    if (need >= host_.ctx().workspace_bytes) return;
+    host_.resize_workspace(need);
+    eager_runs_ = 0;  // cuBLASLt plans depend on the scratch size: made again eagerly, never under capture
+  }
+
+  void drop_graph() {
+    for (cudaGraphExec_t* e : {&exec_, &exec_op_timed_}) {
+      if (*e) cudaGraphExecDestroy(*e);
+      *e = nullptr;
+    }
+    eager_runs_ = 0;
+  }
+
+  // The frame as a graph; with profiling also a second one with an event between every two ops.
+  void capture() {
+    if (profiling_) {
+      timer_.reset(graph().frame.size());
+      exec_op_timed_ = capture_frame(true);
+    }
+    exec_ = capture_frame(false);
+  }
+
+  cudaGraphExec_t capture_frame(bool op_timed) {
+    capturing_ = true;
+    try {
+      const cudaGraphExec_t exec = capture_graph(host_.stream(), [&] { run(graph().frame, op_timed); });
+      capturing_ = false;
+      return exec;
+    } catch (...) {
+      capturing_ = false;
+      throw;
+    }
+  }
+
+  // Queues ops on the stream. op_timed (frame ops under capture): an event node before every op and after
+  // the last, External so that the nodes keep their timestamps. Setup ops run each op's default.
+  void run(std::vector<Op>& ops, bool op_timed) {
+    const CudaContext& c = host_.ctx();
+    const bool frame = &ops == &graph().frame;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      Op& op = ops[i];
+      const NvtxRange layer(op.layer.c_str());  // under capture, Nsight Systems projects it onto the graph's nodes
+      if (op_timed) RTVD_CUDA_CHECK(cudaEventRecordWithFlags(timer_.op_event(i), c.stream, cudaEventRecordExternal));
+      if (frame && touches(op, readback_tensor_))  // the last readback of this tensor must have read it
+        RTVD_CUDA_CHECK(cudaStreamWaitEvent(c.stream, readback_.copied_out(), capturing_ ? cudaEventWaitExternal : 0));
+      const auto heavy = [&](auto& o, void (*by_default)(const decltype(o.p)&, const CudaContext&)) {
+        if (frame) choices_.run(i, op, frames_since_prepare_, capturing_);
+        else by_default(o.p, c);
+      };
+      std::visit(Overloaded{
+                     [&](ConvOp& o) { heavy(o, conv2d); },
+                     [&](AttentionOp& o) { heavy(o, attention); },
+                     [&](LinearOp& o) { heavy(o, linear); },
+                     [&](GroupNormOp& o) {
+                       if (!frame || !choices_.norm_skipped(i)) group_norm(o.p, c);
+                     },
+                     [&](LayerNormOp& o) { layer_norm(o.p, c); },
+                     [&](GegluOp& o) { geglu(o.p, c); },
+                     [&](SiluOp& o) { silu(o.p, c); },
+                     [&](Upsample2xOp& o) { upsample2x(o.p, c); },
+                     [&](ConcatOp& o) { concat(o.p, c); },
+                     [&](TimestepEmbeddingOp& o) { timestep_embedding(o.p, c); },
+                     [&](EmbeddingOp& o) { embedding(o.p, c); },
+                     [&](FilmOp& o) { film(o.p, c); },
+                     [&](CastOp& o) { cast(o.p, c); },
+                     [&](GuidanceStepOp& o) { guidance_step(o.p, c); },
+                     [&](DenoiseBlendOp& o) { denoise_blend(o.p, c); },
+                 },
+                 op.body);
+    }
+    if (op_timed) RTVD_CUDA_CHECK(cudaEventRecordWithFlags(timer_.op_event(ops.size()), c.stream, cudaEventRecordExternal));
+  }
+
+  GpuInfo gpu_;
+  KernelFamily kernels_;
+  CudaHost host_;
+  std::unique_ptr<LayerTuner> tuner_;  // --kernels auto only
+  LayerChoices choices_;
+  Graph* graph_ = nullptr;
+  ArenaPlan plan_;
+  BackendMemory memory_;
+  DeviceMemory arena_, weights_;
+  TensorWrites writes_;
+  ReadbackRing readback_;
+  std::vector<uint16_t> read_scratch_;
+  int readback_tensor_ = -1;
+  cudaGraphExec_t exec_ = nullptr, exec_op_timed_ = nullptr;
+  int eager_runs_ = 0;
+  int frames_since_prepare_ = 0;  // frames begun since prepare(), the one running included
+  bool profiling_ = false, capturing_ = false;
+  FrameTimer timer_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(const GpuInfo& gpu, KernelFamily kernels) {
+  return std::make_unique<CudaBackend>(gpu, kernels);
+}
+
+}  // namespace rtvd

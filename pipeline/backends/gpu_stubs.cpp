@@ -1,0 +1,25 @@
+// gpu.h in a build without CUDA: no devices, and timing or memory queries are errors.
+#include "build_config.h"
+#include "pipeline/backends/gpu.h"
+#include "kernels/common/error.h"
+
+namespace rtvd {
+
+#if !RTVD_HAS_CUDA
+std::vector<GpuInfo> cuda_devices(std::string* why_not) {
+  if (why_not) *why_not = "this build has no CUDA backend (no CUDA toolkit at configure time)";
+  return {};
+}
+
+std::vector<double> cuda_event_times_ms(void*, int, const std::function<void()>&) {
+  fail("GPU timing: this build has no CUDA backend");
+}
+
+double cuda_median_ms(void*, int, int, const std::function<void()>&) {
+  fail("GPU timing: this build has no CUDA backend");
+}
+
+size_t cuda_memory_used(int) { fail("GPU memory: this build has no CUDA backend"); }
+#endif
+
+}  // namespace rtvd

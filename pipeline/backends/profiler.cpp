@@ -1,0 +1,105 @@
+#include "pipeline/backends/profiler.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/common/error.h"
+
+namespace rtvd {
+
+void FrameProfile::add_frame(const std::vector<Op>& ops, const std::vector<float>& op_ms) {
+  if (op_ms.size() != ops.size()) fail("profile: ", op_ms.size(), " op times for ", ops.size(), " ops");
+  if (frames_ == 0 || sum_ms_.size() != ops.size()) {
+    *this = FrameProfile();
+    sum_ms_.assign(ops.size(), 0.0);
+    for (const Op& op : ops) {
+      layer_.push_back(op.layer);
+      type_.push_back(op_type_name(op.body));
+      flops_.push_back(op.flops);
+      bytes_.push_back(op.bytes);
+    }
+  }
+  for (size_t i = 0; i < ops.size(); ++i) sum_ms_[i] += op_ms[i];
+  last_ms_ = op_ms;
+  ++frames_;
+}
+
+double FrameProfile::mean_frame_ms() const {
+  double s = 0;
+  for (double v : sum_ms_) s += v;
+  return frames_ ? s / frames_ : 0;
+}
+
+std::vector<OpTypeRow> FrameProfile::by_type() const {
+  std::map<std::string, OpTypeRow> rows;
+  for (size_t i = 0; i < sum_ms_.size(); ++i) {
+    OpTypeRow& r = rows[type_[i]];
+    r.type = type_[i];
+    ++r.calls;
+    r.ms += sum_ms_[i] / std::max(frames_, 1);
+    r.flops += flops_[i];
+    r.bytes += bytes_[i];
+  }
+  std::vector<OpTypeRow> out;
+  for (auto& [k, r] : rows) out.push_back(r);
+  std::sort(out.begin(), out.end(), [](const OpTypeRow& a, const OpTypeRow& b) { return a.ms > b.ms; });
+  return out;
+}
+
+std::vector<std::pair<std::string, double>> FrameProfile::slowest_layers(int n) const {
+  std::map<std::string, double> per_layer;  // steps share layer names: summed over steps
+  for (size_t i = 0; i < sum_ms_.size(); ++i) per_layer[layer_[i]] += sum_ms_[i] / std::max(frames_, 1);
+  std::vector<std::pair<std::string, double>> out(per_layer.begin(), per_layer.end());
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (int(out.size()) > n) out.resize(n);
+  return out;
+}
+
+// Matrix ops are judged by arithmetic, the rest by memory traffic.
+std::string FrameProfile::table(const Ceilings& c) const {
+  const double frame = mean_frame_ms();
+  std::string out = cat("per frame (mean of ", frames_, " profiled frames): ", frame, " ms\n");
+  char line[256];
+  std::snprintf(line, sizeof line, "%-20s %6s %10s %8s %16s %8s\n", "op", "calls", "total ms", "% frame", "achieved", "% peak");
+  out += line;
+  for (const OpTypeRow& r : by_type()) {
+    const double s = r.ms / 1e3;
+    std::string achieved = "-", peak = "-";
+    if (s > 0 && r.flops > 0) {
+      const double tflops = r.flops / s / 1e12;
+      achieved = cat(tflops, " TFLOP/s");
+      if (c.gemm_tflops > 0) peak = cat(int(100 * tflops / c.gemm_tflops + 0.5));
+    } else if (s > 0 && r.bytes > 0) {
+      const double gbps = r.bytes / s / 1e9;
+      achieved = cat(gbps, " GB/s");
+      if (c.copy_gbps > 0) peak = cat(int(100 * gbps / c.copy_gbps + 0.5));
+    }
+    std::snprintf(line, sizeof line, "%-20s %6d %10.3f %8.1f %16s %8s\n", r.type.c_str(), r.calls, r.ms,
+                  frame > 0 ? 100 * r.ms / frame : 0.0, achieved.c_str(), peak.c_str());
+    out += line;
+  }
+  out += cat("peaks measured now: ", c.gemm_tflops, " TFLOP/s (", c.gemm_what, "), ", c.copy_gbps, " GB/s (", c.copy_what, ")\n");
+  return out;
+}
+
+void FrameProfile::write_chrome_trace(const std::string& path, const std::vector<Op>& ops) const {
+  nlohmann::json events = nlohmann::json::array();
+  double t = 0;
+  for (size_t i = 0; i < last_ms_.size() && i < ops.size(); ++i) {
+    const double us = last_ms_[i] * 1e3;
+    events.push_back({{"name", ops[i].layer}, {"cat", op_type_name(ops[i].body)}, {"ph", "X"}, {"ts", t}, {"dur", us},
+                      {"pid", 0}, {"tid", 0}, {"args", {{"flops", ops[i].flops}, {"bytes", ops[i].bytes}}}});
+    t += us;
+  }
+  nlohmann::json doc = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
+  std::ofstream f(path);
+  if (!f) fail("--profile ", path, ": cannot write");
+  f << doc.dump(1) << "\n";
+  if (!f) fail("--profile ", path, ": write failed");
+}
+
+}  // namespace rtvd

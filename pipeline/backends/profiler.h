@@ -1,0 +1,46 @@
+// Per-op timing of frames: the backend measures each frame op (CUDA events recorded inside the frame's
+// graph, read after the frame completed; host clocks on the CPU); the profile aggregates them per op
+// type and per layer, against ceilings measured on this device in the same run, and writes a
+// Chrome-trace/Perfetto JSON.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pipeline/graph/graph.h"
+
+namespace rtvd {
+
+// What this device reaches on a large GEMM and a large copy, measured now.
+struct Ceilings {
+  double gemm_tflops = 0;   // fp16 GEMM through cuBLASLt (CUDA), fp32 sgemm through OpenBLAS (CPU)
+  double copy_gbps = 0;     // device-to-device copy, bytes read + written
+  std::string gemm_what, copy_what;
+};
+
+struct OpTypeRow {
+  std::string type;
+  int calls = 0;
+  double ms = 0, flops = 0, bytes = 0;
+};
+
+class FrameProfile {
+ public:
+  // One profiled frame: op_ms[i] is the time of graph.frame[i].
+  void add_frame(const std::vector<Op>& ops, const std::vector<float>& op_ms);
+  int frames() const { return frames_; }
+  double mean_frame_ms() const;
+  std::vector<OpTypeRow> by_type() const;                            // per op type, per frame, slowest first
+  std::vector<std::pair<std::string, double>> slowest_layers(int n) const;  // (layer, ms per frame)
+  std::string table(const Ceilings& c) const;  // op, calls, total ms, % of frame, TFLOP/s or GB/s, % of peak
+  void write_chrome_trace(const std::string& path, const std::vector<Op>& ops) const;  // last frame
+
+ private:
+  int frames_ = 0;
+  std::vector<double> sum_ms_;        // per op, over frames
+  std::vector<float> last_ms_;        // last frame, for the trace
+  std::vector<std::string> layer_, type_;
+  std::vector<double> flops_, bytes_;
+};
+
+}  // namespace rtvd

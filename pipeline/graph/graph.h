@@ -1,0 +1,149 @@
+// The computation as data: tensors with sizes and lifetimes, and a list of ops whose pointer operands
+// are references (arena tensor or model weight) until a backend binds them to memory. Built once per
+// plan (model load or settings change); the frame loop only replays bound ops.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "kernels/attention/attention.h"
+#include "kernels/cast/cast.h"
+#include "kernels/conv2d/conv2d.h"
+#include "kernels/denoise/denoise.h"
+#include "kernels/elementwise/elementwise.h"
+#include "kernels/embedding/embedding.h"
+#include "kernels/group_norm/group_norm.h"
+#include "kernels/layer_norm/layer_norm.h"
+#include "kernels/linear/linear.h"
+
+namespace rtvd {
+
+// Element type of a tensor or weight. Act = the backend's activation type (fp32 CPU, fp16 CUDA).
+enum class Elem : uint8_t { Act, F32, I32, U8 };
+
+// A pointer operand before binding: nothing, an arena tensor or a weight, plus an element offset
+// (q/k/v of a fused projection are offsets into one tensor).
+struct Ref {
+  enum Kind : uint8_t { None, Tensor, Weight } kind = None;
+  int id = -1;
+  int64_t offset = 0;
+  explicit operator bool() const { return kind != None; }
+  Ref at(int64_t elements) const { return Ref{kind, id, offset + elements}; }
+};
+
+struct TensorInfo {
+  std::string name;
+  Elem elem;
+  std::vector<int64_t> shape;
+  bool persistent;  // lives for the whole plan (inputs, per-step conditioning, the blend history)
+  int64_t numel() const;
+};
+
+#define RTVD_BIND(ref, field) f(ref, p.field)
+struct ConvOp {
+  Conv2dParams p;
+  Ref x, w, y, residual, scale, bias, gn_stats, gn_gamma, gn_beta;
+  template <class F> void refs(F&& f) {
+    RTVD_BIND(x, x); RTVD_BIND(w, weight); RTVD_BIND(y, y); RTVD_BIND(residual, residual); RTVD_BIND(scale, scale);
+    RTVD_BIND(bias, bias); RTVD_BIND(gn_stats, gn_stats); RTVD_BIND(gn_gamma, gn_gamma); RTVD_BIND(gn_beta, gn_beta);
+  }
+};
+struct GroupNormOp {
+  GroupNormParams p;
+  Ref x, y, stats, gamma, beta;
+  template <class F> void refs(F&& f) { RTVD_BIND(x, x); RTVD_BIND(y, y); RTVD_BIND(stats, stats); RTVD_BIND(gamma, gamma); RTVD_BIND(beta, beta); }
+};
+struct LayerNormOp {
+  LayerNormParams p;
+  Ref x, y, gamma, beta;
+  template <class F> void refs(F&& f) { RTVD_BIND(x, x); RTVD_BIND(y, y); RTVD_BIND(gamma, gamma); RTVD_BIND(beta, beta); }
+};
+struct LinearOp {
+  LinearParams p;
+  Ref x, w, bias, residual, y;
+  template <class F> void refs(F&& f) { RTVD_BIND(x, x); RTVD_BIND(w, w); RTVD_BIND(bias, bias); RTVD_BIND(residual, residual); RTVD_BIND(y, y); }
+};
+struct AttentionOp {
+  AttentionParams p;
+  Ref q, k, v, o;
+  template <class F> void refs(F&& f) { RTVD_BIND(q, q); RTVD_BIND(k, k); RTVD_BIND(v, v); RTVD_BIND(o, o); }
+};
+struct GegluOp {
+  GegluParams p;
+  Ref x, y;
+  template <class F> void refs(F&& f) { RTVD_BIND(x, x); RTVD_BIND(y, y); }
+};
+struct SiluOp {
+  SiluParams p;
+  Ref x, y;
+  template <class F> void refs(F&& f) { RTVD_BIND(x, x); RTVD_BIND(y, y); }
+};
+struct Upsample2xOp {
+  Upsample2xParams p;
+  Ref x, y;
+  template <class F> void refs(F&& f) { RTVD_BIND(x, x); RTVD_BIND(y, y); }
+};
+struct ConcatOp {
+  ConcatParams p;
+  Ref a, b, y;
+  template <class F> void refs(F&& f) { RTVD_BIND(a, a); RTVD_BIND(b, b); RTVD_BIND(y, y); }
+};
+struct TimestepEmbeddingOp {
+  TimestepEmbeddingParams p;
+  Ref y;
+  template <class F> void refs(F&& f) { RTVD_BIND(y, y); }
+};
+struct EmbeddingOp {
+  EmbeddingParams p;
+  Ref table, ids, y;
+  template <class F> void refs(F&& f) { RTVD_BIND(table, table); RTVD_BIND(ids, ids); RTVD_BIND(y, y); }
+};
+struct FilmOp {
+  FilmParams p;
+  Ref proj, base_scale, base_bias, scale, bias;
+  template <class F> void refs(F&& f) {
+    RTVD_BIND(proj, proj); RTVD_BIND(base_scale, base_scale); RTVD_BIND(base_bias, base_bias); RTVD_BIND(scale, scale); RTVD_BIND(bias, bias);
+  }
+};
+struct CastOp {
+  CastParams p;
+  Ref x, y;
+  template <class F> void refs(F&& f) { RTVD_BIND(x, x); RTVD_BIND(y, y); }
+};
+struct GuidanceStepOp {
+  GuidanceStepParams p;
+  Ref v, x, model_in;
+  template <class F> void refs(F&& f) { RTVD_BIND(v, v); RTVD_BIND(x, x); RTVD_BIND(model_in, model_in); }
+};
+struct DenoiseBlendOp {
+  DenoiseBlendParams p;
+  Ref v, x, prev, rgba;
+  template <class F> void refs(F&& f) { RTVD_BIND(v, v); RTVD_BIND(x, x); RTVD_BIND(prev, prev); RTVD_BIND(rgba, rgba); }
+};
+#undef RTVD_BIND
+
+using OpBody = std::variant<ConvOp, GroupNormOp, LayerNormOp, LinearOp, AttentionOp, GegluOp, SiluOp, Upsample2xOp,
+                            ConcatOp, TimestepEmbeddingOp, EmbeddingOp, FilmOp, CastOp, GuidanceStepOp,
+                            DenoiseBlendOp>;
+
+const char* op_type_name(const OpBody& body);  // "conv2d", "attention", ... for the profiler
+
+struct Op {
+  std::string layer;  // parameter path, e.g. "down_blocks.0.resnets.1.conv1", or "sampler.step2"
+  OpBody body;
+  double flops = 0;   // arithmetic work, for TFLOP/s
+  double bytes = 0;   // minimum memory traffic, for GB/s
+};
+
+// Ops are split into the setup list (run once per plan: conditioning that depends only on the settings)
+// and the frame list (run every frame).
+struct Graph {
+  std::vector<TensorInfo> tensors;
+  std::vector<Op> setup;
+  std::vector<Op> frame;
+
+  Ref add_tensor(std::string name, Elem elem, std::vector<int64_t> shape, bool persistent = false);
+};
+
+}  // namespace rtvd

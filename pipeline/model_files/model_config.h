@@ -1,0 +1,59 @@
+// The architecture of a U-Net, read from config.json (docs/model-format.md). Parsing checks every key:
+// an error names the file, the key and what was expected.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pipeline/model_files/safetensors.h"
+
+namespace rtvd {
+
+enum class NormKind { Batch, Group };
+
+struct ModelConfig {
+  std::string name;
+  DType dtype = DType::F16;  // of every tensor in weights.safetensors: F16 or F32
+  int sample_size = 64;
+  int in_channels = 3, out_channels = 3;
+  std::vector<int> block_out_channels;
+  int layers_per_block = 2;
+  NormKind norm = NormKind::Batch;
+  int norm_num_groups = 32;
+  float norm_eps = 1e-5f;
+  std::vector<bool> attention_levels;  // one per level
+  bool mid_attention = true;
+  int attention_head_dim = 0;   // exactly one of these two is > 0
+  int num_attention_heads = 0;
+  int transformer_layers_per_block = 1;
+  int cross_attention_dim = 0;  // 0: no cross-attention
+  int context_length = 0;
+  bool use_linear_projection = true;
+  int num_class_embeds = 0;  // classes + 1 (the last is the null class); 0 = no class conditioning
+  std::vector<std::string> class_names;
+  bool flip_sin_to_cos = true;
+  float freq_shift = 0.0f;
+  float timestep_scale = 1000.0f;
+
+  int levels() const { return static_cast<int>(block_out_channels.size()); }
+  int time_embed_dim() const { return 4 * block_out_channels.at(0); }
+  int heads_for(int channels) const {
+    return num_attention_heads > 0 ? num_attention_heads : channels / attention_head_dim;
+  }
+  int null_class() const { return num_class_embeds - 1; }
+  // Multiple of this that frame sizes must be (one halving per downsampler).
+  int size_multiple() const { return 1 << (levels() - 1); }
+};
+
+// label names the source in errors (a path, or "embedded default model").
+ModelConfig parse_model_config(const std::string& json_text, const std::string& label);
+ModelConfig load_model_config(const std::string& path);
+
+// Configs compiled into the binary (assets/<name>/config.json): "sd21", the Stable Diffusion 2.1 /
+// SD-Turbo U-Net, and "sd15", the SD 1.5 U-Net.
+std::vector<std::string> builtin_config_names();
+ModelConfig builtin_model_config(const std::string& name);
+// A built-in config by name, a model directory's config.json, or a config file.
+ModelConfig find_model_config(const std::string& spec);
+
+}  // namespace rtvd

@@ -1,0 +1,63 @@
+// Model weights on the host, by name. Checkpoint tensors are checked for the config's dtype and the exact
+// shape the architecture expects, then described rather than copied: an engine weight is a list of
+// checkpoint tensors (views into the mapped file) in an engine layout, or per-channel floats computed at
+// load. A backend writes each weight once, straight into its own memory in its own element type, so an
+// fp16 checkpoint reaches an fp16 GPU without an fp32 round trip or a second host copy.
+#pragma once
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "pipeline/graph/graph.h"
+#include "pipeline/model_files/safetensors.h"
+
+namespace rtvd {
+
+struct WeightTensor {
+  std::string name;
+  Elem elem = Elem::Act;       // Act: in the backend's activation type; F32: per-channel floats
+  std::vector<int64_t> shape;  // in the engine's layout
+  // Act: checkpoint tensors stacked along their first dimension (q, k, v into one QKV matrix)...
+  std::vector<TensorView> parts;
+  bool oihw_to_ohwi = false;   // ...each a conv weight (o, i, kh, kw) stored as (o, kh, kw, i)
+  std::vector<float> values;   // F32: the values
+
+  // A weight made of checkpoint tensors, and one of floats computed at load.
+  static WeightTensor stacked(std::vector<int64_t> shape, std::vector<TensorView> parts, bool oihw_to_ohwi = false);
+  static WeightTensor floats(std::vector<int64_t> shape, std::vector<float> values);
+
+  int64_t numel() const;
+  // Writes the numel() elements to dst: Act weights as `act` (F32 or F16), F32 weights as float. Large
+  // weights are written by all OpenMP threads.
+  void write(void* dst, DType act) const;
+};
+
+class WeightStore {
+ public:
+  WeightStore(SafeTensorsFile file, DType dtype);
+
+  // A checkpoint tensor as fp32 in PyTorch layout; Error when missing or of another dtype/shape.
+  std::vector<float> read(const std::string& name, const std::vector<int64_t>& shape);
+  // The same check, then the tensor itself (a view into the file, valid while the store lives).
+  const TensorView& view(const std::string& name, const std::vector<int64_t>& shape);
+
+  // The engine-side weight `name`, made by `make` the first time and shared by later plans.
+  Ref get(const std::string& name, Elem elem, const std::function<WeightTensor()>& make);
+
+  // Every checkpoint tensor was used: a leftover means the file is for another architecture.
+  void check_all_read() const;
+
+  const std::vector<WeightTensor>& tensors() const { return tensors_; }
+  const SafeTensorsFile& file() const { return file_; }
+  int64_t checkpoint_parameters() const;  // elements in the checkpoint
+
+ private:
+  SafeTensorsFile file_;
+  DType dtype_;
+  std::map<std::string, int> read_;
+  std::map<std::string, int> index_;
+  std::vector<WeightTensor> tensors_;
+};
+
+}  // namespace rtvd

@@ -1,0 +1,605 @@
+#include "pipeline/models/unet.h"
+
+#include <cmath>
+#include <tuple>
+
+#include "kernels/common/error.h"
+
+namespace rtvd {
+
+namespace {
+
+std::string join(const std::string& a, const std::string& b) { return a.empty() ? b : a + "." + b; }
+double elems(int64_t a) { return static_cast<double>(a); }
+
+}  // namespace
+
+std::vector<std::pair<std::string, int>> unet_resnets(const ModelConfig& cfg) {
+  std::vector<std::pair<std::string, int>> out;
+  const int L = cfg.levels();
+  for (int i = 0; i < L; ++i)
+    for (int j = 0; j < cfg.layers_per_block; ++j)
+      out.emplace_back(cat("down_blocks.", i, ".resnets.", j), cfg.block_out_channels[i]);
+  out.emplace_back("mid_block.resnets.0", cfg.block_out_channels[L - 1]);
+  out.emplace_back("mid_block.resnets.1", cfg.block_out_channels[L - 1]);
+  for (int i = 0; i < L; ++i)
+    for (int j = 0; j <= cfg.layers_per_block; ++j)
+      out.emplace_back(cat("up_blocks.", i, ".resnets.", j), cfg.block_out_channels[L - 1 - i]);
+  return out;
+}
+
+std::vector<TensorSpec> unet_parameters(const ModelConfig& cfg) {
+  std::vector<TensorSpec> out;
+  const int L = cfg.levels(), T = cfg.time_embed_dim(), D = cfg.cross_attention_dim;
+  const auto& ch = cfg.block_out_channels;
+  auto add = [&](const std::string& name, std::vector<int64_t> shape) { out.push_back({name, cfg.dtype, std::move(shape)}); };
+  auto with_bias = [&](const std::string& name, std::vector<int64_t> weight_shape) {
+    const int64_t n = weight_shape[0];
+    add(name + ".weight", std::move(weight_shape));
+    add(name + ".bias", {n});
+  };
+  auto resnet = [&](const std::string& p, int in, int c) {
+    if (cfg.norm == NormKind::Group) {
+      with_bias(p + ".norm1", {in});
+      with_bias(p + ".conv1", {c, in, 3, 3});
+      with_bias(p + ".time_emb_proj", {c, T});
+      with_bias(p + ".norm2", {c});
+      with_bias(p + ".conv2", {c, c, 3, 3});
+    } else {
+      add(p + ".conv1.weight", {c, in, 3, 3});
+      add(p + ".conv2.weight", {c, c, 3, 3});
+      for (const char* norm : {".norm1", ".norm2"})
+        for (const char* field : {".weight", ".bias", ".running_mean", ".running_var"}) add(p + norm + field, {c});
+      with_bias(p + ".time_emb_proj", {2 * c, T});
+    }
+    if (in != c) with_bias(p + ".conv_shortcut", {c, in, 1, 1});
+  };
+  auto transformer = [&](const std::string& p, int c) {
+    const std::vector<int64_t> proj = cfg.use_linear_projection ? std::vector<int64_t>{c, c} : std::vector<int64_t>{c, c, 1, 1};
+    with_bias(p + ".norm", {c});
+    with_bias(p + ".proj_in", proj);
+    with_bias(p + ".proj_out", proj);
+    for (int k = 0; k < cfg.transformer_layers_per_block; ++k) {
+      const std::string b = cat(p, ".transformer_blocks.", k);
+      for (const auto& [norm, attn, kv] : {std::tuple{".norm1", ".attn1", c}, std::tuple{".norm2", ".attn2", D}}) {
+        if (kv == 0) continue;  // no cross-attention
+        with_bias(b + norm, {c});
+        add(b + attn + ".to_q.weight", {c, c});
+        add(b + attn + ".to_k.weight", {c, kv});
+        add(b + attn + ".to_v.weight", {c, kv});
+        with_bias(b + attn + ".to_out.0", {c, c});
+      }
+      with_bias(b + ".norm3", {c});
+      with_bias(b + ".ff.net.0.proj", {8 * c, c});
+      with_bias(b + ".ff.net.2", {c, 4 * c});
+    }
+  };
+
+  with_bias("time_embedding.linear_1", {T, ch[0]});
+  with_bias("time_embedding.linear_2", {T, T});
+  if (cfg.num_class_embeds > 0) add("class_embedding.weight", {cfg.num_class_embeds, T});
+  with_bias("conv_in", {ch[0], cfg.in_channels, 3, 3});
+  // The channel count h walks through the net; skips holds the channels of what the down path pushed.
+  int h = ch[0];
+  std::vector<int> skips{h};
+  for (int i = 0; i < L; ++i) {
+    for (int j = 0; j < cfg.layers_per_block; ++j) {
+      resnet(cat("down_blocks.", i, ".resnets.", j), h, ch[i]);
+      h = ch[i];
+      if (cfg.attention_levels[i]) transformer(cat("down_blocks.", i, ".attentions.", j), h);
+      skips.push_back(h);
+    }
+    if (i < L - 1) {
+      with_bias(cat("down_blocks.", i, ".downsamplers.0.conv"), {h, h, 3, 3});
+      skips.push_back(h);
+    }
+  }
+  resnet("mid_block.resnets.0", h, h);
+  resnet("mid_block.resnets.1", h, h);
+  if (cfg.mid_attention) transformer("mid_block.attentions.0", h);
+  for (int i = 0; i < L; ++i) {
+    const int level = L - 1 - i;
+    for (int j = 0; j <= cfg.layers_per_block; ++j) {
+      resnet(cat("up_blocks.", i, ".resnets.", j), h + skips.back(), ch[level]);
+      skips.pop_back();
+      h = ch[level];
+      if (cfg.attention_levels[level]) transformer(cat("up_blocks.", i, ".attentions.", j), h);
+    }
+    if (i < L - 1) with_bias(cat("up_blocks.", i, ".upsamplers.0.conv"), {h, h, 3, 3});
+  }
+  if (cfg.norm == NormKind::Group) with_bias("conv_norm_out", {ch[0]});
+  with_bias("conv_out", {cfg.out_channels, ch[0], 3, 3});
+  return out;
+}
+
+UNetBuilder::UNetBuilder(const ModelConfig& cfg, WeightStore& weights, Graph& graph, int batch, int act_bytes)
+    : cfg_(cfg), weights_(weights), g_(graph), batch_(batch), act_bytes_(act_bytes) {}
+
+// ---- weights ----
+
+Ref UNetBuilder::conv_weight(const std::string& name, int out, int in, int k) {
+  return weights_.get(name, Elem::Act, [&] {
+    return WeightTensor::stacked({out, k, k, in}, {weights_.view(name, {out, in, k, k})}, true);
+  });
+}
+
+Ref UNetBuilder::matrix(const std::string& name, int out, int in) {
+  return weights_.get(name, Elem::Act, [&] { return WeightTensor::stacked({out, in}, {weights_.view(name, {out, in})}); });
+}
+
+Ref UNetBuilder::vector(const std::string& name, int n) {
+  return weights_.get(name, Elem::F32, [&] { return WeightTensor::floats({n}, weights_.read(name, {n})); });
+}
+
+int UNetBuilder::resnet_proj_width(int out) const { return cfg_.norm == NormKind::Batch ? 2 * out : out; }
+
+// All ResNets' time_emb_proj stacked into one (sum of widths, T) matrix: one linear per step for all FiLM.
+Ref UNetBuilder::time_projection_weight() {
+  return weights_.get("time_emb_proj.all.weight", Elem::Act, [&] {
+    const int T = cfg_.time_embed_dim();
+    WeightTensor t = WeightTensor::stacked({0, T}, {});
+    for (const auto& [prefix, out] : unet_resnets(cfg_)) {
+      const int width = resnet_proj_width(out);
+      t.parts.push_back(weights_.view(prefix + ".time_emb_proj.weight", {width, T}));
+      t.shape[0] += width;
+    }
+    return t;
+  });
+}
+
+Ref UNetBuilder::time_projection_bias() {
+  return weights_.get("time_emb_proj.all.bias", Elem::F32, [&] {
+    WeightTensor t = WeightTensor::floats({0}, {});
+    for (const auto& [prefix, out] : unet_resnets(cfg_)) {
+      const int width = resnet_proj_width(out);
+      auto b = weights_.read(prefix + ".time_emb_proj.bias", {width});
+      t.values.insert(t.values.end(), b.begin(), b.end());
+      t.shape[0] += width;
+    }
+    return t;
+  });
+}
+
+// Eval-mode BatchNorm as y = x * scale + shift: scale = gamma / sqrt(var + eps), shift = beta - mean * scale.
+std::pair<Ref, Ref> UNetBuilder::folded_batch_norm(const std::string& prefix, int c) {
+  constexpr float kBatchNormEps = 1e-5f;
+  std::vector<float> scale, shift;
+  auto make = [&] {
+    if (scale.empty()) {
+      const auto gamma = weights_.read(prefix + ".weight", {c}), beta = weights_.read(prefix + ".bias", {c});
+      const auto mean = weights_.read(prefix + ".running_mean", {c}), var = weights_.read(prefix + ".running_var", {c});
+      scale.resize(c);
+      shift.resize(c);
+      for (int i = 0; i < c; ++i) {
+        scale[i] = gamma[i] / std::sqrt(var[i] + kBatchNormEps);
+        shift[i] = beta[i] - mean[i] * scale[i];
+      }
+    }
+  };
+  Ref s = weights_.get(prefix + ".folded_scale", Elem::F32, [&] { make(); return WeightTensor::floats({c}, scale); });
+  Ref b = weights_.get(prefix + ".folded_shift", Elem::F32, [&] { make(); return WeightTensor::floats({c}, shift); });
+  return {s, b};
+}
+
+// ---- op emitters ----
+
+Ref UNetBuilder::new_act(const std::string& name, std::vector<int64_t> shape) {
+  return g_.add_tensor(join(tag_, name), Elem::Act, std::move(shape));
+}
+
+void UNetBuilder::emit(const std::string& layer, OpBody body, double flops, double bytes) {
+  ops_->push_back(Op{layer, std::move(body), flops, bytes});
+}
+
+UNetBuilder::Act4 UNetBuilder::conv(const std::string& layer, const Act4& x, const ConvArgs& a) {
+  ConvOp op;
+  Conv2dParams& p = op.p;
+  p.n = batch_;
+  p.h = x.h;
+  p.w = x.w;
+  p.c_in = x.c;
+  p.c_out = a.out;
+  p.kh = p.kw = a.k;
+  p.stride = a.stride;
+  p.pad = a.pad;
+  p.h_out = conv2d_out_size(x.h, a.k, a.stride, a.pad);
+  p.w_out = conv2d_out_size(x.w, a.k, a.stride, a.pad);
+  p.act = a.act;
+  p.scale_batch_stride = a.scale_batch_stride;
+  p.bias_batch_stride = a.bias_batch_stride;
+  p.gn_groups = a.gn_groups;
+  op.x = x.t;
+  op.w = a.w;
+  op.scale = a.scale;
+  op.bias = a.bias;
+  op.residual = a.residual;
+  op.gn_stats = a.gn_stats;
+  op.gn_gamma = a.gn_gamma;
+  op.gn_beta = a.gn_beta;
+  op.y = new_act(layer, {batch_, p.h_out, p.w_out, a.out});
+  const double m = elems(int64_t(batch_) * p.h_out * p.w_out), k = elems(int64_t(a.k) * a.k * x.c);
+  const double bytes = act_bytes_ * (elems(int64_t(batch_) * x.h * x.w * x.c) + a.out * k + m * a.out * (a.residual ? 2 : 1));
+  Ref y = op.y;
+  emit(layer, std::move(op), 2.0 * m * a.out * k, bytes);
+  return {y, conv2d_out_size(x.h, a.k, a.stride, a.pad), conv2d_out_size(x.w, a.k, a.stride, a.pad), a.out};
+}
+
+Ref UNetBuilder::group_norm_stats(const std::string& layer, const Act4& x, float eps) {
+  GroupNormOp op;
+  op.p = {nullptr, nullptr, nullptr, nullptr, nullptr, batch_, x.h * x.w, x.c, cfg_.norm_num_groups, eps, Activation::None};
+  op.x = x.t;
+  op.stats = g_.add_tensor(join(tag_, layer + ".stats"), Elem::F32, {batch_, cfg_.norm_num_groups, 2});
+  Ref stats = op.stats;
+  emit(layer + ".stats", std::move(op), 0, act_bytes_ * elems(int64_t(batch_) * x.h * x.w * x.c));
+  return stats;
+}
+
+Ref UNetBuilder::linear(const std::string& layer, Ref x, int rows, int in, int out, Ref w, Ref bias, Ref residual,
+                        Activation act) {
+  LinearOp op;
+  op.p.m = rows;
+  op.p.n = out;
+  op.p.k = in;
+  op.p.act = act;
+  op.x = x;
+  op.w = w;
+  op.bias = bias;
+  op.residual = residual;
+  op.y = new_act(layer, {rows, out});
+  Ref y = op.y;
+  const double bytes = act_bytes_ * (elems(int64_t(rows) * in) + elems(int64_t(out) * in) +
+                                     elems(int64_t(rows) * out) * (residual ? 2 : 1));
+  emit(layer, std::move(op), 2.0 * rows * out * elems(in), bytes);
+  return y;
+}
+
+Ref UNetBuilder::layer_norm(const std::string& layer, Ref x, int rows, int c) {
+  LayerNormOp op;
+  op.p.rows = rows;
+  op.p.c = c;
+  op.p.eps = 1e-5f;
+  op.x = x;
+  op.gamma = vector(layer + ".weight", c);
+  op.beta = vector(layer + ".bias", c);
+  op.y = new_act(layer, {rows, c});
+  Ref y = op.y;
+  emit(layer, std::move(op), 0, 2.0 * act_bytes_ * rows * elems(c));
+  return y;
+}
+
+Ref UNetBuilder::attention(const std::string& layer, Ref q, Ref k, Ref v, int q_len, int kv_len, int c, int q_stride,
+                           int kv_stride) {
+  AttentionOp op;
+  AttentionParams& p = op.p;
+  p.batch = batch_;
+  p.heads = cfg_.heads_for(c);
+  p.head_dim = c / p.heads;
+  p.q_len = q_len;
+  p.kv_len = kv_len;
+  p.q_stride = q_stride;
+  p.k_stride = p.v_stride = kv_stride;
+  p.o_stride = c;
+  p.scale = 1.0f / std::sqrt(static_cast<float>(p.head_dim));
+  op.q = q;
+  op.k = k;
+  op.v = v;
+  op.o = new_act(layer, {batch_ * q_len, c});
+  Ref o = op.o;
+  const double flops = 4.0 * batch_ * q_len * elems(kv_len) * c;
+  emit(layer, std::move(op), flops, act_bytes_ * elems(int64_t(batch_) * (2 * q_len + 2 * kv_len) * c));
+  return o;
+}
+
+// ---- conditioning (setup ops) ----
+
+// Shapes: n = batch, c0 = block_out_channels[0], T = time_embed_dim() = 4 c0.
+StepConditioning UNetBuilder::conditioning(float t, Ref class_ids, const std::string& tag) {
+  ops_ = &g_.setup;
+  tag_ = tag;
+  const int C0 = cfg_.block_out_channels[0], T = cfg_.time_embed_dim();
+
+  TimestepEmbeddingOp te;
+  te.p = {nullptr, batch_, C0, t * cfg_.timestep_scale, cfg_.flip_sin_to_cos, cfg_.freq_shift, 10000.0f};
+  te.y = new_act("time_proj", {batch_, C0});
+  Ref temb = te.y;
+  emit("time_proj", std::move(te), 0, 0);  // (n, c0) sinusoidal
+
+  Ref e1 = linear("time_embedding.linear_1", temb, batch_, C0, T, matrix("time_embedding.linear_1.weight", T, C0),
+                  vector("time_embedding.linear_1.bias", T), {}, Activation::Silu);  // (n, T)
+  Ref class_emb;
+  if (cfg_.num_class_embeds > 0) {
+    EmbeddingOp eo;
+    eo.p.n = batch_;
+    eo.p.rows = cfg_.num_class_embeds;
+    eo.p.dim = T;
+    eo.table = matrix("class_embedding.weight", cfg_.num_class_embeds, T);
+    eo.ids = class_ids;
+    eo.y = new_act("class_embedding", {batch_, T});
+    class_emb = eo.y;
+    emit("class_embedding", std::move(eo), 0, 0);  // (n, T)
+  }
+  Ref emb = linear("time_embedding.linear_2", e1, batch_, T, T, matrix("time_embedding.linear_2.weight", T, T),
+                   vector("time_embedding.linear_2.bias", T), class_emb);  // (n, T) emb = time + class
+  SiluOp so;
+  so.p.count = int64_t(batch_) * T;
+  so.x = emb;
+  so.y = new_act("time_embedding.silu", {batch_, T});
+  Ref semb = so.y;
+  emit("time_embedding.silu", std::move(so), 0, 0);  // (n, T)
+
+  const auto resnets = unet_resnets(cfg_);
+  int total = 0;
+  for (const auto& r : resnets) total += resnet_proj_width(r.second);
+  // Every ResNet's time_emb_proj in one linear: (n, total), total = the sum of c (group norm) or 2c (batch norm).
+  Ref proj = linear("time_emb_proj.all", semb, batch_, T, total, time_projection_weight(), time_projection_bias(), {});
+
+  StepConditioning cond;
+  int offset = 0;
+  for (const auto& [prefix, out] : resnets) {
+    FilmOp fo;
+    fo.p.proj_stride = total;
+    fo.p.proj_offset = offset;
+    fo.p.n = batch_;
+    fo.p.c = out;
+    fo.p.with_scale = cfg_.norm == NormKind::Batch;
+    fo.proj = proj;
+    if (fo.p.with_scale) {
+      std::tie(fo.base_scale, fo.base_bias) = folded_batch_norm(prefix + ".norm1", out);
+      fo.scale = g_.add_tensor(join(tag, prefix + ".film_scale"), Elem::F32, {batch_, out}, true);
+    } else {
+      fo.base_bias = vector(prefix + ".conv1.bias", out);
+    }
+    fo.bias = g_.add_tensor(join(tag, prefix + ".film_bias"), Elem::F32, {batch_, out}, true);
+    cond.film[prefix] = {fo.scale, fo.bias};
+    emit(prefix + ".film", std::move(fo), 0, 0);  // scale and bias (n, c), c = the ResNet's out channels
+    offset += resnet_proj_width(out);
+  }
+  return cond;
+}
+
+CrossContext UNetBuilder::cross_context(Ref context) {
+  ops_ = &g_.setup;
+  tag_ = "context";
+  CrossContext cross;
+  if (cfg_.cross_attention_dim == 0) return cross;
+  const int L = cfg_.levels(), D = cfg_.cross_attention_dim, rows = batch_ * cfg_.context_length;
+  auto add_block = [&](const std::string& attn_prefix, int c) {
+    for (int k = 0; k < cfg_.transformer_layers_per_block; ++k) {
+      const std::string p = cat(attn_prefix, ".transformer_blocks.", k, ".attn2");
+      Ref w = weights_.get(p + ".to_kv.weight", Elem::Act, [&] {
+        return WeightTensor::stacked({2 * c, D}, {weights_.view(p + ".to_k.weight", {c, D}), weights_.view(p + ".to_v.weight", {c, D})});
+      });
+      Ref kv = linear(p + ".to_kv", context, rows, D, 2 * c, w, {}, {});  // (n*S, 2c): K | V, S = context_length
+      g_.tensors[kv.id].persistent = true;
+      cross.kv[p] = kv;
+    }
+  };
+  for (int i = 0; i < L; ++i)
+    if (cfg_.attention_levels[i])
+      for (int j = 0; j < cfg_.layers_per_block; ++j) add_block(cat("down_blocks.", i, ".attentions.", j), cfg_.block_out_channels[i]);
+  if (cfg_.mid_attention) add_block("mid_block.attentions.0", cfg_.block_out_channels[L - 1]);
+  for (int i = 0; i < L; ++i)
+    if (cfg_.attention_levels[L - 1 - i])
+      for (int j = 0; j <= cfg_.layers_per_block; ++j) add_block(cat("up_blocks.", i, ".attentions.", j), cfg_.block_out_channels[L - 1 - i]);
+  return cross;
+}
+
+// ---- blocks (frame ops) ----
+// Shape comments are NHWC: n = batch (2 with guidance: cond | uncond), h x w = the block's input at its
+// level, c = its channels; token tensors are (n*h*w, c). For SD 2.1 at 512x512: n 2, 64x64 latents at the
+// top level, c 320/640/1280/1280.
+
+// diffusers' ResnetBlock2D: x (n, h, w, c_in) -> (n, h, w, out).
+
+UNetBuilder::Act4 UNetBuilder::resnet(const std::string& prefix, const Act4& x, int out, const StepConditioning& cond) {
+  const auto film = cond.film.find(prefix);
+  if (film == cond.film.end()) fail("internal: no conditioning for ", prefix);
+  Ref shortcut = x.t;
+  if (x.c != out) {
+    ConvArgs sc;
+    sc.w = conv_weight(prefix + ".conv_shortcut.weight", out, x.c, 1);
+    sc.bias = vector(prefix + ".conv_shortcut.bias", out);
+    sc.out = out;
+    sc.k = 1;
+    sc.pad = 0;
+    shortcut = conv(prefix + ".conv_shortcut", x, sc).t;  // (n, h, w, out)
+  }
+  if (cfg_.norm == NormKind::Batch) {
+    // h = silu(bn1(conv1 x) (1 + g) + b); out = silu(bn2(conv2 h)) + shortcut
+    ConvArgs c1;
+    c1.w = conv_weight(prefix + ".conv1.weight", out, x.c, 3);
+    c1.scale = film->second.first;
+    c1.bias = film->second.second;
+    c1.scale_batch_stride = c1.bias_batch_stride = out;
+    c1.out = out;
+    c1.act = Activation::Silu;
+    const Act4 h = conv(prefix + ".conv1", x, c1);  // (n, h, w, out)
+    ConvArgs c2;
+    c2.w = conv_weight(prefix + ".conv2.weight", out, out, 3);
+    std::tie(c2.scale, c2.bias) = folded_batch_norm(prefix + ".norm2", out);
+    c2.out = out;
+    c2.act = Activation::Silu;
+    c2.residual = shortcut;
+    return conv(prefix + ".conv2", h, c2);  // (n, h, w, out)
+  }
+  // h = conv1(silu(norm1 x)) + temb; out = shortcut + conv2(silu(norm2 h))
+  ConvArgs c1;
+  c1.w = conv_weight(prefix + ".conv1.weight", out, x.c, 3);
+  c1.bias = film->second.second;
+  c1.bias_batch_stride = out;
+  c1.out = out;
+  c1.gn_stats = group_norm_stats(prefix + ".norm1", x, cfg_.norm_eps);  // (n, groups, 2): mean, rstd
+  c1.gn_gamma = vector(prefix + ".norm1.weight", x.c);
+  c1.gn_beta = vector(prefix + ".norm1.bias", x.c);
+  c1.gn_groups = cfg_.norm_num_groups;
+  const Act4 h = conv(prefix + ".conv1", x, c1);  // (n, h, w, out): silu(norm1 x) on the way in
+  ConvArgs c2;
+  c2.w = conv_weight(prefix + ".conv2.weight", out, out, 3);
+  c2.bias = vector(prefix + ".conv2.bias", out);
+  c2.out = out;
+  c2.gn_stats = group_norm_stats(prefix + ".norm2", h, cfg_.norm_eps);  // (n, groups, 2)
+  c2.gn_gamma = vector(prefix + ".norm2.weight", out);
+  c2.gn_beta = vector(prefix + ".norm2.bias", out);
+  c2.gn_groups = cfg_.norm_num_groups;
+  c2.residual = shortcut;
+  return conv(prefix + ".conv2", h, c2);  // (n, h, w, out)
+}
+
+// diffusers' Transformer2DModel with its BasicTransformerBlocks: x (n, h, w, c) -> (n, h, w, c).
+UNetBuilder::Act4 UNetBuilder::transformer(const std::string& prefix, const Act4& x, const CrossContext& cross) {
+  const int C = x.c, rows = batch_ * x.h * x.w, seq = x.h * x.w;
+  // Projections are Linear (SD 2.1) or 1x1 conv (SD 1.5): the same matrix on NHWC tokens.
+  auto projection = [&](const std::string& name) {
+    if (cfg_.use_linear_projection) return matrix(name + ".weight", C, C);
+    return weights_.get(name + ".weight", Elem::Act, [&] {
+      return WeightTensor::stacked({C, C}, {weights_.view(name + ".weight", {C, C, 1, 1})});
+    });
+  };
+
+  GroupNormOp gn;
+  gn.p = {nullptr, nullptr, nullptr, nullptr, nullptr, batch_, seq, C, cfg_.norm_num_groups, 1e-6f, Activation::None};
+  gn.x = x.t;
+  gn.y = new_act(prefix + ".norm", {batch_, x.h, x.w, C});
+  gn.stats = g_.add_tensor(join(tag_, prefix + ".norm.stats"), Elem::F32, {batch_, cfg_.norm_num_groups, 2});
+  gn.gamma = vector(prefix + ".norm.weight", C);
+  gn.beta = vector(prefix + ".norm.bias", C);
+  Ref normed = gn.y;
+  emit(prefix + ".norm", std::move(gn), 0, 2.0 * act_bytes_ * rows * elems(C));  // (n, h, w, c)
+
+  Ref h = linear(prefix + ".proj_in", normed, rows, C, C, projection(prefix + ".proj_in"),
+                 vector(prefix + ".proj_in.bias", C), {});  // (n*h*w, c)
+  for (int k = 0; k < cfg_.transformer_layers_per_block; ++k) {
+    const std::string b = cat(prefix, ".transformer_blocks.", k);
+    // self-attention: one fused QKV projection, read in place by the attention op
+    Ref n1 = layer_norm(b + ".norm1", h, rows, C);  // (n*h*w, c)
+    Ref wqkv = weights_.get(b + ".attn1.to_qkv.weight", Elem::Act, [&] {
+      WeightTensor t = WeightTensor::stacked({3 * C, C}, {});
+      for (const char* name : {".attn1.to_q.weight", ".attn1.to_k.weight", ".attn1.to_v.weight"})
+        t.parts.push_back(weights_.view(b + name, {C, C}));
+      return t;
+    });
+    Ref qkv = linear(b + ".attn1.to_qkv", n1, rows, C, 3 * C, wqkv, {}, {});  // (n*h*w, 3c): Q | K | V
+    Ref a1 = attention(b + ".attn1", qkv, qkv.at(C), qkv.at(2 * C), seq, seq, C, 3 * C, 3 * C);  // (n*h*w, c)
+    h = linear(b + ".attn1.to_out.0", a1, rows, C, C, matrix(b + ".attn1.to_out.0.weight", C, C),
+               vector(b + ".attn1.to_out.0.bias", C), h);  // (n*h*w, c) + h
+    if (cfg_.cross_attention_dim > 0) {
+      const auto kv = cross.kv.find(b + ".attn2");
+      if (kv == cross.kv.end()) fail("internal: no context K/V for ", b);
+      Ref n2 = layer_norm(b + ".norm2", h, rows, C);  // (n*h*w, c)
+      Ref q = linear(b + ".attn2.to_q", n2, rows, C, C, matrix(b + ".attn2.to_q.weight", C, C), {}, {});  // (n*h*w, c)
+      // K, V: (n*S, 2c) from cross_context(), S = context_length
+      Ref a2 = attention(b + ".attn2", q, kv->second, kv->second.at(C), seq, cfg_.context_length, C, C, 2 * C);  // (n*h*w, c)
+      h = linear(b + ".attn2.to_out.0", a2, rows, C, C, matrix(b + ".attn2.to_out.0.weight", C, C),
+                 vector(b + ".attn2.to_out.0.bias", C), h);  // (n*h*w, c) + h
+    }
+    Ref n3 = layer_norm(b + ".norm3", h, rows, C);  // (n*h*w, c)
+    Ref ff = linear(b + ".ff.net.0.proj", n3, rows, C, 8 * C, matrix(b + ".ff.net.0.proj.weight", 8 * C, C),
+                    vector(b + ".ff.net.0.proj.bias", 8 * C), {});  // (n*h*w, 8c): value | gate
+    GegluOp ge;
+    ge.p.rows = rows;
+    ge.p.f = 4 * C;
+    ge.x = ff;
+    ge.y = new_act(b + ".ff.net.0", {rows, 4 * C});
+    Ref gated = ge.y;
+    emit(b + ".ff.net.0", std::move(ge), 0, 12.0 * act_bytes_ * rows * elems(C));  // (n*h*w, 4c) GEGLU
+    h = linear(b + ".ff.net.2", gated, rows, 4 * C, C, matrix(b + ".ff.net.2.weight", C, 4 * C),
+               vector(b + ".ff.net.2.bias", C), h);  // (n*h*w, c) + h
+  }
+  Ref out = linear(prefix + ".proj_out", h, rows, C, C, projection(prefix + ".proj_out"),
+                   vector(prefix + ".proj_out.bias", C), x.t);  // (n, h, w, c) + x
+  return {out, x.h, x.w, C};
+}
+
+// diffusers' UNet2DConditionModel.forward: x (n, h, w, in_channels) -> velocity (n, h, w, out_channels).
+// Level l (0 at the top) works at (h/2^l, w/2^l) with c_l = block_out_channels[l] channels; L levels.
+Ref UNetBuilder::forward(Ref x_in, int h, int w, const StepConditioning& cond, const CrossContext& cross,
+                         const std::string& tag) {
+  ops_ = &g_.frame;
+  tag_ = tag;
+  const int L = cfg_.levels();
+  const auto& ch = cfg_.block_out_channels;
+
+  ConvArgs ci;
+  ci.w = conv_weight("conv_in.weight", ch[0], cfg_.in_channels, 3);
+  ci.bias = vector("conv_in.bias", ch[0]);
+  ci.out = ch[0];
+  Act4 x = conv("conv_in", {x_in, h, w, cfg_.in_channels}, ci);  // (n, h, w, c0)
+
+  // down_blocks.i: level i; skips is diffusers' down_block_res_samples.
+  std::vector<Act4> skips{x};
+  for (int i = 0; i < L; ++i) {
+    for (int j = 0; j < cfg_.layers_per_block; ++j) {
+      x = resnet(cat("down_blocks.", i, ".resnets.", j), x, ch[i], cond);  // (n, h/2^i, w/2^i, c_i)
+      if (cfg_.attention_levels[i])
+        x = transformer(cat("down_blocks.", i, ".attentions.", j), x, cross);  // (n, h/2^i, w/2^i, c_i)
+      skips.push_back(x);
+    }
+    if (i < L - 1) {
+      const std::string p = cat("down_blocks.", i, ".downsamplers.0.conv");
+      ConvArgs d;
+      d.w = conv_weight(p + ".weight", ch[i], ch[i], 3);
+      d.bias = vector(p + ".bias", ch[i]);
+      d.out = ch[i];
+      d.stride = 2;
+      x = conv(p, x, d);  // (n, h/2^(i+1), w/2^(i+1), c_i)
+      skips.push_back(x);
+    }
+  }
+
+  // mid_block: the bottom level, l = L-1.
+  x = resnet("mid_block.resnets.0", x, ch[L - 1], cond);                      // (n, h/2^l, w/2^l, c_l)
+  if (cfg_.mid_attention) x = transformer("mid_block.attentions.0", x, cross);  // (n, h/2^l, w/2^l, c_l)
+  x = resnet("mid_block.resnets.1", x, ch[L - 1], cond);                      // (n, h/2^l, w/2^l, c_l)
+
+  // up_blocks.i: level l = L-1-i, each ResNet fed the concat of x and the last skip.
+  for (int i = 0; i < L; ++i) {
+    const int level = L - 1 - i, out = ch[level];
+    for (int j = 0; j <= cfg_.layers_per_block; ++j) {
+      const Act4 skip = skips.back();
+      skips.pop_back();
+      const std::string name = cat("up_blocks.", i, ".resnets.", j);
+      ConcatOp co;
+      co.p.pixels = int64_t(batch_) * x.h * x.w;
+      co.p.ca = x.c;
+      co.p.cb = skip.c;
+      co.a = x.t;
+      co.b = skip.t;
+      co.y = new_act(name + ".concat", {batch_, x.h, x.w, x.c + skip.c});
+      const Act4 joined{co.y, x.h, x.w, x.c + skip.c};
+      // (n, h/2^l, w/2^l, x.c + skip.c)
+      emit(name + ".concat", std::move(co), 0, 2.0 * act_bytes_ * elems(int64_t(batch_) * x.h * x.w * joined.c));
+      x = resnet(name, joined, out, cond);  // (n, h/2^l, w/2^l, c_l)
+      if (cfg_.attention_levels[level])
+        x = transformer(cat("up_blocks.", i, ".attentions.", j), x, cross);  // (n, h/2^l, w/2^l, c_l)
+    }
+    if (i < L - 1) {
+      const std::string p = cat("up_blocks.", i, ".upsamplers.0");
+      Upsample2xOp uo;
+      uo.p = {nullptr, nullptr, batch_, x.h, x.w, x.c};
+      uo.x = x.t;
+      uo.y = new_act(p + ".upsample", {batch_, 2 * x.h, 2 * x.w, x.c});
+      const Act4 up{uo.y, 2 * x.h, 2 * x.w, x.c};
+      // (n, h/2^(l-1), w/2^(l-1), c_l), nearest
+      emit(p + ".upsample", std::move(uo), 0, 5.0 * act_bytes_ * elems(int64_t(batch_) * x.h * x.w * x.c));
+      ConvArgs u;
+      u.w = conv_weight(p + ".conv.weight", out, out, 3);
+      u.bias = vector(p + ".conv.bias", out);
+      u.out = out;
+      x = conv(p + ".conv", up, u);  // (n, h/2^(l-1), w/2^(l-1), c_l)
+    }
+  }
+
+  ConvArgs co;
+  co.w = conv_weight("conv_out.weight", cfg_.out_channels, ch[0], 3);
+  co.bias = vector("conv_out.bias", cfg_.out_channels);
+  co.out = cfg_.out_channels;
+  if (cfg_.norm == NormKind::Group) {
+    co.gn_stats = group_norm_stats("conv_norm_out", x, cfg_.norm_eps);  // (n, groups, 2)
+    co.gn_gamma = vector("conv_norm_out.weight", ch[0]);
+    co.gn_beta = vector("conv_norm_out.bias", ch[0]);
+    co.gn_groups = cfg_.norm_num_groups;
+  }
+  return conv("conv_out", x, co).t;  // (n, h, w, out_channels); group norm: of silu(conv_norm_out x)
+}
+
+}  // namespace rtvd

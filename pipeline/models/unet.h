@@ -1,0 +1,90 @@
+// Builds the U-Net of a ModelConfig into a Graph: diffusers' UNet2DConditionModel layout and names
+// (docs/model-format.md), with BatchNorm folded into conv epilogues, FiLM as per-image scale/bias, fused
+// QKV and fused K/V projections, and every time projection of the network computed by one linear.
+#pragma once
+#include <map>
+#include <string>
+#include <utility>
+
+#include "pipeline/graph/graph.h"
+#include "pipeline/model_files/model_config.h"
+#include "pipeline/model_files/weights.h"
+
+namespace rtvd {
+
+// Per-step conditioning of every ResNet: FiLM scale (null for GroupNorm blocks) and bias, (batch, C) fp32.
+struct StepConditioning {
+  std::map<std::string, std::pair<Ref, Ref>> film;
+};
+
+// K/V of every cross-attention, from the context: (batch * context_length, 2C). Independent of the step.
+struct CrossContext {
+  std::map<std::string, Ref> kv;
+};
+
+class UNetBuilder {
+ public:
+  // act_bytes: size of one activation element on the backend (4 CPU, 2 CUDA), for the cost model.
+  UNetBuilder(const ModelConfig& cfg, WeightStore& weights, Graph& graph, int batch, int act_bytes);
+
+  // Setup ops: time (+ class) embedding at flow time t and the FiLM of every ResNet.
+  // class_ids: I32 (batch) tensor, or none for models without classes.
+  StepConditioning conditioning(float t, Ref class_ids, const std::string& tag);
+  // Setup ops: cross-attention K/V from the context (Act (batch, context_length, cross_attention_dim)).
+  CrossContext cross_context(Ref context);
+
+  // Frame ops: the velocity (batch, h, w, out_channels) for x (batch, h, w, in_channels).
+  Ref forward(Ref x, int h, int w, const StepConditioning& cond, const CrossContext& cross, const std::string& tag);
+
+ private:
+  struct Act4 {  // an activation tensor with its NHWC extent
+    Ref t;
+    int h, w, c;
+  };
+  const ModelConfig& cfg_;
+  WeightStore& weights_;
+  Graph& g_;
+  int batch_;
+  int act_bytes_;
+  std::vector<Op>* ops_ = nullptr;  // setup or frame list being filled
+  std::string tag_;
+
+  // Weights.
+  Ref conv_weight(const std::string& name, int out, int in, int k);
+  Ref matrix(const std::string& name, int out, int in);
+  Ref vector(const std::string& name, int n);
+  Ref time_projection_weight();
+  Ref time_projection_bias();
+  std::pair<Ref, Ref> folded_batch_norm(const std::string& prefix, int c);
+
+  // Op emitters: each allocates its output tensor and appends one op.
+  Ref new_act(const std::string& name, std::vector<int64_t> shape);
+  void emit(const std::string& layer, OpBody body, double flops, double bytes);
+  struct ConvArgs {
+    Ref w, scale, bias, residual, gn_stats, gn_gamma, gn_beta;
+    int scale_batch_stride = 0, bias_batch_stride = 0, gn_groups = 0;
+    int out = 0, k = 3, stride = 1, pad = 1;
+    Activation act = Activation::None;
+  };
+  Act4 conv(const std::string& layer, const Act4& x, const ConvArgs& a);
+  Ref group_norm_stats(const std::string& layer, const Act4& x, float eps);
+  Ref linear(const std::string& layer, Ref x, int rows, int in, int out, Ref w, Ref bias, Ref residual,
+             Activation act = Activation::None);
+  Ref layer_norm(const std::string& layer, Ref x, int rows, int c);
+  Ref attention(const std::string& layer, Ref q, Ref k, Ref v, int q_len, int kv_len, int c, int q_stride,
+                int kv_stride);
+
+  // Blocks, mirroring the PyTorch modules.
+  Act4 resnet(const std::string& prefix, const Act4& x, int out, const StepConditioning& cond);
+  Act4 transformer(const std::string& prefix, const Act4& x, const CrossContext& cross);
+  int resnet_proj_width(int out) const;
+};
+
+// Every ResNet of the architecture in forward order: (parameter prefix, output channels).
+std::vector<std::pair<std::string, int>> unet_resnets(const ModelConfig& cfg);
+
+// Every parameter of the architecture: checkpoint key (diffusers' for SD-class configs), the config's
+// dtype and the PyTorch shape, in the order of docs/model-format.md. A checkpoint holds exactly these.
+std::vector<TensorSpec> unet_parameters(const ModelConfig& cfg);
+
+}  // namespace rtvd

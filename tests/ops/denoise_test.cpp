@@ -1,0 +1,239 @@
+// The sampler ops on their case tables (kernels/denoise/denoise_cases.h): guidance_step (classifier-free
+// guidance and the rectified-flow Euler step) and denoise_blend (the last step fused with the temporal blend
+// and the RGBA8 conversion), plus the CPU references denoise_blend composes (temporal_blend_cpu,
+// to_rgba8_cpu). Fresh random inputs every run (the seed is in the failure message); outputs poisoned.
+//   <Op>Cpu: the CPU reference against a naive definition: fp32 results rel L2 <= 1e-5, the model input
+//     exactly x; denoise_blend's bytes within one step of the naive conversion (fp32 may round a value
+//     within ~1e-4 of a tie to the other side).
+//   <Op>Cuda (CUDA builds, skipping without a device): the kernel against the CPU reference on the same
+//     values. The kernels use the reference's own operations (no FMA): fp32 outputs rel L2 <= 1e-6;
+//     denoise_blend's bytes must equal to_rgba8_cpu of its own prev output exactly, and the reference's
+//     bytes within one step (a 1-ulp difference in prev may cross a rounding boundary).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "build_config.h"
+#include "kernels/common/error.h"
+#include "kernels/denoise/denoise.h"
+#include "kernels/denoise/denoise_cases.h"
+#include "support/test_util.h"
+#if RTVD_HAS_CUDA
+#include "kernels/denoise/denoise.cuh"
+#include "support/cuda_test_util.h"
+#endif
+
+namespace rtvd {
+
+void PrintTo(const GuidanceStepCase& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const DenoiseBlendCase& c, std::ostream* os) { *os << c.name; }
+
+namespace {
+
+using test::rel_l2;
+
+constexpr double kTolerance = 1e-5;
+
+std::string describe(const DenoiseBlendCase& c) {
+  return cat(c.name, ": h ", c.h, " w ", c.w, " c ", c.c, " batch ", c.batch, " first ", c.first, " rgba ", c.rgba);
+}
+
+int max_byte_diff(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+  int m = 0;
+  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(int(a[i]) - int(b[i])));
+  return m;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// CPU references
+
+class GuidanceStepCpu : public testing::TestWithParam<GuidanceStepCase> {};
+class DenoiseBlendCpu : public testing::TestWithParam<DenoiseBlendCase> {};
+
+TEST_P(GuidanceStepCpu, AppliesCfgAndEuler) {
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  const GuidanceStepCase& c = GetParam();
+  const size_t count = size_t(c.count);
+  const std::vector<float> v = rng.vector(c.batch * count), x0 = rng.vector(count);
+  const float guidance = rng.uniform(1.0f, 8.0f), dt = rng.uniform(0.05f, 0.5f);
+  std::vector<float> expected;
+  for (size_t i = 0; i < count; ++i) {
+    const double cond = v[i], uncond = c.batch == 2 ? v[count + i] : 0.0;
+    const double vel = c.batch == 2 ? uncond + guidance * (cond - uncond) : cond;
+    expected.push_back(float(x0[i] - double(dt) * vel));
+  }
+  std::vector<float> x = x0, model_in = test::poisoned(c.batch * count);
+  guidance_step_cpu(guidance_step_params(c, v.data(), x.data(), model_in.data(), guidance, dt));
+  EXPECT_LE(rel_l2(x, expected), kTolerance);
+  for (int b = 0; c.model_in && b < c.batch; ++b) {
+    EXPECT_EQ(std::vector<float>(model_in.begin() + b * count, model_in.begin() + (b + 1) * count), x);
+  }
+}
+
+// x <- x - dt (v_u + g (v_c - v_u)); prev <- x on the first frame, else blend prev + (1 - blend) x; RGBA8 of
+// prev: round((prev + 1) 127.5) clamped, grey replicated, alpha 255.
+TEST_P(DenoiseBlendCpu, MatchesNaive) {
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  const DenoiseBlendCase& c = GetParam();
+  SCOPED_TRACE(describe(c));
+  const size_t pixels = size_t(c.h) * c.w, count = pixels * c.c;
+  const std::vector<float> v = rng.normal_vector(count * c.batch), x0 = rng.normal_vector(count);
+  const std::vector<float> prev0 = c.first ? test::poisoned(count) : rng.vector(count);
+  const float guidance = rng.uniform(1.0f, 9.0f), dt = rng.uniform(-1.0f, 0.0f), blend = rng.uniform(0.0f, 0.9f);
+  std::vector<float> x_ref(count), prev_ref(count);
+  std::vector<uint8_t> rgba_ref(4 * pixels);
+  for (size_t i = 0; i < count; ++i) {
+    const double cond = v[i], uncond = c.batch == 2 ? v[count + i] : 0.0;
+    const double vel = c.batch == 2 ? uncond + guidance * (cond - uncond) : cond;
+    const double x = x0[i] - double(dt) * vel;
+    x_ref[i] = float(x);
+    prev_ref[i] = float(c.first ? x : blend * double(prev0[i]) + (1.0 - blend) * x);
+  }
+  for (size_t px = 0; px < pixels; ++px)
+    for (int ch = 0; ch < 4; ++ch) {
+      const double in = prev_ref[px * c.c + (c.c == 3 ? std::min(ch, 2) : 0)];
+      rgba_ref[px * 4 + ch] = ch == 3 ? 255 : uint8_t(std::nearbyint(std::clamp((in + 1.0) * 127.5, 0.0, 255.0)));
+    }
+  std::vector<float> x = x0, prev = prev0;
+  std::vector<uint8_t> rgba(4 * pixels, 17);
+  denoise_blend_cpu(denoise_blend_params(c, v.data(), x.data(), prev.data(), rgba.data(), guidance, dt, blend));
+  EXPECT_LE(rel_l2(x, x_ref), kTolerance);
+  EXPECT_LE(rel_l2(prev, prev_ref), kTolerance);
+  if (c.rgba) {
+    EXPECT_LE(max_byte_diff(rgba, rgba_ref), 1);
+  } else {
+    EXPECT_TRUE(std::all_of(rgba.begin(), rgba.end(), [](uint8_t b) { return b == 17; })) << "no RGBA8 wanted";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, GuidanceStepCpu, testing::ValuesIn(guidance_step_cases()), test::case_name);
+INSTANTIATE_TEST_SUITE_P(Cases, DenoiseBlendCpu, testing::ValuesIn(denoise_blend_cases()), test::case_name);
+
+TEST(TemporalBlendCpu, TakesTheFirstFrameAsIs) {
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  const int64_t count = 777;
+  const std::vector<float> frame1 = rng.vector(count), frame2 = rng.vector(count);
+  std::vector<float> prev = test::poisoned(count), out = test::poisoned(count);  // nothing before the first frame
+  TemporalBlendParams p;
+  p.x = frame1.data(), p.prev = prev.data(), p.out = out.data(), p.count = count, p.blend = 0.7f;
+  p.first = true;
+  temporal_blend_cpu(p);
+  EXPECT_EQ(out, frame1);
+  EXPECT_EQ(prev, frame1);
+
+  p.x = frame2.data();
+  p.first = false;
+  temporal_blend_cpu(p);
+  std::vector<float> expected;
+  for (int64_t i = 0; i < count; ++i) expected.push_back(float(0.7 * frame1[i] + 0.3 * frame2[i]));
+  EXPECT_LE(rel_l2(out, expected), kTolerance);
+  EXPECT_EQ(prev, out);
+}
+
+TEST(ToRgba8Cpu, RoundsAndClamps) {
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  const int h = 3, w = 7;
+  for (int c : {3, 1}) {
+    std::vector<float> x = rng.vector(size_t(h) * w * c, -1.3f, 1.3f);
+    const std::vector<float> fixed = {-1.0f, 1.0f, 0.0f, -5.0f, 5.0f};  // 0, 255, 127.5 -> 128, clamps
+    std::copy(fixed.begin(), fixed.end(), x.begin());
+    std::vector<uint8_t> rgba(size_t(h) * w * 4, 17);
+    ToRgba8Params p;
+    p.x = x.data(), p.rgba = rgba.data(), p.h = h, p.w = w, p.c = c;
+    to_rgba8_cpu(p);
+    for (int px = 0; px < h * w; ++px)
+      for (int ch = 0; ch < 4; ++ch) {
+        const double in = x[px * c + (c == 3 ? std::min(ch, 2) : 0)];
+        const double exact = std::clamp((in + 1.0) * 127.5, 0.0, 255.0);
+        const int expected = ch == 3 ? 255 : int(std::nearbyint(exact));
+        // fp32 may round a value within ~1e-4 of a tie to the other side: allow one step only there.
+        const bool near_tie = std::fabs(exact - std::floor(exact) - 0.5) < 1e-3;
+        EXPECT_LE(std::abs(int(rgba[px * 4 + ch]) - expected), ch < 3 && near_tie ? 1 : 0)
+            << "c " << c << " pixel " << px << " channel " << ch << " x " << x[px * c];
+      }
+    EXPECT_EQ(rgba[0], 0);
+    EXPECT_EQ(c == 3 ? rgba[1] : rgba[5], 255);  // pixel 1 of a grey image is x = 1 in all of R, G, B
+  }
+}
+
+#if RTVD_HAS_CUDA
+// ---------------------------------------------------------------------------------------------------
+// GPU against the CPU references
+
+constexpr double kExactArithmetic = 1e-6;
+
+class GuidanceStepCuda : public test::OnCuda<GuidanceStepCase> {};
+class DenoiseBlendCuda : public test::OnCuda<DenoiseBlendCase> {};
+
+TEST_P(GuidanceStepCuda, MatchesCpu) {
+  SCOPED_TRACE(test::seed_trace(rng));
+  const GuidanceStepCase& c = GetParam();
+  const size_t count = size_t(c.count), batched = count * c.batch;
+  const test::HalfTensor v = test::half_tensor(rng.normal_vector(batched));
+  std::vector<float> x_host = rng.normal_vector(count);
+  const DeviceMemory x = test::to_device_float(x_host);
+  const DeviceMemory model_in = test::poisoned_half(batched);
+  const float guidance = rng.uniform(1.0f, 9.0f), dt = rng.uniform(-0.5f, 0.0f);
+  guidance_step(guidance_step_params(c, v.get(), x.as<float>(), model_in.get(), guidance, dt), ctx());
+  sync();
+  std::vector<float> model_in_ref(batched);
+  guidance_step_cpu(guidance_step_params(c, v.host.data(), x_host.data(), model_in_ref.data(), guidance, dt));
+  EXPECT_LE(rel_l2(test::from_device_float(x, count), x_host), kExactArithmetic);
+  if (c.model_in)
+    EXPECT_LE(rel_l2(test::from_device_half(model_in, batched), test::round_to_half(model_in_ref)), kExactArithmetic);
+}
+
+TEST_P(DenoiseBlendCuda, MatchesCpu) {
+  SCOPED_TRACE(test::seed_trace(rng));
+  const DenoiseBlendCase& c = GetParam();
+  SCOPED_TRACE(describe(c));
+  const size_t pixels = size_t(c.h) * c.w, count = pixels * c.c;
+  const test::HalfTensor v = test::half_tensor(rng.normal_vector(count * c.batch));
+  std::vector<float> x = rng.normal_vector(count);
+  std::vector<float> prev = c.first ? test::poisoned(count) : rng.vector(count);
+  const DeviceMemory x_d = test::to_device_float(x), prev_d = test::to_device_float(prev);
+  const DeviceMemory rgba = test::poisoned_bytes(4 * pixels);
+  const float guidance = rng.uniform(1.0f, 9.0f), dt = rng.uniform(-1.0f, 0.0f), blend = rng.uniform(0.0f, 0.9f);
+  denoise_blend(
+      denoise_blend_params(c, v.get(), x_d.as<float>(), prev_d.as<float>(), rgba.as<uint8_t>(), guidance, dt, blend),
+      ctx());
+  sync();
+  std::vector<uint8_t> rgba_ref(4 * pixels);
+  denoise_blend_cpu(denoise_blend_params(c, v.host.data(), x.data(), prev.data(), rgba_ref.data(), guidance, dt, blend));
+  const std::vector<float> prev_gpu = test::from_device_float(prev_d, count);
+  EXPECT_LE(rel_l2(test::from_device_float(x_d, count), x), kExactArithmetic);
+  EXPECT_LE(rel_l2(prev_gpu, prev), kExactArithmetic);
+  if (!c.rgba) return;
+  const std::vector<uint8_t> bytes = test::from_device_bytes(rgba, 4 * pixels);
+  std::vector<uint8_t> own(4 * pixels);
+  ToRgba8Params convert;
+  convert.x = prev_gpu.data();
+  convert.rgba = own.data();
+  convert.h = c.h, convert.w = c.w, convert.c = c.c;
+  to_rgba8_cpu(convert);
+  EXPECT_EQ(bytes, own);
+  EXPECT_LE(max_byte_diff(bytes, rgba_ref), 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Production, GuidanceStepCuda, testing::ValuesIn(test::production_cases(guidance_step_cases())),
+                         test::case_name);
+INSTANTIATE_TEST_SUITE_P(Edge, GuidanceStepCuda, testing::ValuesIn(test::edge_cases(guidance_step_cases())),
+                         test::case_name);
+INSTANTIATE_TEST_SUITE_P(Production, DenoiseBlendCuda, testing::ValuesIn(test::production_cases(denoise_blend_cases())),
+                         test::case_name);
+INSTANTIATE_TEST_SUITE_P(Edge, DenoiseBlendCuda, testing::ValuesIn(test::edge_cases(denoise_blend_cases())),
+                         test::case_name);
+
+#endif  // RTVD_HAS_CUDA
+
+}  // namespace
+}  // namespace rtvd
