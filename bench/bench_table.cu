@@ -59,25 +59,33 @@ Table::Table(CudaHost& host, int runs, nlohmann::json& out) : host_(host), runs_
   std::printf("%-18s %-30s %-34s %10s %12s %7s\n", "op", "case", "impl", "ms", "TFLOP/s|GB/s", "% peak");
 }
 
-double Table::median_ms(const CudaContext& ctx, const std::function<void(int)>& f) {
+double Table::median_ms(const CudaContext& ctx, const std::function<void(int)>& f) { return medians_ms(ctx, {f})[0]; }
+
+std::vector<double> Table::medians_ms(const CudaContext& ctx, const std::vector<std::function<void(int)>>& fs) {
   cudaEvent_t a, b;
   RTVD_CUDA_CHECK(cudaEventCreate(&a));
   RTVD_CUDA_CHECK(cudaEventCreate(&b));
-  for (int i = 0; i < 5; ++i) f(i);
-  std::vector<float> ms(runs_);
-  for (int i = 0; i < runs_; ++i) {
-    hold_kernel<<<1, 1, 0, ctx.stream>>>();
-    RTVD_CHECK_LAUNCH("hold");
-    RTVD_CUDA_CHECK(cudaEventRecord(a, ctx.stream));
-    f(i);
-    RTVD_CUDA_CHECK(cudaEventRecord(b, ctx.stream));
-    RTVD_CUDA_CHECK(cudaEventSynchronize(b));
-    RTVD_CUDA_CHECK(cudaEventElapsedTime(&ms[i], a, b));
-  }
+  for (const auto& f : fs)
+    for (int i = 0; i < 5; ++i) f(i);
+  std::vector<std::vector<float>> ms(fs.size(), std::vector<float>(runs_));
+  for (int i = 0; i < runs_; ++i)
+    for (size_t k = 0; k < fs.size(); ++k) {
+      hold_kernel<<<1, 1, 0, ctx.stream>>>();
+      RTVD_CHECK_LAUNCH("hold");
+      RTVD_CUDA_CHECK(cudaEventRecord(a, ctx.stream));
+      fs[k](i);
+      RTVD_CUDA_CHECK(cudaEventRecord(b, ctx.stream));
+      RTVD_CUDA_CHECK(cudaEventSynchronize(b));
+      RTVD_CUDA_CHECK(cudaEventElapsedTime(&ms[k][i], a, b));
+    }
   cudaEventDestroy(a);
   cudaEventDestroy(b);
-  std::sort(ms.begin(), ms.end());
-  return ms[runs_ / 2];
+  std::vector<double> medians;
+  for (std::vector<float>& m : ms) {
+    std::sort(m.begin(), m.end());
+    medians.push_back(m[runs_ / 2]);
+  }
+  return medians;
 }
 
 void Table::row(const std::string& op, const std::string& name, const std::string& impl, double ms, double flops,

@@ -36,6 +36,9 @@ class Table {
   // Median ms of f(i) over the runs after 5 warm-ups; i picks the input copy. Each run waits behind a
   // ~50 us kernel, so a launcher's host time (large for library calls) is not counted, as in a frame's graph.
   double median_ms(const CudaContext& ctx, const std::function<void(int)>& f);
+  // The same for several ways to run one case, their runs interleaved (run i of each, then run i + 1 of
+  // each), so that clock and temperature drift weighs on all of them alike: rows meant to be compared.
+  std::vector<double> medians_ms(const CudaContext& ctx, const std::vector<std::function<void(int)>>& fs);
   // Prints and records a row: flops > 0 gives TFLOP/s against the GEMM ceiling, else bytes GB/s against
   // the copy ceiling.
   void row(const std::string& op, const std::string& name, const std::string& impl, double ms, double flops,

@@ -1,32 +1,56 @@
-// The compute-bound ops by candidate: each production case's "default" row (what the op's entry point and an
-// untuned layer run) and a row per candidate that can run it, in TFLOP/s against the GEMM ceiling.
+// The compute-bound ops by candidate: each production case's "default" row (the op's entry point, which an
+// untuned layer runs too) and a row per candidate that can run it, timed interleaved so that the rows
+// compare, in TFLOP/s against the GEMM ceiling.
 #include <algorithm>
+#include <functional>
+#include <type_traits>
 
 #include "bench/bench_table.cuh"
+#include "kernels/attention/attention.cuh"
 #include "kernels/attention/attention_candidates.cuh"
 #include "kernels/attention/attention_cases.h"
+#include "kernels/conv2d/conv2d.cuh"
 #include "kernels/conv2d/conv2d_candidates.cuh"
 #include "kernels/conv2d/conv2d_cases.h"
+#include "kernels/linear/linear.cuh"
 #include "kernels/linear/linear_candidates.cuh"
 #include "kernels/linear/linear_cases.h"
 
 namespace rtvd::bench {
 namespace {
 
-// The default, then every candidate but the slow fallbacks, those the tuner skips included (their time is
-// still worth knowing); a cuDNN candidate that can't is said.
-template <class C, class P, class Time>
-void time_candidates(Table& t, const char* op, const std::string& name, const std::vector<C>& all, const P& p,
-                     const Time& time) {
-  const CudaContext& ctx = t.host().ctx();
-  const C& d = default_candidate(all, p, ctx, KernelFamily::Custom, op);
-  time(cat("default: ", d.name), d);
+// The entry point (`default: ` and the candidate it runs), then every candidate but the slow fallbacks, those
+// the tuner skips included (their time is still worth knowing); a cuDNN candidate that can't is said.
+// params(i) reads the i-th copy of the inputs; entry(p, ctx) is the op's entry point, run(c, p, ctx) a
+// candidate. cuBLASLt's algorithms are named by rank ("cuBLASLt #3"): their names are 128 hex digits.
+template <class C, class Params, class Entry, class Run>
+void time_candidates(Table& t, const char* op, const std::string& name, double flops, const Params& params,
+                     const Entry& entry, const Run& run) {
+  const std::vector<C> all = [&] {
+    if constexpr (std::is_same_v<C, Conv2dCandidate>) return conv2d_candidates(params(0), t.host().ctx());
+    else if constexpr (std::is_same_v<C, AttentionCandidate>) return attention_candidates(params(0), t.host().ctx());
+    else return linear_candidates(params(0), t.host().ctx());
+  }();
+  const C& d = default_candidate(all, params(0), t.host().ctx(), KernelFamily::Custom, op);
+  std::vector<const C*> timed;
   for (const C& c : all) {
     if (c.fallback) continue;
     std::string why;
-    if (c.can_implement(p, ctx, &why)) time(c.name, c);
+    if (c.can_implement(params(0), t.host().ctx(), &why)) timed.push_back(&c);
     else if (c.provider == Provider::Cudnn) t.refused(op, name, c.name, why);
   }
+  size_t workspace = d.workspace_bytes(params(0), t.host().ctx());
+  for (const C* c : timed) workspace = std::max(workspace, c->workspace_bytes(params(0), t.host().ctx()));
+  const CudaContext& ctx = t.host().with_workspace(workspace);
+  std::vector<std::function<void(int)>> fs = {[&](int i) { entry(params(i), ctx); }};
+  std::vector<std::string> impls = {cat("default: ", d.name)};
+  for (const C* c : timed) {
+    fs.push_back([&, c](int i) { run(*c, params(i), ctx); });
+    const auto rank = c - all.data();
+    impls.push_back(c->name.size() > 40 ? cat("cuBLASLt #", rank + 1) : c->name);
+  }
+  const std::vector<double> ms = t.medians_ms(ctx, fs);
+  for (size_t k = 0; k < fs.size(); ++k) t.row(op, name, impls[k], ms[k], flops, 0);
 }
 
 void bench_conv2d(Table& t) {
@@ -46,16 +70,14 @@ void bench_conv2d(Table& t) {
     o.gn_gamma = b.float_random(s.gn_gamma);
     o.gn_beta = b.float_random(s.gn_beta);
     o.gn_stats = b.float_random(s.gn_stats, 0.5f);  // (mean, rstd) in [-0.5, 0.5]: values of a real size
-    o.x = xs[0];
-    Conv2dParams p = conv2d_params(c, o);
-    const std::vector<Conv2dCandidate> all = conv2d_candidates(p, t.host().ctx());
-    time_candidates(t, "conv2d", c.name, all, p, [&](const std::string& impl, const Conv2dCandidate& cand) {
-      const CudaContext& ctx = t.host().with_workspace(cand.workspace_bytes(p, t.host().ctx()));
-      t.row("conv2d", c.name, impl, t.median_ms(ctx, [&](int i) {
-        p.x = xs[i % copies];
-        cand.run(p, ctx, nullptr);
-      }), c.flops(), 0);
-    });
+    const auto params = [&](int i) {
+      Conv2dOperands oi = o;
+      oi.x = xs[i % copies];
+      return conv2d_params(c, oi);
+    };
+    time_candidates<Conv2dCandidate>(
+        t, "conv2d", c.name, c.flops(), params, [](const Conv2dParams& p, const CudaContext& x) { conv2d(p, x); },
+        [](const Conv2dCandidate& cand, const Conv2dParams& p, const CudaContext& x) { cand.run(p, x, nullptr); });
   }
 }
 
@@ -70,11 +92,10 @@ void bench_attention(Table& t) {
     void* kv = s.kv_source ? b.half_random(s.kv_source) : nullptr;
     void* o = b.raw(s.o * 2);
     const auto params = [&](int i) { return attention_params(c, qs[i % copies], kv, o, 2); };
-    const std::vector<AttentionCandidate> all = attention_candidates(params(0), t.host().ctx());
-    time_candidates(t, "attention", c.name, all, params(0), [&](const std::string& impl, const AttentionCandidate& cand) {
-      const CudaContext& ctx = t.host().with_workspace(cand.workspace_bytes(params(0), t.host().ctx()));
-      t.row("attention", c.name, impl, t.median_ms(ctx, [&](int i) { cand.run(params(i), ctx); }), c.flops(), 0);
-    });
+    time_candidates<AttentionCandidate>(
+        t, "attention", c.name, c.flops(), params,
+        [](const AttentionParams& p, const CudaContext& x) { attention(p, x); },
+        [](const AttentionCandidate& cand, const AttentionParams& p, const CudaContext& x) { cand.run(p, x); });
   }
 }
 
@@ -91,14 +112,9 @@ void bench_linear(Table& t) {
     void* y = b.half_random(size_t(c.m) * c.n);
     const void* residual = c.residual == LinearResidual::Separate ? b.half_random(size_t(c.m) * c.n) : nullptr;
     const auto params = [&](int i) { return linear_params(c, xs[i % copies], w, bias, residual, y); };
-    const std::vector<LinearCandidate> all = linear_candidates(params(0), t.host().ctx());
-    time_candidates(t, "linear", c.name, all, params(0), [&](const std::string& impl, const LinearCandidate& cand) {
-      const CudaContext& ctx = t.host().ctx();
-      // cuBLASLt's algorithms by rank ("cuBLASLt #3"): their names are 128 hex digits.
-      const auto rank = std::find_if(all.begin(), all.end(), [&](const LinearCandidate& x) { return &x == &cand; }) - all.begin();
-      const std::string shown = impl.size() > 40 ? cat("cuBLASLt #", rank + 1) : impl;
-      t.row("linear", c.name, shown, t.median_ms(ctx, [&](int i) { cand.run(params(i), ctx); }), c.flops(), 0);
-    });
+    time_candidates<LinearCandidate>(
+        t, "linear", c.name, c.flops(), params, [](const LinearParams& p, const CudaContext& x) { linear(p, x); },
+        [](const LinearCandidate& cand, const LinearParams& p, const CudaContext& x) { cand.run(p, x); });
   }
 }
 
