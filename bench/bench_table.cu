@@ -74,7 +74,7 @@ std::vector<double> Table::medians_ms(const CudaContext& ctx, const std::vector<
       hold_kernel<<<1, 1, 0, ctx.stream>>>();
       RTVD_CHECK_LAUNCH("hold");
       RTVD_CUDA_CHECK(cudaEventRecord(a, ctx.stream));
-      fs[k](i);
+      fs[k](i * int(fs.size()) + int(k));  // a copy of the inputs none of the last calls read: cold in L2
       RTVD_CUDA_CHECK(cudaEventRecord(b, ctx.stream));
       RTVD_CUDA_CHECK(cudaEventSynchronize(b));
       RTVD_CUDA_CHECK(cudaEventElapsedTime(&ms[k][i], a, b));

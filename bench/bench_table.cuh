@@ -37,7 +37,8 @@ class Table {
   // ~50 us kernel, so a launcher's host time (large for library calls) is not counted, as in a frame's graph.
   double median_ms(const CudaContext& ctx, const std::function<void(int)>& f);
   // The same for several ways to run one case, their runs interleaved (run i of each, then run i + 1 of
-  // each), so that clock and temperature drift weighs on all of them alike: rows meant to be compared.
+  // each), so that clock and temperature drift weighs on all of them alike: rows meant to be compared. Each
+  // call gets the next input index, so that no call finds its inputs in L2 from the call before.
   std::vector<double> medians_ms(const CudaContext& ctx, const std::vector<std::function<void(int)>>& fs);
   // Prints and records a row: flops > 0 gives TFLOP/s against the GEMM ceiling, else bytes GB/s against
   // the copy ceiling.
