@@ -55,9 +55,11 @@ run_tests() {
 # them with nothing of rtvd in the process) and cuDNN's generated SDPA kernels. racecheck_own is racecheck
 # again without the tests that reach those kernels (every cuBLASLt algorithm and linear()'s default, cuDNN's
 # SDPA and convolution): rtvd's kernels alone, which must report no hazard.
+# SANITIZE_TESTS (test binary names) and SANITIZE_TOOLS narrow a run that would not fit one device call.
 run_sanitizers() {
-  local tests=("${op_tests[@]}" unet_cuda_test engine_test)
-  for tool in memcheck racecheck initcheck synccheck racecheck_own; do
+  local tests=(${SANITIZE_TESTS:-"${op_tests[@]}" unet_cuda_test engine_test})
+  local tools=(${SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck racecheck_own})
+  for tool in "${tools[@]}"; do
     (
       local skip=()
       [[ $tool == synccheck ]] &&
@@ -83,7 +85,7 @@ run_sanitizers() {
     ) &
   done
   wait
-  for tool in memcheck racecheck initcheck synccheck racecheck_own; do
+  for tool in "${tools[@]}"; do
     for t in "${tests[@]}"; do
       local where=""
       if [[ $tool == racecheck* ]]; then  # hazards whose two accesses are both in NVIDIA's library kernels

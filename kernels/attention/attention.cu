@@ -323,7 +323,10 @@ void attention_fallback(const AttentionParams& p, const CudaContext& ctx) {
     fail("attention fallback: needs positive sizes, set pointers, strides >= heads * head_dim and kv_len <= ",
          kFallbackMaxKeys, " (batch ", p.batch, ", heads ", p.heads, ", head_dim ", p.head_dim, ", kv_len ", p.kv_len, ")");
   const NvtxRange range("attention_fallback");
-  attention_fallback_kernel<<<dim3(p.q_len, p.heads, p.batch), kFallbackThreads, p.kv_len * sizeof(float), ctx.stream>>>(p);
+  // scores[] rounded up to 4 floats: the compiler reads the P V loop's scores 3 at a time (LDS.96), past
+  // kv_len when kv_len % 4 != 0 (compute-sanitizer's memcheck flagged kv_len 1).
+  const size_t scores_bytes = size_t(p.kv_len + 3) / 4 * 4 * sizeof(float);
+  attention_fallback_kernel<<<dim3(p.q_len, p.heads, p.batch), kFallbackThreads, scores_bytes, ctx.stream>>>(p);
   RTVD_CHECK_LAUNCH("attention_fallback");
 }
 
