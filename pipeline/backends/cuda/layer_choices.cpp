@@ -71,11 +71,14 @@ std::string fallback_note(const std::vector<C>& all, const C& chosen, const P& p
 }  // namespace
 
 template <class C, class P>
-void LayerChoices::decide(Slot<C>& s, const P& p, const std::string& key, const char* op) {
+void LayerChoices::decide(Slot<C>& s, const P& p, const std::string& key, const char* op, int tuned_at) {
   const CudaContext& ctx = host_.ctx();
   if (tuner_) {
     if (const TunedChoice* cached = tuner_->cached(key))
-      if ((s.chosen = candidate_named(s.all, cached->impl))) return;
+      if ((s.chosen = candidate_named(s.all, cached->impl))) {
+        s.deferred = tuned_at > 1 && s.chosen->provider == Provider::Cudnn;
+        return;
+      }
     // Tuned at its frame when another candidate may beat the default (cuDNN's assumed able: asking it
     // costs a plan, made when the layer is tuned).
     const C& reference = default_candidate(s.all, p, ctx, family_, op);
@@ -119,13 +122,13 @@ size_t LayerChoices::prepare(std::vector<Op>& frame) {
   for (size_t i = 0; i < frame.size(); ++i) {
     if (auto* c = std::get_if<ConvOp>(&frame[i].body)) {
       convs_[i].all = conv2d_candidates(c->p, ctx);
-      decide(convs_[i], c->p, key_of(c->p), "conv2d");
+      decide(convs_[i], c->p, key_of(c->p), "conv2d", 1);
     } else if (auto* a = std::get_if<AttentionOp>(&frame[i].body)) {
       attentions_[i].all = attention_candidates(a->p, ctx);
-      decide(attentions_[i], a->p, key_of(a->p), "attention");
+      decide(attentions_[i], a->p, key_of(a->p), "attention", 2);
     } else if (auto* l = std::get_if<LinearOp>(&frame[i].body)) {
       linears_[i].all = linear_candidates(l->p, ctx);
-      decide(linears_[i], l->p, key_of(l->p), "linear");
+      decide(linears_[i], l->p, key_of(l->p), "linear", 2);
     }
   }
   return workspace_bytes();
@@ -143,9 +146,9 @@ size_t LayerChoices::workspace_bytes() const {
   const CudaContext& ctx = host_.ctx();
   for (size_t i = 0; frame_ && i < frame_->size(); ++i) {
     const OpBody& body = (*frame_)[i].body;
-    if (auto* c = std::get_if<ConvOp>(&body); c && convs_[i].chosen)
+    if (auto* c = std::get_if<ConvOp>(&body); c && convs_[i].chosen && !convs_[i].deferred)
       need = std::max(need, convs_[i].chosen->workspace_bytes(c->p, ctx));
-    if (auto* a = std::get_if<AttentionOp>(&body); a && attentions_[i].chosen)
+    if (auto* a = std::get_if<AttentionOp>(&body); a && attentions_[i].chosen && !attentions_[i].deferred)
       need = std::max(need, attentions_[i].chosen->workspace_bytes(a->p, ctx));
   }
   return need;
@@ -156,10 +159,11 @@ size_t LayerChoices::workspace_bytes() const {
 // ~1.5 s on the SD U-Net).
 void LayerChoices::run(size_t i, Op& op, int frame, bool capturing) {
   const auto run_slot = [&](auto& s, const auto& p, const char* name, int tuned_at, auto&&... extra) {
-    if (!s.chosen) {
+    if (!s.chosen || s.deferred) {
       if (frame < tuned_at) return invoke(default_candidate(s.all, p, host_.ctx(), family_, name), p, host_.ctx());
       if (capturing) fail(name, " autotune: ", key_of(p), " is not tuned before capture");
-      tune(s, p, key_of(p), name, output_of(p));
+      if (!s.chosen) tune(s, p, key_of(p), name, output_of(p));
+      s.deferred = false;
     }
     // Eager runs come first and grow the workspace to a choice whose need shows only now (a cuDNN plan).
     if (!capturing) host_.with_workspace(s.chosen->workspace_bytes(p, host_.ctx()));

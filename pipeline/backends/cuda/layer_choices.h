@@ -44,9 +44,12 @@ class LayerChoices {
     std::vector<C> all;
     const C* chosen = nullptr;  // null: undecided
     std::string note;           // why the chosen one is not the best-ranked of its family, or ""
+    // A cached choice of cuDNN's for a layer tuned at the second frame: the first frame runs the default,
+    // so that cuDNN's plan (50-800 ms to make) is not made before the first output, as when it was tuned.
+    bool deferred = false;
   };
   template <class C, class P>
-  void decide(Slot<C>& s, const P& p, const std::string& key, const char* op);
+  void decide(Slot<C>& s, const P& p, const std::string& key, const char* op, int tuned_at);
   template <class C, class P>
   void tune(Slot<C>& s, const P& p, const std::string& key, const char* op, LayerOutput out);
   const GroupNormParams* fused_norm(size_t conv) const;
