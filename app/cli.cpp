@@ -250,9 +250,9 @@ std::vector<FlagSpec> generation_flags(const std::vector<std::string>& names) {
 }
 
 void read_backend_flags(const Flags& flags, EngineOptions& o) {
-  o.device = device_kind_named(flags.get_choice("device", device_kind_name(o.device), {"auto", "cpu", "cuda"}));
+  o.device = device_kind_named(flags.get_choice("device", device_kind_name(o.device), device_kind_names()));
   o.threads = flags.get_int("threads", o.threads, 0);
-  o.kernels = kernel_family_named(flags.get_choice("kernels", kernel_family_name(o.kernels), {"auto", "custom", "cudnn"}));
+  o.kernels = kernel_family_named(flags.get_choice("kernels", kernel_family_name(o.kernels), kernel_family_names()));
 }
 
 void read_generation_flags(const Flags& flags, GenerationOptions& o) {

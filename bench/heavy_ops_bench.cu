@@ -3,7 +3,6 @@
 // compare, in TFLOP/s against the GEMM ceiling.
 #include <algorithm>
 #include <functional>
-#include <type_traits>
 
 #include "bench/bench_table.cuh"
 #include "kernels/attention/attention.cuh"
@@ -21,16 +20,12 @@ namespace {
 
 // The entry point (`default: ` and the candidate it runs), then every candidate but the slow fallbacks, those
 // the tuner skips included (their time is still worth knowing); a cuDNN candidate that can't is said.
-// params(i) reads the i-th copy of the inputs; entry(p, ctx) is the op's entry point, run(c, p, ctx) a
-// candidate. cuBLASLt's algorithms are named by rank ("cuBLASLt #3"): their names are 128 hex digits.
+// all: the op's candidates for params(0); params(i) reads the i-th copy of the inputs; entry(p, ctx) is the
+// op's entry point, run(c, p, ctx) a candidate. cuBLASLt's algorithms are named by rank ("cuBLASLt #3"):
+// their names are 128 hex digits.
 template <class C, class Params, class Entry, class Run>
-void time_candidates(Table& t, const char* op, const std::string& name, double flops, const Params& params,
-                     const Entry& entry, const Run& run) {
-  const std::vector<C> all = [&] {
-    if constexpr (std::is_same_v<C, Conv2dCandidate>) return conv2d_candidates(params(0), t.host().ctx());
-    else if constexpr (std::is_same_v<C, AttentionCandidate>) return attention_candidates(params(0), t.host().ctx());
-    else return linear_candidates(params(0), t.host().ctx());
-  }();
+void time_candidates(Table& t, const char* op, const std::string& name, double flops, const std::vector<C>& all,
+                     const Params& params, const Entry& entry, const Run& run) {
   const C& d = default_candidate(all, params(0), t.host().ctx(), KernelFamily::Custom, op);
   std::vector<const C*> timed;
   for (const C& c : all) {
@@ -75,8 +70,8 @@ void bench_conv2d(Table& t) {
       oi.x = xs[i % copies];
       return conv2d_params(c, oi);
     };
-    time_candidates<Conv2dCandidate>(
-        t, "conv2d", c.name, c.flops(), params, [](const Conv2dParams& p, const CudaContext& x) { conv2d(p, x); },
+    time_candidates(
+        t, "conv2d", c.name, c.flops(), conv2d_candidates(params(0), t.host().ctx()), params, [](const Conv2dParams& p, const CudaContext& x) { conv2d(p, x); },
         [](const Conv2dCandidate& cand, const Conv2dParams& p, const CudaContext& x) { cand.run(p, x, nullptr); });
   }
 }
@@ -92,8 +87,8 @@ void bench_attention(Table& t) {
     void* kv = s.kv_source ? b.half_random(s.kv_source) : nullptr;
     void* o = b.raw(s.o * 2);
     const auto params = [&](int i) { return attention_params(c, qs[i % copies], kv, o, 2); };
-    time_candidates<AttentionCandidate>(
-        t, "attention", c.name, c.flops(), params,
+    time_candidates(
+        t, "attention", c.name, c.flops(), attention_candidates(params(0), t.host().ctx()), params,
         [](const AttentionParams& p, const CudaContext& x) { attention(p, x); },
         [](const AttentionCandidate& cand, const AttentionParams& p, const CudaContext& x) { cand.run(p, x); });
   }
@@ -112,8 +107,8 @@ void bench_linear(Table& t) {
     void* y = b.half_random(size_t(c.m) * c.n);
     const void* residual = c.residual == LinearResidual::Separate ? b.half_random(size_t(c.m) * c.n) : nullptr;
     const auto params = [&](int i) { return linear_params(c, xs[i % copies], w, bias, residual, y); };
-    time_candidates<LinearCandidate>(
-        t, "linear", c.name, c.flops(), params, [](const LinearParams& p, const CudaContext& x) { linear(p, x); },
+    time_candidates(
+        t, "linear", c.name, c.flops(), linear_candidates(params(0), t.host().ctx()), params, [](const LinearParams& p, const CudaContext& x) { linear(p, x); },
         [](const LinearCandidate& cand, const LinearParams& p, const CudaContext& x) { cand.run(p, x); });
   }
 }

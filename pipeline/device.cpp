@@ -18,6 +18,10 @@ const char* device_kind_name(DeviceKind d) {
   return "?";
 }
 
+std::vector<std::string> device_kind_names() {
+  return {device_kind_name(DeviceKind::Auto), device_kind_name(DeviceKind::Cpu), device_kind_name(DeviceKind::Cuda)};
+}
+
 DeviceKind device_kind_named(const std::string& name) {
   for (DeviceKind d : {DeviceKind::Auto, DeviceKind::Cpu, DeviceKind::Cuda})
     if (name == device_kind_name(d)) return d;

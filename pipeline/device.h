@@ -15,6 +15,7 @@ namespace rtvd {
 // --device, parsed once from the flag.
 enum class DeviceKind { Auto, Cpu, Cuda };
 const char* device_kind_name(DeviceKind d);                // "auto" | "cpu" | "cuda"
+std::vector<std::string> device_kind_names();              // the values --device takes
 DeviceKind device_kind_named(const std::string& name);     // throws rtvd::Error naming --device for any other
 
 std::unique_ptr<Backend> make_backend(DeviceKind device, int threads, KernelFamily kernels, std::string* note);

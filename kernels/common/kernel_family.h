@@ -3,6 +3,7 @@
 // Plain C++: the CPU build and the command line include it without the CUDA toolkit.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "kernels/common/error.h"
 
@@ -21,6 +22,12 @@ inline const char* kernel_family_name(KernelFamily k) {
     case KernelFamily::Cudnn: return "cudnn";
   }
   return "?";
+}
+
+// The values --kernels takes, in the order help and errors list them.
+inline std::vector<std::string> kernel_family_names() {
+  return {kernel_family_name(KernelFamily::Auto), kernel_family_name(KernelFamily::Custom),
+          kernel_family_name(KernelFamily::Cudnn)};
 }
 
 // The family a --kernels value names; throws rtvd::Error naming the flag for any other.
