@@ -32,6 +32,17 @@ namespace rtvd {
 
 namespace {
 
+constexpr const char* kBenchUsage =
+    "usage: rtvd bench <benchmark> [flags]\n"
+    "\n"
+    "benchmarks:\n"
+    "  frames   end-to-end frames/s of the engine, without recording, with a per-op profile\n"
+    "  unet     one U-Net forward alone (SD 2.1, SD 1.5 or a model directory): time, TFLOP/s, time to first\n"
+    "           output, memory\n"
+    "  kernels  every op at the production cases of its table, on the GPU (CUDA builds)\n"
+    "\n"
+    "`rtvd bench <benchmark> --help` for a benchmark's flags.\n";
+
 // A benchmark's own flags, then those of every benchmark that runs a model on a backend.
 std::vector<cli::FlagSpec> with_backend_flags(std::vector<cli::FlagSpec> specs) {
   using K = cli::ValueKind;
@@ -318,10 +329,15 @@ int bench_unet_command(const std::vector<std::string>& args) {
 }  // namespace
 
 int bench_command(const std::vector<std::string>& args) {
+  if (!args.empty() && (args[0] == "--help" || args[0] == "-h" || args[0] == "help")) {
+    std::fputs(kBenchUsage, stdout);
+    return 0;
+  }
   if (!args.empty() && args[0] == "kernels") return bench_kernels_command({args.begin() + 1, args.end()});
   if (!args.empty() && args[0] == "unet") return bench_unet_command({args.begin() + 1, args.end()});
-  if (args.empty() || args[0] != "frames")
-    fail("rtvd bench: expected a benchmark name: frames, kernels or unet (see rtvd bench frames --help)");
+  if (args.empty()) fail("rtvd bench needs a benchmark: frames, unet or kernels (see rtvd bench --help)");
+  if (args[0] != "frames")
+    fail("unknown benchmark '", args[0], "' (expected frames, unet or kernels; see rtvd bench --help)");
   const cli::Flags flags = cli::parse_flags("bench frames", bench_flags(), {args.begin() + 1, args.end()});
   if (flags.has("help")) {
     std::printf("usage: rtvd bench frames [flags]\n\nEnd-to-end frames per second of the engine, without recording.\n\n%s",

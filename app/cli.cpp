@@ -4,11 +4,15 @@
 #include "app/cli.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <sstream>
+#include <thread>
 
 #include "kernels/common/error.h"
+#include "pipeline/io/recorder.h"
 
 namespace rtvd::cli {
 
@@ -181,7 +185,7 @@ const std::vector<FlagSpec>& backend_flags() {
   using K = ValueKind;
   static const std::vector<FlagSpec> specs = {
       {"device", 0, K::String, "where the model runs", "auto", "auto|cpu|cuda"},
-      {"threads", 0, K::Int, "CPU threads, 0 = all cores", "0", ""},
+      {"threads", 0, K::Int, "CPU threads, 0 = all cores, at most the number of CPUs", "0", ""},
       {"kernels", 0, K::String, "which CUDA kernels run the model", "auto", "auto|custom|cudnn"},
   };
   return specs;
@@ -191,7 +195,8 @@ const std::vector<FlagSpec>& generation_flags() {
   using K = ValueKind;
   static const std::vector<FlagSpec> specs = [] {
     std::vector<FlagSpec> s = {
-      {"size", 0, K::String, "frame size, width x height or square", "the model's sample size", "WxH|N"},
+      {"size", 0, K::String, "frame size, width x height or square, multiples of 4 for the default model, at most 4096",
+       "the model's sample size", "WxH|N"},
       {"seed", 0, K::UInt64, "random seed: same seed and flags, same frames", "0", ""},
       {"steps", 0, K::Int, "denoising steps per frame, 1 to 100", "4", "K"},
       {"guidance", 0, K::Float, "classifier-free guidance scale, >= 0", "3.0", "G"},
@@ -230,6 +235,12 @@ std::string get_path(const Flags& flags, const std::string& name, const std::str
   return path;
 }
 
+bool has_png_extension(const std::string& path) {
+  std::string ext = std::filesystem::path(path).extension().string();
+  for (char& c : ext) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return ext == ".png";
+}
+
 void reject_positionals(const Flags& flags, const std::string& command) {
   if (!flags.positional().empty())
     fail("unexpected argument '", flags.positional().front(), "' for 'rtvd ", command, "' (see rtvd ", command,
@@ -252,11 +263,21 @@ std::vector<FlagSpec> generation_flags(const std::vector<std::string>& names) {
 void read_backend_flags(const Flags& flags, EngineOptions& o) {
   o.device = device_kind_named(flags.get_choice("device", device_kind_name(o.device), device_kind_names()));
   o.threads = flags.get_int("threads", o.threads, 0);
+  // More threads than CPUs only contend (5000 ran 50 s a frame), and libgomp crashes near 100,000.
+  const int cpus = int(std::max(1u, std::thread::hardware_concurrency()));
+  if (o.threads > cpus)
+    fail("flag '--threads': expected at most ", cpus, " (the CPUs of this machine; 0 = all of them), got ", o.threads);
   o.kernels = kernel_family_named(flags.get_choice("kernels", kernel_family_name(o.kernels), kernel_family_names()));
 }
 
 void read_generation_flags(const Flags& flags, GenerationOptions& o) {
-  if (const auto size = get_size(flags, "size")) o.engine.width = size->width, o.engine.height = size->height;
+  if (const auto size = get_size(flags, "size")) {
+    if (size->width > kMaxFrameSide || size->height > kMaxFrameSide)
+      fail("flag '--size': expected sides of at most ", kMaxFrameSide,
+           " (multiples of the model's size multiple: 4 for the default model), got '", flags.get_string("size", ""),
+           "'");
+    o.engine.width = size->width, o.engine.height = size->height;
+  }
   o.frame.seed = flags.get_uint64("seed", o.frame.seed);
   o.frame.steps = flags.get_int("steps", o.frame.steps, 1, 100);
   o.frame.guidance = float(flags.get_float("guidance", o.frame.guidance, {.min = 0}));
@@ -272,13 +293,14 @@ const std::vector<FlagSpec>& render_flags() {
   using K = ValueKind;
   static const std::vector<FlagSpec> specs = with_generation_flags(
       {
-          {"output", 'o', K::String, "video file (.mp4 .mkv .avi), directory/ or %05d.png pattern for PNG frames",
+          {"output", 'o', K::String, "video file (.mp4 .mkv), directory/ or %05d.png pattern for PNG frames",
            "out/rtvd.mp4", "PATH"},
           {"frames", 'n', K::Int, "frames to render", "48, or the length of a video source", ""},
-          {"fps", 0, K::Float, "frame rate of the output", "24", "F"},
+          {"fps", 0, K::Float, "frame rate of the output, 1 to 240", "a video source's rate, else 24", "F"},
       },
       {
-          {"profile", 0, K::String, "write per-kernel GPU times as JSON", "", "FILE.json"},
+          {"profile", 0, K::String, "time every op: print a table, write the last frame as a Chrome trace (Perfetto)",
+           "", "FILE"},
           {"quiet", 'q', K::None, "no progress output", "", ""},
           {"help", 'h', K::None, "show this help", "", ""},
       });
@@ -295,7 +317,7 @@ RenderOptions parse_render_options(const std::vector<std::string>& args) {
   reject_positionals(flags, "render");
   o.output = get_path(flags, "output", o.output);
   if (flags.has("frames")) o.frames = flags.get_int("frames", kDefaultFrames, 1);
-  o.fps = flags.get_float("fps", o.fps, {.min = 0, .min_open = true});
+  o.fps = flags.get_float("fps", o.fps, {.min = kMinFps, .max = kMaxFps});
   read_generation_flags(flags, o);
   o.profile_path = flags.get_string("profile", o.profile_path);
   o.quiet = flags.has("quiet");
@@ -310,9 +332,10 @@ const std::vector<FlagSpec>& gui_flags() {
           {"screenshot", 0, K::String, "at exit, save the window (frame and panels) as a PNG", "", "FILE.png"},
           {"record", 0, K::String, "start recording at launch: video file, directory/ or %05d.png pattern", "",
            "PATH"},
-          {"fps", 0, K::Float, "frame rate of recordings", "24", "F"},
+          {"fps", 0, K::Float, "frame rate of recordings, 1 to 240", "24", "F"},
           {"budget-ms", 0, K::Float, "frame-time budget drawn in the overlay, > 0", "40", "MS"},
-          {"window", 0, K::String, "window size, width x height or square", "1280x720", "WxH|N"},
+          {"window", 0, K::String, "window size, width x height or square, at most 16384 per side", "1280x720",
+           "WxH|N"},
           {"filter", 0, K::String, "how the frame is scaled to the window", "linear", "linear|nearest"},
           {"no-vsync", 0, K::None, "present without waiting for the display's refresh", "", ""},
       },
@@ -332,10 +355,17 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
   reject_positionals(flags, "gui");
   if (flags.has("frames")) o.frames = flags.get_int("frames", 1, 1);
   o.screenshot = get_path(flags, "screenshot", o.screenshot);
+  if (!o.screenshot.empty() && !has_png_extension(o.screenshot))
+    fail("flag '--screenshot': expected a .png file (screenshots are written as PNG), got '", o.screenshot, "'");
   o.record = get_path(flags, "record", o.record);
-  o.fps = flags.get_float("fps", o.fps, {.min = 0, .min_open = true});
+  o.fps = flags.get_float("fps", o.fps, {.min = kMinFps, .max = kMaxFps});
   o.budget_ms = flags.get_float("budget-ms", o.budget_ms, {.min = 0, .min_open = true});
-  if (const auto window = get_size(flags, "window")) o.window = *window;
+  if (const auto window = get_size(flags, "window")) {
+    if (window->width > gui::kMaxWindowSide || window->height > gui::kMaxWindowSide)
+      fail("flag '--window': expected at most ", gui::kMaxWindowSide, " per side, got '", flags.get_string("window", ""),
+           "'");
+    o.window = *window;
+  }
   o.filter = flags.get_choice("filter", o.filter, {"linear", "nearest"});
   o.vsync = !flags.has("no-vsync");
   read_generation_flags(flags, o);

@@ -18,7 +18,8 @@ constexpr const char* kUsage =
     "  gui      generate live in a window: controls, per-op timings, recording (the default with a display)\n"
     "  render   render frames headless to an MP4 or a PNG sequence\n"
     "  info     print the build's features, the devices and the model\n"
-    "  bench    frames: end-to-end frames/s with a per-op profile; kernels: CUDA kernels at production shapes\n"
+    "  bench    frames: end-to-end frames/s with a per-op profile; unet: one U-Net forward (SD 2.1, SD 1.5 or a\n"
+    "           model directory); kernels: CUDA kernels at production shapes\n"
     "  help     this text; `rtvd <command> --help` for a command's flags\n";
 
 }  // namespace

@@ -6,9 +6,9 @@
 #include "build_config.h"
 #include "cli.h"
 #include "commands.h"
+#include "kernels/common/error.h"
 #include "pipeline/device.h"
 #include "pipeline/engine.h"
-#include "pipeline/io/recorder.h"
 
 namespace rtvd {
 
@@ -47,11 +47,17 @@ int info_command(const std::vector<std::string>& args) {
     std::printf("usage: rtvd info [flags]\n\n%s", cli::flags_help(info_flags()).c_str());
     return 0;
   }
+  if (!flags.positional().empty())
+    fail("unexpected argument '", flags.positional().front(), "' for 'rtvd info' (see rtvd info --help)");
   GenerationOptions o;
-  cli::read_generation_flags(flags, o);  // before any output: a bad value is the one line printed
+  cli::read_generation_flags(flags, o);
+  // The model and the backend before any output: a bad --model or an unusable --device is the one line printed.
+  Engine engine(o.engine);
   std::printf("rtvd %s\n", RTVD_VERSION);
-  std::printf("build:   CUDA backend %s (archs %s), video I/O (OpenCV) %s, GUI %s\n", yes_no(RTVD_HAS_CUDA).c_str(),
-              RTVD_CUDA_ARCHITECTURES, yes_no(RTVD_HAS_OPENCV).c_str(), yes_no(RTVD_HAS_GUI).c_str());
+  std::printf("build:   CUDA backend %s (archs %s), MP4/MKV recording (FFmpeg) %s, video/webcam sources (OpenCV) %s, "
+              "GUI %s\n",
+              yes_no(RTVD_HAS_CUDA).c_str(), RTVD_CUDA_ARCHITECTURES, yes_no(RTVD_HAS_LIBAV).c_str(),
+              yes_no(RTVD_HAS_OPENCV).c_str(), yes_no(RTVD_HAS_GUI).c_str());
   std::printf("cpu:     %u hardware threads\n", std::thread::hardware_concurrency());
   std::string why_not;
   const auto gpus = cuda_devices(&why_not);
@@ -59,15 +65,17 @@ int info_command(const std::vector<std::string>& args) {
   for (const GpuInfo& g : gpus)
     std::printf("cuda:    #%d %s, sm_%d, %.1f GiB\n", g.index, g.name.c_str(), g.sm, g.memory_bytes / 1073741824.0);
 
-  Engine engine(o.engine);
   const ModelConfig& c = engine.config();
   const WeightStore& w = *engine.model().weights;
   std::printf("\nmodel:   %s (%s)\n", c.name.c_str(), engine.model().source.c_str());
   std::printf("  weights      %lld parameters, %s\n", (long long)w.checkpoint_parameters(), dtype_name(c.dtype));
   std::printf("  frame        %dx%dx%d (multiples of %d)\n", c.sample_size, c.sample_size, c.in_channels, c.size_multiple());
   std::string channels;
-  for (size_t i = 0; i < c.block_out_channels.size(); ++i)
-    channels += (i ? "/" : "") + std::to_string(c.block_out_channels[i]) + (c.attention_levels[i] ? "+attn" : "");
+  for (size_t i = 0; i < c.block_out_channels.size(); ++i) {
+    if (i) channels += '/';
+    channels += std::to_string(c.block_out_channels[i]);
+    if (c.attention_levels[i]) channels += "+attn";
+  }
   std::printf("  levels       %s, %d ResNets per level, %s norm%s\n", channels.c_str(), c.layers_per_block,
               c.norm == NormKind::Batch ? "batch (conv-BN-SiLU, FiLM)" : "group", c.mid_attention ? ", mid attention" : "");
   if (c.num_class_embeds > 0) {
@@ -84,7 +92,6 @@ int info_command(const std::vector<std::string>& args) {
               engine.height(), engine.plan().batch);
   std::printf("  ops/frame    %zu (%d steps), setup ops %zu\n", engine.plan().graph.frame.size(),
               engine.settings().steps, engine.plan().graph.setup.size());
-  std::printf("  recording    MP4 %s, PNG yes\n", yes_no(video_recording_available()).c_str());
   return 0;
 }
 

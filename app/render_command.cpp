@@ -1,52 +1,82 @@
 // rtvd render: the frame loop, headless. Source -> engine -> recorder, with progress and a summary.
+//
+// SIGINT, SIGTERM and SIGHUP stop the loop (pipeline/stop_signals.h): the frame being computed is dropped,
+// the frames before it are finalised into the output, and the exit code is 128 + the signal's number. An
+// error after frames were rendered keeps them the same way before it is reported.
 #include <chrono>
-#include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
+#include <system_error>
 
 #include "cli.h"
 #include "commands.h"
-#include "pipeline/engine.h"
 #include "kernels/common/error.h"
 #include "pipeline/backends/profiler.h"
+#include "pipeline/backends/cancel.h"
+#include "pipeline/engine.h"
 #include "pipeline/io/recorder.h"
 #include "pipeline/io/source.h"
+#include "pipeline/size_note.h"
+#include "pipeline/stop_signals.h"
 #include "progress.h"
 
 namespace rtvd {
 
 namespace {
 
-volatile std::sig_atomic_t g_interrupted = 0;
-void on_interrupt(int) { g_interrupted = 1; }
+// The output replaces its path when the recording is complete: the source's own file would be lost.
+void refuse_output_over_source(const FrameSource& source, const std::string& output) {
+  std::error_code ec;
+  if (!source.file().empty() && std::filesystem::equivalent(source.file(), output, ec))
+    fail(output, ": is the source's file (", source.describe(), "): write the output to another path");
+}
+
+// --fps when given; else a video's own rate, so its frames keep their timing.
+double output_fps(const std::vector<std::string>& args, const cli::RenderOptions& o, const FrameSource& source) {
+  // RenderOptions holds the default when --fps is not given; the flags tell whether it was.
+  if (cli::parse_flags("render", cli::render_flags(), args).has("fps")) return o.fps;
+  const double fps = source.fps();
+  if (fps <= 0) return o.fps;
+  if (fps < kMinFps || fps > kMaxFps) {
+    std::fprintf(stderr, "note: %s runs at %g frames/s, outside what a recording takes (%g to %g): recording at %g\n",
+                 source.describe().c_str(), fps, kMinFps, kMaxFps, o.fps);
+    return o.fps;
+  }
+  return fps;
+}
 
 }  // namespace
 
 int render_command(const std::vector<std::string>& args) {
   const cli::RenderOptions o = cli::parse_render_options(args);
   if (o.help) {
-    std::printf("usage: rtvd render [flags]\n\nRenders frames headless to an MP4 (H.264) or a PNG sequence.\n\n%s",
-                cli::flags_help(cli::render_flags()).c_str());
+    std::printf("usage: rtvd render [flags]\n\nRenders frames headless to an MP4 or MKV (H.264) or a PNG sequence.\n\n"
+                "%s", cli::flags_help(cli::render_flags()).c_str());
     return 0;
   }
 
   std::unique_ptr<FrameSource> source = open_source(o.source);
+  refuse_output_over_source(*source, o.output);
   Engine engine(o.engine);
   const FrameSettings s = frame_settings(o, engine);
   engine.configure(s, source->has_images());
 
   const int frames = o.frames ? *o.frames : (source->frame_count() > 0 ? source->frame_count() : cli::kDefaultFrames);
-  std::unique_ptr<Recorder> recorder = open_recorder(o.output, engine.width(), engine.height(), o.fps);
+  const double fps = output_fps(args, o, *source);
+  const StopSignals stop_signals;  // before the output exists: from here a signal finalises it
+  std::unique_ptr<Recorder> recorder = open_recorder(o.output, engine.width(), engine.height(), fps);
   if (!o.quiet) {
     if (!engine.device_note().empty()) std::fprintf(stderr, "note: %s\n", engine.device_note().c_str());
-    std::fprintf(stderr, "rendering %d frames of %dx%d from %s with %s on %s\n", frames, engine.width(),
+    if (const std::string note = size_note(engine.config(), engine.width(), engine.height()); !note.empty())
+      std::fprintf(stderr, "%s\n", note.c_str());
+    const std::string partial =
+        recorder->partial_path() == recorder->path() ? "" : " (" + recorder->partial_path() + " until it is complete)";
+    std::fprintf(stderr, "rendering %d frames of %dx%d from %s with %s on %s to %s%s\n", frames, engine.width(),
                  engine.height(), source->describe().c_str(), engine.model().source.c_str(),
-                 engine.backend().describe().c_str());
+                 engine.backend().describe().c_str(), recorder->path().c_str(), partial.c_str());
   }
 
-  // Ctrl-C stops after the current frame and finalises what was rendered, so the file stays playable.
-  g_interrupted = 0;
-  auto previous_handler = std::signal(SIGINT, on_interrupt);
   FrameProfile profile;
   double frame_ms_sum = 0;  // every frame's own time: the op-timed samples carry their events' cost
   int frames_timed = 0;
@@ -55,28 +85,56 @@ int render_command(const std::vector<std::string>& args) {
   std::vector<float> image;
   const auto start = std::chrono::steady_clock::now();
   int done = 0;
-  for (; done < frames && !g_interrupted; ++done) {
-    if (source->has_images() && !source->next(engine.width(), engine.height(), image)) break;
-    engine.step(source->has_images() ? &image : nullptr);
-    // The frame is copied to the host while the next one computes; the recorder takes it a frame late.
-    engine.queue_image();
-    if (engine.queued_images() == 2) recorder->write(engine.take_image());
-    if (!o.profile_path.empty()) {
-      const std::vector<float> ms = engine.backend().frame_op_ms();
-      if (!ms.empty()) profile.add_frame(engine.plan().graph.frame, ms);
-      if (const float gpu_ms = engine.backend().frame_gpu_ms(); gpu_ms > 0) frame_ms_sum += gpu_ms, ++frames_timed;
+  bool source_ended = false;
+  std::string stopped_by;  // an error that ended the loop after frames were rendered
+  try {
+    for (; done < frames && !cancel_requested(); ++done) {
+      if (source->has_images() && !source->next(engine.width(), engine.height(), image)) {
+        source_ended = true;
+        break;
+      }
+      engine.step(source->has_images() ? &image : nullptr);
+      // The frame is copied to the host while the next one computes; the recorder takes it a frame late.
+      engine.queue_image();
+      if (engine.queued_images() == 2) recorder->write(engine.take_image());
+      if (!o.profile_path.empty()) {
+        const std::vector<float> ms = engine.backend().frame_op_ms();
+        if (!ms.empty()) profile.add_frame(engine.plan().graph.frame, ms);
+        if (const float gpu_ms = engine.backend().frame_gpu_ms(); gpu_ms > 0) frame_ms_sum += gpu_ms, ++frames_timed;
+      }
+      progress.update(done + 1);
     }
-    progress.update(done + 1);
+    while (engine.queued_images() > 0) recorder->write(engine.take_image());
+  } catch (const Cancelled&) {
+    // A signal stopped the frame in progress: the frames before it are recorded below.
+    while (engine.queued_images() > 0) recorder->write(engine.take_image());
+  } catch (const RecordingFailed&) {
+    progress.finish();
+    throw;  // the recorder has kept what it could and says where
+  } catch (const Error& e) {
+    if (recorder->frames_written() == 0) throw;
+    stopped_by = e.what();
   }
-  while (engine.queued_images() > 0) recorder->write(engine.take_image());
   progress.finish();
-  std::signal(SIGINT, previous_handler);
-  if (done == 0) fail(source->describe(), ": no frame could be read");
+  const int signo = StopSignals::received();
+  if (recorder->frames_written() == 0) {
+    if (signo == 0) fail(source->describe(), ": no frame could be read");
+    std::printf("interrupted by %s before the first frame: nothing was recorded\n", signal_name(signo));
+    return 128 + signo;
+  }
   recorder->finish();
+  if (!stopped_by.empty())
+    fail(stopped_by, "; the ", recorder->frames_written(), " frames rendered before it are in ", recorder->path());
+
+  const int written = recorder->frames_written();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("%s %d frames (%dx%d, %d steps) to %s in %.1f s: %.2f frames/s\n",
-              g_interrupted ? "interrupted: wrote" : "wrote", done, engine.width(), engine.height(), s.steps,
-              recorder->path().c_str(), seconds, done / seconds);
+  std::printf("%s%s %d frames (%dx%d, %d steps) to %s in %.1f s: %.2f frames/s\n",
+              signo ? "interrupted by " : "", signo ? cat(signal_name(signo), ": wrote").c_str() : "wrote", written,
+              engine.width(), engine.height(), s.steps, recorder->path().c_str(), seconds, written / seconds);
+  if (!recorder->note().empty()) std::fprintf(stderr, "note: %s\n", recorder->note().c_str());
+  if (source_ended && written < frames)
+    std::fprintf(stderr, "note: %s ended after %d frames, before the %d asked for\n", source->describe().c_str(),
+                 written, frames);
   if (!o.profile_path.empty() && profile.frames() > 0) {
     profile.write_chrome_trace(o.profile_path, engine.plan().graph.frame);
     std::printf("\n%s", profile.table(engine.backend().measure_ceilings()).c_str());
@@ -87,7 +145,7 @@ int render_command(const std::vector<std::string>& args) {
     for (const auto& [layer, ms] : profile.slowest_layers(8)) std::printf("  %-56s %8.3f\n", layer.c_str(), ms);
     std::printf("trace: %s (open in ui.perfetto.dev or chrome://tracing)\n", o.profile_path.c_str());
   }
-  return g_interrupted ? 130 : 0;
+  return signo ? 128 + signo : 0;
 }
 
 }  // namespace rtvd

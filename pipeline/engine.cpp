@@ -13,6 +13,8 @@ Engine::Engine(const EngineOptions& o) : model_(load_model(o.model_dir)) {
   const ModelConfig& c = model_.config;
   width_ = o.width > 0 ? o.width : c.sample_size;
   height_ = o.height > 0 ? o.height : c.sample_size;
+  if (width_ > kMaxFrameSide || height_ > kMaxFrameSide)
+    fail("--size ", width_, "x", height_, ": width and height must be at most ", kMaxFrameSide);
   const int m = c.size_multiple();
   if (width_ % m || height_ % m)
     fail("--size ", width_, "x", height_, ": width and height must be multiples of ", m, " for this model");
@@ -27,6 +29,7 @@ void Engine::configure(const FrameSettings& s, bool img2img) {
   if (model_.config.num_class_embeds > 0 && (s.class_id < 0 || s.class_id >= model_.config.num_class_embeds))
     fail("class ", s.class_id, " out of range [0, ", model_.config.num_class_embeds, ")");
   if (configured_ && s == settings_ && img2img == img2img_) return;
+  check_memory(s);
 
   if (frame_ > 0) image();  // the new plan's memory no longer holds the last frame
   // Keep the blend history across re-plans so a settings change doesn't flash.
@@ -53,6 +56,16 @@ void Engine::configure(const FrameSettings& s, bool img2img) {
   configured_ = true;
 }
 
+// Before the plan is built: a size the backend cannot hold is refused with the numbers, not allocated.
+void Engine::check_memory(const FrameSettings& s) const {
+  const int batch = frame_batch(s), act_bytes = int(backend_->act_bytes());
+  const FrameMemory need = frame_memory(model_.config, width_, height_, batch, s.steps, act_bytes);
+  MemoryAvailable available = backend_->memory_available();
+  available.bytes += int64_t(backend_->arena_bytes() + backend_->weight_bytes());  // the new plan reuses them
+  require_memory(cat(model_.config.name, " at --size ", width_, "x", height_), need.total(),
+                 cat(need.describe(), "; batch ", batch, ", ", act_bytes == 4 ? "fp32" : "fp16"), available);
+}
+
 void Engine::step(const std::vector<float>* image) {
   const size_t count = size_t(width_) * height_ * model_.config.in_channels;
   sample_.resize(count);
@@ -68,6 +81,9 @@ void Engine::step(const std::vector<float>* image) {
     blend.p.first = first_frame_;
     backend_->ops_changed();
   }
+  // The CPU backend throws Cancelled here when cancellation is requested mid-frame (backends/cancel.h):
+  // then nothing below runs, so the engine stays as before this step and the next step() renders the
+  // same frame again. (The CUDA backend does not look; callers check between frames.)
   backend_->run_frame();
   first_frame_ = false;
   image_current_ = false;

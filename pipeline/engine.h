@@ -76,6 +76,8 @@ class Engine {
   std::vector<float> sample_, noise_;
   ImageRgba8 image_, taken_;
   int queued_ = 0;
+
+  void check_memory(const FrameSettings& s) const;
 };
 
 // What to generate: the engine's options and frame settings plus what the model resolves (its class by name)

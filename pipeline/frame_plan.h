@@ -5,6 +5,7 @@
 // The per-step time embeddings and FiLM depend only on the settings: they are setup ops, run once per plan.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "pipeline/graph/graph.h"
@@ -32,6 +33,21 @@ struct FramePlan {
   Ref sample, prev, rgba, class_ids, context;
   size_t blend_op = 0;         // index of the last step's denoise_blend in graph.frame (`first` is per frame)
 };
+
+// Images per U-Net pass: 2 (conditional and unconditional) with guidance, 1 without (guidance 1).
+int frame_batch(const FrameSettings& s);
+
+// A lower bound of the memory a plan takes on a backend whose activations are act_bytes wide, from the
+// config alone and in checked 64-bit arithmetic: checked before the graph is built, so that a size that
+// cannot fit is refused at once with the numbers.
+struct FrameMemory {
+  int64_t weights = 0;      // every conv kernel, matrix and embedding, in the activation type
+  int64_t activations = 0;  // what is alive at once at the bottom of the U-Net: the frame's inputs and outputs,
+                            // the conditioning of every step, and every skip connection of the down path
+  int64_t total() const;
+  std::string describe() const;  // "weights 13.5 MiB, activations 20.3 GiB"
+};
+FrameMemory frame_memory(const ModelConfig& cfg, int width, int height, int batch, int steps, int act_bytes);
 
 // Flow times of a k-step schedule from t = start down to 0, evenly spaced.
 std::vector<float> flow_schedule(int steps, float start);

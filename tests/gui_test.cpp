@@ -329,6 +329,21 @@ TEST(GuiFlags, Errors) {
   EXPECT_EQ(gui_error({"--no-vsync=1"}), "flag '--no-vsync' takes no value");
 }
 
+TEST(GuiFlags, ScreenshotsArePngAndWindowsAreBounded) {
+  for (const char* path : {"x.jpg", "shot", "out/x.png.jpg", "x.pngx"})
+    EXPECT_EQ(gui_error({"--screenshot", path}),
+              cat("flag '--screenshot': expected a .png file (screenshots are written as PNG), got '", path, "'"));
+  EXPECT_EQ(parse_gui_options({"--screenshot", "out/Shot.PNG"}).screenshot, "out/Shot.PNG");
+
+  EXPECT_EQ(gui_error({"--window", "100000x100000"}),
+            "flag '--window': expected at most 16384 per side, got '100000x100000'");
+  EXPECT_EQ(gui_error({"--window", "640x16385"}), "flag '--window': expected at most 16384 per side, got '640x16385'");
+  EXPECT_EQ(gui_error({"--window", "16385"}), "flag '--window': expected at most 16384 per side, got '16385'");
+  const GuiOptions largest = parse_gui_options({"--window", "16384x1"});
+  EXPECT_EQ(largest.window.width, gui::kMaxWindowSide);
+  EXPECT_EQ(largest.window.height, 1);
+}
+
 TEST(GuiFlags, ShareTheGenerationFlagsWithRender) {
   for (const auto* table : {&render_flags(), &gui_flags()})
     for (const FlagSpec& g : generation_flags()) {

@@ -1,9 +1,12 @@
 // resize_to_rgb_float against the definition computed the slow way: every output pixel as a weighted sum
-// over every source pixel, with the weights written as the formulas of image_ops.h.
+// over every source pixel, with the weights written as the formulas of image_ops.h; center_crop against
+// what it promises (the frame's aspect ratio to the pixel, one full side, centred). source_test.cpp checks
+// the two together against OpenCV.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "kernels/common/error.h"
@@ -109,12 +112,55 @@ TEST(ImageOps, ConstantImagesStayConstantAtEverySize) {
   for (float x : out) ASSERT_NEAR(x, v / 127.5 - 1.0, 1e-5);
 }
 
+TEST(ImageOps, CenterCropIsTheCentredRegionOfTheFrameAspectRatio) {
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  for (int i = 0; i < 500; ++i) {
+    const int w = rng.integer(1, 400), h = rng.integer(1, 400);
+    const int out_w = rng.integer(1, 300), out_h = rng.integer(1, 300);
+    SCOPED_TRACE(testing::Message() << w << "x" << h << " for " << out_w << "x" << out_h);
+    const Source s = random_source(rng, w, h, rng.integer(3, 4));
+    const PixelView c = center_crop(s.view, out_w, out_h);
+    ASSERT_EQ(c.channels, s.view.channels);
+    ASSERT_EQ(c.row_bytes, s.view.row_bytes);
+    // One side whole; the other the nearest whole number of pixels to the frame's aspect ratio (at least 1).
+    const double want_w = double(h) * out_w / out_h, want_h = double(w) * out_h / out_w;
+    if (want_w <= w) {
+      ASSERT_EQ(c.height, h);
+      ASSERT_LE(std::abs(c.width - std::max(want_w, 1.0)), 0.5) << "width " << c.width;
+    } else {
+      ASSERT_EQ(c.width, w);
+      ASSERT_LE(std::abs(c.height - std::max(want_h, 1.0)), 0.5) << "height " << c.height;
+    }
+    // Centred: equal margins, or the odd pixel on the right / bottom.
+    const ptrdiff_t offset = c.data - s.view.data;
+    const int y0 = int(size_t(offset) / s.view.row_bytes), x0 = int(size_t(offset) % s.view.row_bytes) / c.channels;
+    ASSERT_EQ(size_t(offset) % s.view.row_bytes % size_t(c.channels), 0u);
+    ASSERT_EQ(x0, (w - c.width) / 2);
+    ASSERT_EQ(y0, (h - c.height) / 2);
+  }
+}
+
+TEST(ImageOps, CenterCropOfTheSameAspectIsTheWholeImage) {
+  const std::vector<uint8_t> px(8 * 6 * 3, 7);
+  const PixelView view{px.data(), 8, 6, 3, 8 * 3};
+  for (const auto& [w, h] : std::vector<std::pair<int, int>>{{8, 6}, {4, 3}, {16, 12}, {64, 48}}) {
+    const PixelView c = center_crop(view, w, h);
+    EXPECT_EQ(c.data, view.data);
+    EXPECT_EQ(c.width, 8);
+    EXPECT_EQ(c.height, 6);
+  }
+}
+
 TEST(ImageOps, BadArgumentsAreErrors) {
   const std::vector<uint8_t> px(16);
   std::vector<float> out;
   EXPECT_THROW(resize_to_rgb_float(PixelView{px.data(), 2, 2, 2, 4}, 1, 1, out), Error);  // 2 channels
   EXPECT_THROW(resize_to_rgb_float(PixelView{px.data(), 2, 2, 4, 4}, 1, 1, out), Error);  // rows too short
   EXPECT_THROW(resize_to_rgb_float(PixelView{px.data(), 2, 2, 4, 8}, 0, 1, out), Error);
+  EXPECT_EQ(test::error_of([&] { center_crop(PixelView{px.data(), 2, 2, 4, 8}, 3, 0); }),
+            "crop: target size must be positive, got 3x0");
+  EXPECT_THROW(center_crop(PixelView{nullptr, 2, 2, 4, 8}, 1, 1), Error);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // End to end: runs the built rtvd binary and checks what it leaves on disk with readers that share no
-// code with it (ffprobe for MP4, the PNG header bytes read here), and that every bad input is one line
-// on stderr, a non-zero exit code and no output file.
+// code with it (ffprobe for MP4, the PNG header bytes read here), that every bad input is one line
+// on stderr, a non-zero exit code and no output file, and what a full disk leaves (a good file at the
+// output path untouched, what was written playable where the error says).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,8 +14,10 @@
 #include <vector>
 
 #include "build_config.h"
+#include "support/ffprobe.h"
 #include "support/process.h"
 #include "support/test_util.h"
+#include "support/write_limits.h"
 
 namespace {
 
@@ -35,10 +38,17 @@ class RenderE2E : public ::testing::Test {
   }
 
   // A render that must succeed; its output is described on failure.
-  void render_ok(std::vector<std::string> args) const {
+  void render_ok(std::vector<std::string> args, Result* result = nullptr) const {
     args.insert(args.begin(), {"render", "--device", "cpu", "--size", "32", "-q"});
     const Result r = run(args);
     ASSERT_EQ(r.exit_code, 0) << "stdout:\n" << r.out << "stderr:\n" << r.err;
+    if (result) *result = r;
+  }
+
+  // A quick render of many frames into output, which is to fail on the way.
+  Result render_long(const std::string& output) const {
+    return run({"render", "--device", "cpu", "--size", "32", "--steps", "1", "--threads", "1", "--fps", "4",
+                "--frames", "2000", "-q", "-o", output});
   }
 
   rtvd::test::TempDir temp_{"rtvd_e2e"};
@@ -65,7 +75,7 @@ std::array<uint32_t, 2> png_size(const fs::path& file) {
 }
 
 TEST_F(RenderE2E, Mp4IsH264OfTheRequestedSizeAndLength) {
-  if (!RTVD_HAS_OPENCV) GTEST_SKIP() << "built without OpenCV: no MP4 output";
+  if (!RTVD_HAS_LIBAV) GTEST_SKIP() << "built without FFmpeg's libraries: no MP4 output";
   render_ok({"--frames", "3", "--fps", "10", "-o", path("x.mp4")});
   EXPECT_EQ(files_in(tmp_), (std::vector<fs::path>{path("logs"), path("x.mp4")})) << "no temporary file left";
   if (std::system("ffprobe -version > /dev/null 2>&1") != 0) GTEST_SKIP() << "ffprobe is not installed";
@@ -114,12 +124,15 @@ TEST_F(RenderE2E, BadInputIsOneErrorLineAndNoOutput) {
   struct Case {
     std::vector<std::string> flags;
     std::string named;  // what the error line must mention
-    std::string output = RTVD_HAS_OPENCV ? "out/bad.mp4" : "out/bad/";
+    std::string output = RTVD_HAS_LIBAV ? "out/bad.mp4" : "out/bad/";
   };
   const std::vector<Case> cases = {
       {{"--frobnicate"}, "'--frobnicate'"},
       {{"--frames", "-1"}, "--frames"},
       {{"--fps", "0"}, "--fps"},
+      {{"--fps", "0.001"}, "flag '--fps': expected a number in [1, 240], got 0.001"},
+      {{"--fps", "1e9"}, "flag '--fps': expected a number in [1, 240], got 1e9"},
+      {{}, "use .mkv or .mp4", "out/bad.avi"},
       {{"--strength", "1.5"}, "--strength"},
       {{"--steps", "0"}, "--steps"},
       {{"--model", path("no_such_model")}, path("no_such_model")},
@@ -144,6 +157,102 @@ TEST_F(RenderE2E, BadInputIsOneErrorLineAndNoOutput) {
     EXPECT_FALSE(fs::exists(output));
     EXPECT_FALSE(fs::exists(path("out"))) << "the output directory it made is removed again";
   }
+}
+
+// The number N in "... the first N play from ..." of a failed recording's message, or -1.
+int frames_kept(const std::string& message) {
+  const size_t at = message.find("the first ");
+  return at == std::string::npos ? -1 : std::atoi(message.c_str() + at + 10);
+}
+
+// A recording that fails part-way: one error line naming the output, the cause, the free space and where
+// the frames written play from (ffprobe reads exactly that many there); the good file at the output path is
+// byte for byte what it was.
+void expect_stopped(const Result& r, const std::string& output, const std::string& cause) {
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err.rfind("rtvd: error: " + output + ": " + cause, 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line:\n" << r.err;
+  EXPECT_NE(r.err.find(" free in "), std::string::npos) << r.err;
+  const std::string partial = fs::path(output).replace_extension(".partial.mp4").string();
+  EXPECT_NE(r.err.find(" play from " + partial), std::string::npos) << r.err;
+  const int kept = frames_kept(r.err);
+  EXPECT_GT(kept, 0) << r.err;
+  EXPECT_EQ(rtvd::test::ffprobe_frame_count(partial), kept) << r.err;
+  EXPECT_EQ(read_file(output), "a good recording");
+}
+
+TEST_F(RenderE2E, AFullDiskStopsWithOneLineAndKeepsBothTheOldFileAndWhatWasWritten) {
+  if (!RTVD_HAS_LIBAV) GTEST_SKIP() << "built without FFmpeg's libraries: no MP4 output";
+  if (!rtvd::test::ffprobe_available()) GTEST_SKIP() << "ffprobe is not installed";
+  const rtvd::test::SmallFilesystem disk(path("disk"), 8 << 10);  // a page for the good file, one to fill
+  if (!disk.mounted()) GTEST_SKIP() << disk.why_not();
+  const std::string output = path("disk/x.mp4");
+  std::ofstream(output) << "a good recording";
+  expect_stopped(render_long(output), output, "disk full (no space left on device)");
+
+  // Already full: the disk is named as the cause, not the encoder, and nothing is left behind.
+  fs::remove(path("disk/x.partial.mp4"));
+  disk.fill();
+  const Result r = render_long(output);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err.rfind("rtvd: error: " + output + ": disk full (no space left on device); 0 B free in ", 0), 0u)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line:\n" << r.err;
+  EXPECT_FALSE(fs::exists(path("disk/x.partial.mp4")));
+  EXPECT_EQ(read_file(output), "a good recording");
+}
+
+// The same through a file-size limit, which needs no privilege: EFBIG instead of ENOSPC.
+TEST_F(RenderE2E, AFileSizeLimitStopsTheRecordingTheSameWay) {
+  if (!RTVD_HAS_LIBAV) GTEST_SKIP() << "built without FFmpeg's libraries: no MP4 output";
+  if (!rtvd::test::ffprobe_available()) GTEST_SKIP() << "ffprobe is not installed";
+  const std::string output = path("x.mp4");
+  std::ofstream(output) << "a good recording";
+  Result r;
+  {
+    const rtvd::test::FileSizeLimit limit(4 << 10);  // rtvd inherits it
+    r = render_long(output);
+  }
+  expect_stopped(r, output, "the file reached the largest size allowed");
+}
+
+TEST_F(RenderE2E, APngSequenceOverAnOlderOneLeavesOnlyTheNewFrames) {
+  render_ok({"--frames", "5", "--steps", "1", "--threads", "1", "-o", path("frames/")});
+  Result r;
+  render_ok({"--frames", "2", "--steps", "1", "--threads", "1", "-o", path("frames/")}, &r);
+  EXPECT_EQ(files_in(path("frames")),
+            (std::vector<fs::path>{path("frames/frame_00000.png"), path("frames/frame_00001.png")}));
+  EXPECT_EQ(r.err, "note: removed 3 frames of an older sequence (frame_00002.png to frame_00004.png) from " +
+                       path("frames") + "\n");
+}
+
+// A video source: its frame rate is the output's unless --fps says otherwise; one shorter than --frames is
+// said to be; and it is never the output.
+TEST_F(RenderE2E, AVideoSourceGivesItsRateItsLengthAndIsNeverOverwritten) {
+  if (!RTVD_HAS_LIBAV || !RTVD_HAS_OPENCV) GTEST_SKIP() << "needs FFmpeg's libraries and OpenCV for video";
+  if (!rtvd::test::ffprobe_available()) GTEST_SKIP() << "ffprobe is not installed";
+  render_ok({"--frames", "6", "--steps", "1", "--threads", "1", "--fps", "12", "-o", path("clip.mp4")});
+  const std::string clip = read_file(path("clip.mp4"));
+
+  Result r;
+  render_ok({"--frames", "9", "--steps", "1", "--threads", "1", "--source", "video:" + path("clip.mp4"), "-o",
+             path("out.mp4")},
+            &r);
+  EXPECT_EQ(rtvd::test::ffprobe_stream_entry(path("out.mp4"), "r_frame_rate"), "12/1");
+  EXPECT_EQ(rtvd::test::ffprobe_frame_count(path("out.mp4")), 6);
+  EXPECT_NE(r.err.find("ended after 6 frames, before the 9 asked for"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+
+  render_ok({"--frames", "2", "--steps", "1", "--threads", "1", "--fps", "5", "--source",
+             "video:" + path("clip.mp4"), "-o", path("out5.mp4")});
+  EXPECT_EQ(rtvd::test::ffprobe_stream_entry(path("out5.mp4"), "r_frame_rate"), "5/1");
+
+  const Result same = run({"render", "--device", "cpu", "--size", "32", "--frames", "2", "--threads", "1",
+                           "--source", "video:" + path("clip.mp4"), "-o", path("./clip.mp4")});
+  EXPECT_EQ(same.exit_code, 1);
+  EXPECT_EQ(same.err.rfind("rtvd: error: " + path("./clip.mp4") + ": is the source's file", 0), 0u) << same.err;
+  EXPECT_EQ(std::count(same.err.begin(), same.err.end(), '\n'), 1) << same.err;
+  EXPECT_EQ(read_file(path("clip.mp4")), clip);
 }
 
 }  // namespace

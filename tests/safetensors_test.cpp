@@ -3,10 +3,12 @@
 #include "pipeline/model_files/safetensors.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -252,7 +254,7 @@ TEST(SafeTensorsMalformed, HeaderLengthPastTheEndOfTheFile) {
 }
 
 TEST(SafeTensorsMalformed, HeaderIsNotJson) {
-  EXPECT_PRED_FORMAT2(IsSubstring, "test.st: header is not valid JSON: ",
+  EXPECT_PRED_FORMAT2(IsSubstring, "test.st: header: not valid JSON: ",
                       parse_error(R"({"a":{"dtype":)", 0));
 }
 
@@ -320,10 +322,20 @@ TEST(SafeTensorsMalformed, ShapeTimesDTypeSizeIsNotTheByteRange) {
 
 TEST(SafeTensorsMalformed, ShapeSizeOverflows) {
   EXPECT_PRED_FORMAT2(IsSubstring,
-                      "test.st: tensor 'a': size of shape (1099511627776, 1099511627776) x F32 overflows 64 bits",
+                      "test.st: tensor 'a': shape (1099511627776, 1099511627776) x F32: size overflows 64 bits",
                       parse_error(R"({"a":{"dtype":"F32","shape":[1099511627776,1099511627776],)"
                                   R"("data_offsets":[0,0]}})",
                                   0));
+}
+
+// An empty tensor whose other dimensions multiply past 2^63: the byte count is 0, but an element count
+// taken in another order (TensorView::numel) would overflow int64_t, so the reader refuses it.
+TEST(SafeTensorsMalformed, EmptyShapeWhosePartialProductOverflowsInt64) {
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  const int64_t a = int64_t(1) << rng.integer(32, 40), b = int64_t((uint64_t(1) << 63) / uint64_t(a));  // a b = 2^63
+  EXPECT_PRED_FORMAT2(IsSubstring, cat("test.st: tensor 'a': shape (", a, ", ", b, ", 0) x U8: size overflows"),
+                      parse_error(cat(R"({"a":{"dtype":"U8","shape":[)", a, ",", b, R"(,0],"data_offsets":[0,0]}})"), 0));
 }
 
 TEST(SafeTensorsMalformed, RangeOutsideTheDataSection) {
@@ -386,6 +398,110 @@ TEST(SafeTensorsMalformed, NamesWithControlCharactersKeepTheErrorOnOneLine) {
   const std::string message = parse_error(R"({"a\nb": 3})", 0);
   EXPECT_PRED_FORMAT2(IsSubstring, R"(test.st: tensor 'a\nb': entry must be an object)", message);
   EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+}
+
+// ~70,000 nested '[' crashed rtvd: dump() of the value in the error recursed once per level.
+TEST(SafeTensorsMalformed, DeepNestingIsRefusedWithoutRecursing) {
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  const int depth = rng.integer(70'000, 200'000);
+  for (const std::string& header :
+       {std::string(size_t(depth), '[') + std::string(size_t(depth), ']'),
+        R"({"a":{"dtype":"U8","shape":)" + std::string(size_t(depth), '[') + std::string(size_t(depth), ']') + "}}"}) {
+    const std::string message = parse_error(header, 0);
+    EXPECT_PRED_FORMAT2(IsSubstring, "test.st: header: JSON nested deeper than 64 levels (at byte ", message);
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  }
+  // 64 levels are read (and rejected for what they hold, in a short message); brackets in strings don't count.
+  const std::string deepest = R"({"__metadata__":)" + std::string(63, '[') + std::string(63, ']') + "}";
+  EXPECT_PRED_FORMAT2(IsSubstring, "test.st: __metadata__ must be an object of strings, got [[[[", parse_error(deepest, 0));
+  const std::string bracket_name =
+      R"({"[[[[)" + std::string(100, '{') + R"(\"[":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})";
+  const std::vector<uint8_t> bytes = file_bytes(bracket_name, 1);
+  EXPECT_EQ(SafeTensorsFile::from_memory(bytes.data(), bytes.size(), "test.st").tensors().size(), 1u);
+}
+
+// A value of any size is quoted as a short excerpt, and nlohmann's own message is cut short too.
+TEST(SafeTensorsMalformed, ErrorsQuoteABoundedExcerpt) {
+  std::string huge_shape = R"({"a":{"dtype":"U8","shape":[)";
+  for (int i = 0; i < 200'000; ++i) huge_shape += "-1,";
+  huge_shape += R"(-1],"data_offsets":[0,0]}})";
+  const std::string shape_error = parse_error(huge_shape, 0);
+  EXPECT_PRED_FORMAT2(IsSubstring, "test.st: tensor 'a': shape must be an array of non-negative integers", shape_error);
+  EXPECT_LT(shape_error.size(), 300u) << shape_error.substr(0, 300);
+  const std::string unterminated = R"({"a":")" + std::string(1'000'000, 'x');
+  const std::string json_error = parse_error(unterminated, 0);
+  EXPECT_PRED_FORMAT2(IsSubstring, "test.st: header: not valid JSON: ", json_error);
+  EXPECT_LT(json_error.size(), 400u) << json_error.substr(0, 400);
+}
+
+// Holes read as zeros and cost no disk: a file of several GB whose header is bogus.
+class SparseFile {
+ public:
+  SparseFile(const std::string& path, uint64_t size, uint64_t header_length, std::string_view header) : path_(path) {
+    std::vector<uint8_t> head = file_bytes(header_length, header, 0);
+    write_bytes(path, head);
+    EXPECT_EQ(::truncate(path.c_str(), off_t(size)), 0) << path;
+  }
+  ~SparseFile() { std::remove(path_.c_str()); }
+
+ private:
+  std::string path_;
+};
+
+long max_rss_kib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
+// The header is read and checked before the file is mapped: MAP_POPULATE used to read a 4 GB file with a
+// bogus length in full (13 s, 4.3 GB) before the error.
+TEST(SafeTensorsMalformed, BogusHeaderOfALargeFileIsRefusedWithoutReadingTheFile) {
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  const uint64_t size = (uint64_t(rng.integer(4, 8)) << 30) + uint64_t(rng.integer(0, 4095));
+  const std::string valid_entry = R"({"a":{"dtype":"U8","shape":[16],"data_offsets":[0,16]}})";
+  const std::vector<std::pair<uint64_t, std::string>> headers = {
+      {uint64_t(rng.integer(1, 1 << 30)) << 20, ""},        // a length past the limit or the file
+      {uint64_t(rng.integer(100, 1 << 20)), "{\"a\":"},     // a length inside the file over garbage (zeros)
+      {valid_entry.size(), valid_entry},                      // a valid header that leaves gigabytes unaccounted for
+  };
+  for (const auto& [length, header] : headers) {
+    SCOPED_TRACE(cat("header length ", length));
+    TempFile file("sparse.safetensors");
+    const SparseFile sparse(file.path, size, length, header);
+    const long rss_before = max_rss_kib();
+    const auto start = std::chrono::steady_clock::now();
+    const std::string message = error_of([&] { SafeTensorsFile::open(file.path); });
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_TRUE(message.starts_with(file.path + ": ")) << message;
+    EXPECT_LT(seconds, 2.0) << message;
+    EXPECT_LT(max_rss_kib() - rss_before, 64 * 1024) << "KiB read in: " << message;
+  }
+}
+
+// write_safetensors gave fwrite the null data() of empty tensors (UBSan: null pointer passed as argument).
+TEST(SafeTensorsWriter, EmptyTensorsRoundTrip) {
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  std::vector<TensorToWrite> written = {{"empty_first", DType::F32, {0}, {}},
+                                        {"data", DType::U8, {rng.integer(1, 64)}, {}},
+                                        {"empty_last", DType::F16, {rng.integer(1, 9), 0, 3}, {}}};
+  written[1].bytes.resize(size_t(written[1].shape[0]));
+  for (uint8_t& b : written[1].bytes) b = uint8_t(rng.integer(0, 255));
+  TempFile file("empty_tensors.safetensors");
+  write_safetensors(file.path, written);
+  write_safetensors(file.path + ".only_empty", {written[0], written[2]});
+  const SafeTensorsFile read = SafeTensorsFile::open(file.path);
+  ASSERT_EQ(read.tensors().size(), 3u);
+  for (const TensorToWrite& w : written) {
+    const TensorView& t = read.get(w.name, w.dtype, w.shape);
+    EXPECT_EQ(t.numel() * int64_t(dtype_size(w.dtype)), int64_t(w.bytes.size())) << w.name;
+    EXPECT_TRUE(std::equal(w.bytes.begin(), w.bytes.end(), t.data)) << w.name;
+  }
+  EXPECT_EQ(SafeTensorsFile::open(file.path + ".only_empty").tensors().size(), 2u);
+  std::remove((file.path + ".only_empty").c_str());
 }
 
 TEST(SafeTensorsMalformed, ErrorsFromOpenNameThePath) {

@@ -1,7 +1,6 @@
 #include "app/gui/app.h"
 
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -18,18 +17,18 @@
 #include "app/gui/shortcuts.h"
 #include "app/gui/window.h"
 #include "kernels/common/error.h"
+#include "pipeline/backends/cancel.h"
 #include "pipeline/io/png.h"
 #include "pipeline/io/recorder.h"
 #include "pipeline/io/source.h"
+#include "pipeline/size_note.h"
+#include "pipeline/stop_signals.h"
 
 namespace rtvd::gui {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-volatile std::sig_atomic_t g_interrupted = 0;
-void on_interrupt(int) { g_interrupted = 1; }
 
 std::string timestamp() {
   const std::time_t now = std::time(nullptr);
@@ -125,6 +124,8 @@ App::App(const GuiOptions& o)
       presenter_(engine_.width(), engine_.height()),
       default_record_path_(state_.record_path) {
   if (!engine_.device_note().empty()) std::fprintf(stderr, "note: %s\n", engine_.device_note().c_str());
+  if (const std::string note = size_note(engine_.config(), engine_.width(), engine_.height()); !note.empty())
+    std::fprintf(stderr, "%s\n", note.c_str());
   std::string why_not;
   upload_ = make_interop_upload(presenter_, engine_, &why_not);
   interop_ = upload_ != nullptr;
@@ -138,12 +139,11 @@ App::App(const GuiOptions& o)
 }
 
 int App::run() {
-  // Ctrl-C in the terminal ends the loop like Esc, so a recording is finalised and stays playable.
-  g_interrupted = 0;
-  const auto previous_handler = std::signal(SIGINT, on_interrupt);
-  while (!window_.should_close() && !g_interrupted && frame()) {
+  // Ctrl-C in the terminal, SIGTERM (a session ending, `timeout`) and SIGHUP (the terminal closed) end the
+  // loop like Esc, so a recording is finalised and stays playable.
+  const StopSignals stop_signals;
+  while (!window_.should_close() && !cancel_requested() && frame()) {
   }
-  std::signal(SIGINT, previous_handler);
   stop_recording();
 
   char ops[160] = "";
@@ -158,7 +158,8 @@ int App::run() {
   std::fprintf(stderr, "rtvd gui: %d frames, display path: %s%s, mean frame %.2f ms (%.1f frames/s)%s; GL: %s\n",
                generated_, upload_->name().c_str(), upload, mean, mean > 0 ? 1000.0 / mean : 0.0, ops,
                window_.renderer().c_str());
-  return g_interrupted ? 130 : 0;
+  const int signo = StopSignals::received();
+  return signo ? 128 + signo : 0;
 }
 
 // One pass of the loop: input, widgets, a frame unless paused, drawing. False when the run is over.
@@ -243,7 +244,11 @@ void App::generate(bool restart) {
     profiling_ = state_.profiling;
     profile_.reset();
   }
-  engine_.step(has_input ? &image_ : nullptr);
+  try {
+    engine_.step(has_input ? &image_ : nullptr);
+  } catch (const Cancelled&) {
+    return;  // a stop signal: the loop ends after this pass and the frame in progress is dropped
+  }
   upload();
   if (recording_) record_frame();
   const std::vector<Op>& ops = engine_.plan().graph.frame;

@@ -12,6 +12,10 @@ struct FrameSize {
   int width = 0, height = 0;
 };
 
+// The largest window side --window accepts. X11's window sizes are 16-bit and a larger one ends the process
+// with a raw X error; 16384 is Mesa's largest viewport side (the window checks its driver's own at start).
+constexpr int kMaxWindowSide = 16384;
+
 struct GuiOptions : GenerationOptions {
   std::optional<int> frames;       // exit after this many frames; not given: run until the window closes
   std::string screenshot;          // PNG of the window written at exit; "" = none

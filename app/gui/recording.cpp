@@ -16,7 +16,7 @@ void Recording::submit(const ImageRgba8& frame) {
 
 void Recording::finish() {
   stop_worker();
-  if (const std::string e = error(); !e.empty()) throw Error(e);
+  if (const std::string e = error(); !e.empty()) throw RecordingFailed(e);
   recorder_->finish();
 }
 

@@ -19,20 +19,21 @@ class Recording {
   static constexpr size_t kQueueFrames = 8;
 
   explicit Recording(std::unique_ptr<Recorder> recorder, size_t queue_frames = kQueueFrames);
-  // Stops the worker. Unless finish() ran, the recorder removes what it wrote (pipeline/recorder.h).
+  // Stops the worker. Unless finish() ran or a write failed (what was written is then kept where the
+  // error says), the recorder removes what it wrote (pipeline/io/recorder.h).
   ~Recording();
   Recording(const Recording&) = delete;
   Recording& operator=(const Recording&) = delete;
 
   void submit(const ImageRgba8& frame);  // a copy is queued, or dropped when the queue is full
-  // Writes what is queued and finalises the file; throws the worker's Error if a write failed.
+  // Writes what is queued and finalises the file; throws the worker's RecordingFailed if a write failed.
   void finish();
 
   const std::string& path() const { return recorder_->path(); }
   int submitted() const { return submitted_; }
   int written() const { return written_; }
   int64_t dropped() const { return queue_.dropped(); }
-  std::string error() const;  // the worker's write error; "" while writing works
+  std::string error() const;  // the worker's write error (one line: file, cause, free space); "" while writing works
 
  private:
   void work();

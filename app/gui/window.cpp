@@ -34,6 +34,15 @@ Window::Window(int width, int height, const std::string& title, bool vsync) {
     fail("cannot open an OpenGL 3.3 core window: ", why, "; 'rtvd render' renders headless to a file");
   }
   glfwMakeContextCurrent(window_);
+  // Past the driver's largest viewport GL would draw into a corner of the window: refuse it instead.
+  GLint max_viewport[2] = {0, 0};
+  glGetIntegerv(GL_MAX_VIEWPORT_DIMS, max_viewport);
+  if (const Size fb = framebuffer_size(); fb.w > max_viewport[0] || fb.h > max_viewport[1]) {
+    glfwDestroyWindow(window_);
+    glfwTerminate();
+    fail("a ", fb.w, "x", fb.h, " window is larger than this OpenGL draws (at most ", max_viewport[0], "x",
+         max_viewport[1], "); give a smaller --window");
+  }
   glfwSwapInterval(vsync ? 1 : 0);
   glfwSetWindowUserPointer(window_, this);
   glfwSetKeyCallback(window_, on_key);  // before ImGui's backend, which chains to it

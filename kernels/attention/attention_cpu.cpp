@@ -1,12 +1,13 @@
 // attention on the CPU: per (image, head) and block of queries, S = scale q k^T (sgemm into the
 // workspace), a numerically stable softmax over each row of S, then o = S v (sgemm straight into o).
-// The OpenMP threads split each block's queries: each thread owns its rows of S from end to end.
+// The OpenMP threads take pieces of each block's queries as they come free.
 // Queries are taken in blocks so that the score scratch stays bounded for long sequences: a 4096-token
 // self-attention would otherwise need 64 MiB of scores per head.
 #include "kernels/attention/attention.h"
 
 #include <algorithm>
 
+#include "kernels/common/cpu_cancel.h"
 #include "kernels/common/cpu_threading.h"
 #include "kernels/common/cpu_vector_math.h"
 #include "kernels/common/error.h"
@@ -14,13 +15,19 @@
 namespace rtvd {
 namespace {
 
-constexpr int64_t kScoreFloats = int64_t(1) << 20;  // 4 MiB of scores per block
+constexpr int64_t kScoreFloats = int64_t(1) << 20;  // 4 MiB of scores per block...
 constexpr int64_t kParallelMacs = int64_t(1) << 18;
+// Queries per piece of work: the pieces depend on the shapes alone, never on the thread count, so every
+// --threads gives the same bits; 32 rows of S are ~0.1-2 ms of work at the U-Net's lengths (256-16384).
+constexpr int64_t kPieceRows = 32;
+// ...but at least 8 pieces per block (16 MiB of scores at 16384 tokens), since a block ends at a
+// barrier: a thread slowed by another process then takes fewer of them rather than holding the rest.
+constexpr int64_t kMinBlockRows = 8 * kPieceRows;
 
-// Queries per block: as many as fit kScoreFloats, spread evenly over the blocks.
+// Queries per block: as many as fit kScoreFloats (or kMinBlockRows), spread evenly over the blocks.
 int64_t block_rows(const AttentionParams& p) {
   const int64_t q_len = std::max(p.q_len, 1);
-  const int64_t most = std::max<int64_t>(kScoreFloats / std::max(p.kv_len, 1), 1);
+  const int64_t most = std::max(kScoreFloats / std::max(p.kv_len, 1), kMinBlockRows);
   const int64_t blocks = (q_len + most - 1) / most;
   return (q_len + blocks - 1) / blocks;
 }
@@ -74,28 +81,32 @@ void attention_cpu(const AttentionParams& p) {
   auto* scores = static_cast<float*>(p.workspace);  // (block, kv_len)
   const int64_t block = block_rows(p);
   const int64_t macs = 2 * int64_t(p.batch) * p.heads * p.q_len * p.kv_len * p.head_dim;
+  const int64_t blocks_per_head = (p.q_len + block - 1) / block;
+  const int64_t blocks = int64_t(p.batch) * p.heads * blocks_per_head;
+  cpu::LoopStop stop;
 #pragma omp parallel if (macs >= kParallelMacs)
-  for (int b = 0; b < p.batch; ++b) {
-    for (int h = 0; h < p.heads; ++h) {
-      const int64_t col = int64_t(h) * p.head_dim;
-      const float* kh = k + int64_t(b) * p.kv_len * p.k_stride + col;  // (kv_len, head_dim), ld k_stride
-      const float* vh = v + int64_t(b) * p.kv_len * p.v_stride + col;  // (kv_len, head_dim), ld v_stride
-      for (int64_t t0 = 0; t0 < p.q_len; t0 += block) {
-        const cpu::Range mine = cpu::thread_share(std::min(block, p.q_len - t0));
-        if (mine.size() > 0) {
-          const int rows = int(mine.size());
-          const int64_t token = int64_t(b) * p.q_len + t0 + mine.begin;
-          float* s = scores + mine.begin * p.kv_len;
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, p.kv_len, p.head_dim, p.scale,
-                      q + token * p.q_stride + col, p.q_stride, kh, p.k_stride, 0.0f, s, p.kv_len);
-          softmax_rows(s, rows, p.kv_len);
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, p.head_dim, p.kv_len, 1.0f, s,
-                      p.kv_len, vh, p.v_stride, 0.0f, o + token * p.o_stride + col, p.o_stride);
-        }
-        // A thread's share of S moves only when the block size changes (the last block); until every
-        // thread is past this block, its rows may still be in use.
-#pragma omp barrier
-      }
+  for (int64_t i = 0; i < blocks; ++i) {
+    // Also the barrier that keeps a thread from writing rows of S for this block while another still
+    // reads them for the last one.
+    if (stop(i)) break;
+    const int b = int(i / (int64_t(p.heads) * blocks_per_head)), h = int(i / blocks_per_head % p.heads);
+    const int64_t t0 = i % blocks_per_head * block;
+    const int64_t col = int64_t(h) * p.head_dim;
+    const float* kh = k + int64_t(b) * p.kv_len * p.k_stride + col;  // (kv_len, head_dim), ld k_stride
+    const float* vh = v + int64_t(b) * p.kv_len * p.v_stride + col;  // (kv_len, head_dim), ld v_stride
+    const int64_t block_len = std::min(block, p.q_len - t0);
+    // Pieces of the block's queries, handed out as threads come free: each piece owns its rows of S from
+    // end to end. No barrier after: the next block's stop() is one.
+#pragma omp for schedule(dynamic, 1) nowait
+    for (int64_t r = 0; r < block_len; r += kPieceRows) {
+      const int rows = int(std::min(kPieceRows, block_len - r));
+      const int64_t token = int64_t(b) * p.q_len + t0 + r;
+      float* s = scores + r * p.kv_len;
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, p.kv_len, p.head_dim, p.scale,
+                  q + token * p.q_stride + col, p.q_stride, kh, p.k_stride, 0.0f, s, p.kv_len);
+      softmax_rows(s, rows, p.kv_len);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, p.head_dim, p.kv_len, 1.0f, s, p.kv_len, vh,
+                  p.v_stride, 0.0f, o + token * p.o_stride + col, p.o_stride);
     }
   }
 }

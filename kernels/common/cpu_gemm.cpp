@@ -1,11 +1,13 @@
-// One thread's tile of a GEMM: seed with the residual, single-threaded sgemm, then the epilogue on the
-// tile while it is still in cache.
+// A GEMM shared out to a parallel region's threads in pieces, each a single-threaded sgemm seeded with
+// the residual and followed by the epilogue while the piece is still in cache.
 #include "kernels/common/cpu_gemm.h"
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <cstring>
 
+#include "kernels/common/cpu_cancel.h"
 #include "kernels/common/cpu_threading.h"
 #include "kernels/common/cpu_vector_math.h"
 #include "kernels/common/error.h"
@@ -13,8 +15,36 @@
 namespace rtvd::cpu {
 namespace {
 
-// Column splits fall on 16 floats (64 bytes): threads never share a cache line of y.
+// Pieces depend on the GEMM's shape alone, never on the thread count, so that every --threads computes
+// every output element by the same sgemm call: the frames are the same bits on any machine load.
+// A piece is about kPieceMacs multiply-adds (~0.5 ms on one core): enough pieces per op that a thread
+// slowed by another process takes fewer of them rather than holding the others back...
+constexpr int64_t kPieceMacs = int64_t(1) << 23;
+// ...but at least this many rows, as each sgemm call packs its w tile again: at 2^22 and 128 rows a frame
+// of the default model ran 10% slower on one thread than with one call per thread; at these, as fast
+// (docs/perf-notes.md). Column splits fall on 16 floats (64 bytes), so that pieces never share a cache
+// line of y.
+constexpr int64_t kMinPieceRows = 256;
 constexpr int64_t kColumnAlign = 16;
+
+// How y (rows, cols) is cut: along the rows, or along the columns when there are fewer rows than
+// columns (then every piece needs all of a, but a row split would leave tiny sgemms).
+struct Pieces {
+  bool by_rows = true;
+  int64_t size = 0, count = 0;  // rows or columns per piece; pieces
+
+  Pieces(int64_t rows, int64_t cols, int64_t k) {
+    by_rows = rows >= cols;
+    const int64_t total = by_rows ? rows : cols, other = by_rows ? cols : rows;
+    if (total == 0 || other == 0) return;
+    int64_t most = std::max<int64_t>(kPieceMacs / std::max<int64_t>(other * k, 1), 1);
+    most = by_rows ? std::max(most, kMinPieceRows) : std::max(most / kColumnAlign * kColumnAlign, kColumnAlign);
+    count = (total + most - 1) / most;
+    size = (total + count - 1) / count;  // even pieces: the last is not a sliver
+    if (!by_rows) size = (size + kColumnAlign - 1) / kColumnAlign * kColumnAlign;
+    count = (total + size - 1) / size;
+  }
+};
 
 // scale, bias, activation and the residual the GEMM did not accumulate, on y[rows, cols] of the tile.
 // One short loop per step rather than one loop with branches inside: each vectorises and the row stays
@@ -52,29 +82,26 @@ void GemmEpilogue::check_output(const float* y) const {
     fail("GEMM epilogue: the output aliases the residual under a scale or activation");
 }
 
-void gemm_share(const GemmEpilogue& e, const float* a, int64_t lda, const float* w, int64_t k, float* y,
-                int64_t row0, int64_t rows) {
-  Range mine_rows{row0, row0 + rows}, mine_cols{0, e.cols};
-  if (rows >= e.cols) {
-    const Range share = thread_share(rows);
-    mine_rows = {row0 + share.begin, row0 + share.end};
-  } else {
-    mine_cols = thread_share(e.cols, kColumnAlign);
+void gemm_team(const GemmEpilogue& e, const float* a, int64_t lda, const float* w, int64_t k, float* y,
+               int64_t row0, int64_t rows) {
+  const Pieces pieces(rows, e.cols, k);
+  const bool in_gemm = e.residual_in_gemm();
+  // Dynamic: a thread that another process slows down takes fewer pieces. No barrier at the end: the
+  // callers' next barrier (or their region's end) follows.
+#pragma omp for schedule(dynamic, 1) nowait
+  for (int64_t i = 0; i < pieces.count; ++i) {
+    if (cancelled()) continue;
+    Range r{row0, row0 + rows}, c{0, e.cols};  // piece i: rows r, columns c of y
+    if (pieces.by_rows) r = {row0 + i * pieces.size, std::min(row0 + (i + 1) * pieces.size, row0 + rows)};
+    else c = {i * pieces.size, std::min((i + 1) * pieces.size, e.cols)};
+    if (in_gemm && e.residual != y)
+      for (int64_t row = r.begin; row < r.end; ++row)
+        std::memcpy(y + row * e.cols + c.begin, e.residual + row * e.cols + c.begin, sizeof(float) * c.size());
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(r.size()), int(c.size()), int(k), 1.0f,
+                a + (r.begin - row0) * lda, int(lda), w + c.begin * k, int(k), in_gemm ? 1.0f : 0.0f,
+                y + r.begin * e.cols + c.begin, int(e.cols));
+    finish_tile(e, y, r, c);
   }
-  if (mine_rows.size() == 0 || mine_cols.size() == 0) return;
-
-  float beta = 0.0f;
-  if (e.residual_in_gemm()) {
-    beta = 1.0f;
-    if (e.residual != y)
-      for (int64_t r = mine_rows.begin; r < mine_rows.end; ++r)
-        std::memcpy(y + r * e.cols + mine_cols.begin, e.residual + r * e.cols + mine_cols.begin,
-                    sizeof(float) * mine_cols.size());
-  }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(mine_rows.size()), int(mine_cols.size()), int(k),
-              1.0f, a + (mine_rows.begin - row0) * lda, int(lda), w + mine_cols.begin * k, int(k), beta,
-              y + mine_rows.begin * e.cols + mine_cols.begin, int(e.cols));
-  finish_tile(e, y, mine_rows, mine_cols);
 }
 
 }  // namespace rtvd::cpu

@@ -1,4 +1,4 @@
-// The GEMM of the CPU conv2d and linear with their shared epilogue, one thread's share at a time:
+// The GEMM of the CPU conv2d and linear with their shared epilogue, shared out to OpenMP's threads:
 //   y = act(a w^T * scale[image, c] + bias[image, c]) + residual,   a (rows, k), w (cols, k) row-major.
 // A residual that enters linearly (no scale, no activation) is accumulated by the GEMM itself (beta = 1),
 // which also lets y alias it: the in-place skip connection. Otherwise y must not alias the residual.
@@ -24,10 +24,11 @@ struct GemmEpilogue {
   void check_output(const float* y) const;
 };
 
-// Inside a parallel region, the calling thread's tile of y[row0 : row0 + rows, :] = epilogue(a w^T),
-// with a pointing at GEMM row row0 (leading dimension lda) and w (cols, k). Threads split the rows, or
-// the columns when there are fewer rows than columns (then every thread needs all of a).
-void gemm_share(const GemmEpilogue& e, const float* a, int64_t lda, const float* w, int64_t k, float* y,
-                int64_t row0, int64_t rows);
+// y[row0 : row0 + rows, :] = epilogue(a w^T), with a pointing at GEMM row row0 (leading dimension lda)
+// and w (cols, k), computed by all the threads of the enclosing parallel region, each of which must call
+// it (or by the caller alone outside one): it is a worksharing loop over pieces of y, without a barrier
+// at its end. Once cpu::cancelled() (cpu_cancel.h) the remaining pieces are skipped, y left incomplete.
+void gemm_team(const GemmEpilogue& e, const float* a, int64_t lda, const float* w, int64_t k, float* y,
+               int64_t row0, int64_t rows);
 
 }  // namespace rtvd::cpu

@@ -1,12 +1,17 @@
 // Threading of the CPU backend: OpenMP's threads are the only ones. OpenBLAS (a pthreads build, with a
 // pool of its own) is made single-threaded and called from inside OpenMP regions, each thread on its
-// share of a GEMM. Two pools on two cores fight: after every parallel region OpenMP's workers spin for
+// pieces of a GEMM. Two pools on two cores fight: after every parallel region OpenMP's workers spin for
 // milliseconds, just when OpenBLAS's threads want those cores (an im2col conv ran 2-4x slower than its
-// bare GEMM that way). One pool also makes omp_set_num_threads (the backend's --threads) the one knob.
+// bare GEMM that way). One pool also makes omp_set_num_threads (the backend's thread count) the one knob.
+//
+// Work is shared out dynamically, in pieces cut by shape alone (never by thread count, so any thread
+// count gives the same bits): a region ends at a barrier, and a thread that shares its core with another
+// process would hold the others back for its whole static share. How many threads run is the CPU
+// backend's choice: fewer while other processes keep CPUs busy.
 #pragma once
 #include <cblas.h>
-#include <omp.h>
 
+#include <algorithm>
 #include <cstdint>
 
 namespace rtvd::cpu {
@@ -26,15 +31,12 @@ struct Range {
   int64_t size() const { return end - begin; }
 };
 
-// The calling thread's share of [0, total) in the current parallel region (all of it outside one);
-// boundaries fall on multiples of align, so that threads do not write to the same cache line.
-inline Range thread_share(int64_t total, int64_t align = 1) {
-  const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
-  const int64_t units = (total + align - 1) / align;
-  Range r{units * t / threads * align, units * (t + 1) / threads * align};
-  if (r.end > total) r.end = total;
-  if (r.begin > total) r.begin = total;
-  return r;
+// The chunk of the ops' dynamic loops, for iterations that write `elements` each: ~16K elements (a few
+// microseconds), so that taking a chunk (one atomic) costs nothing beside it, and every loop big enough
+// for a parallel region (kParallelElements) has at least two chunks.
+inline int chunk_for(int64_t elements) {
+  constexpr int64_t kChunkElements = kParallelElements / 2;
+  return int(std::max<int64_t>(kChunkElements / std::max<int64_t>(elements, 1), 1));
 }
 
 }  // namespace rtvd::cpu

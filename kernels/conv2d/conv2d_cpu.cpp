@@ -1,5 +1,5 @@
 // conv2d on the CPU: im2col + OpenBLAS sgemm, fp32, NHWC activations and OHWI weights; the OpenMP threads
-// split each chunk's gather and then its GEMM (kernels/common/cpu_threading.h).
+// share out each chunk's gather and then its GEMM in pieces (kernels/common/cpu_threading.h).
 // The GEMM is y(M = n h_out w_out, c_out) = cols(M, K = kh kw c_in) * w^T: OHWI weights already are
 // (c_out, K) row-major with K ordered (ky, kx, c) like an im2col row, so nothing is repacked.
 // Workspace, in this order: with the GroupNorm+SiLU prologue, pre(x) (computed once, so that each input
@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/common/cpu_cancel.h"
 #include "kernels/common/cpu_gemm.h"
 #include "kernels/common/cpu_threading.h"
 #include "kernels/common/cpu_vector_math.h"
@@ -25,6 +26,7 @@ namespace {
 constexpr int64_t kChunkFloats = int64_t(1) << 21;  // 8 MiB
 constexpr int64_t kMinChunkRows = 512;
 constexpr int64_t kParallelMacs = int64_t(1) << 18;
+constexpr int64_t kGatherRows = 64;  // im2col rows per block of the gather (~50-200 KiB)
 
 struct Plan {
   int64_t m = 0, k = 0;        // GEMM rows (output pixels) and depth
@@ -59,7 +61,7 @@ void apply_prologue(const Conv2dParams& p, const float* x, float* out, float* co
       coeffs[(2 * image) * c + i] = stats[0];
       coeffs[(2 * image + 1) * c + i] = stats[1] * p.gn_gamma[i];
     }
-#pragma omp parallel for schedule(static) if (pixels * c >= cpu::kParallelElements)
+#pragma omp parallel for schedule(dynamic, cpu::chunk_for(c)) if (pixels * c >= cpu::kParallelElements)
   for (int64_t px = 0; px < pixels; ++px) {
     const float* mean = coeffs + 2 * (px / hw) * c;
     const float* scale = mean + c;
@@ -128,18 +130,22 @@ void conv2d_cpu(const Conv2dParams& p) {
     src = normalized;
   }
   const int64_t chunk = plan.chunk_rows ? plan.chunk_rows : plan.m;
+  cpu::LoopStop stop;
 #pragma omp parallel if (plan.m * plan.k * p.c_out >= kParallelMacs)
   for (int64_t row0 = 0; row0 < plan.m; row0 += chunk) {
+    // Also the barrier that keeps this chunk's gather from overwriting cols while the previous chunk's
+    // GEMM still reads them.
+    if (stop(row0 / chunk)) break;
     const int64_t rows = std::min(chunk, plan.m - row0);
     const float* a = src + row0 * plan.k;  // (rows, K)
     if (plan.chunk_rows) {
-      const cpu::Range mine = cpu::thread_share(rows);
-      im2col(p, src, row0 + mine.begin, mine.size(), cols + mine.begin * plan.k);
-#pragma omp barrier
+      // Blocks of rows handed out as threads come free; the loop's barrier lets the GEMM read them all.
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t r = 0; r < rows; r += kGatherRows)
+        im2col(p, src, row0 + r, std::min(kGatherRows, rows - r), cols + r * plan.k);
       a = cols;
     }
-    cpu::gemm_share(epilogue, a, plan.k, w, plan.k, y, row0, rows);
-#pragma omp barrier  // the next chunk's gather overwrites cols
+    cpu::gemm_team(epilogue, a, plan.k, w, plan.k, y, row0, rows);
   }
 }
 

@@ -15,7 +15,7 @@ void guidance_step_cpu(const GuidanceStepParams& p) {
   const int64_t count = p.count;
   if (p.batch != 1 && p.batch != 2)
     fail("guidance_step_cpu: batch ", p.batch, ", expected 1 or 2");
-#pragma omp parallel for schedule(static) if (count >= cpu::kParallelElements)
+#pragma omp parallel for schedule(dynamic, cpu::chunk_for(1)) if (count >= cpu::kParallelElements)
   for (int64_t i = 0; i < count; ++i) {
     const float velocity = p.batch == 2 ? v[count + i] + p.guidance * (v[i] - v[count + i]) : v[i];
     const float x = p.x[i] - p.dt * velocity;
@@ -28,7 +28,7 @@ void guidance_step_cpu(const GuidanceStepParams& p) {
 void temporal_blend_cpu(const TemporalBlendParams& p) {
   // On the first frame prev holds nothing yet (possibly NaN), so it is not even multiplied by zero.
   const float keep = p.blend;
-#pragma omp parallel for simd schedule(static) if (p.count >= cpu::kParallelElements)
+#pragma omp parallel for simd schedule(dynamic, cpu::chunk_for(1)) if (p.count >= cpu::kParallelElements)
   for (int64_t i = 0; i < p.count; ++i) {
     const float out = p.first ? p.x[i] : keep * p.prev[i] + (1.0f - keep) * p.x[i];
     p.out[i] = out;
@@ -44,7 +44,7 @@ void to_rgba8_cpu(const ToRgba8Params& p) {
   const auto to_byte = [](float v) {
     return uint8_t(std::lrint(std::clamp((v + 1.0f) * 127.5f, 0.0f, 255.0f)));
   };
-#pragma omp parallel for schedule(static) if (pixels >= cpu::kParallelElements)
+#pragma omp parallel for schedule(dynamic, cpu::chunk_for(p.c)) if (pixels >= cpu::kParallelElements)
   for (int64_t px = 0; px < pixels; ++px) {
     const float* in = p.x + px * p.c;
     uint8_t* out = p.rgba + 4 * px;

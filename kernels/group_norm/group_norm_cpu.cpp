@@ -16,7 +16,7 @@ namespace {
 void compute_stats(const GroupNormParams& p, const float* x) {
   const int per_group = p.c / p.groups;
   const int64_t tasks = int64_t(p.n) * p.groups;
-#pragma omp parallel for schedule(static) if (tasks * p.hw * per_group >= cpu::kParallelElements)
+#pragma omp parallel for schedule(dynamic, 1) if (tasks * p.hw * per_group >= cpu::kParallelElements)
   for (int64_t task = 0; task < tasks; ++task) {
     const int64_t image = task / p.groups;
     const float* base = x + image * p.hw * p.c + (task % p.groups) * per_group;
@@ -41,7 +41,7 @@ void normalize(const GroupNormParams& p, const float* x, float* y) {
   const int per_group = p.c / p.groups;
   const int64_t pixels = int64_t(p.n) * p.hw;
   const bool silu = p.act == Activation::Silu;
-#pragma omp parallel for schedule(static) if (pixels * p.c >= cpu::kParallelElements)
+#pragma omp parallel for schedule(dynamic, cpu::chunk_for(p.c)) if (pixels * p.c >= cpu::kParallelElements)
   for (int64_t px = 0; px < pixels; ++px) {
     const float* stats = p.stats + (px / p.hw) * p.groups * 2;
     const float* xr = x + px * p.c;

@@ -12,7 +12,7 @@ void layer_norm_cpu(const LayerNormParams& p) {
   const auto* x = static_cast<const float*>(p.x);
   auto* y = static_cast<float*>(p.y);
   const int c = p.c;
-#pragma omp parallel for schedule(static) if (int64_t(p.rows) * c >= cpu::kParallelElements)
+#pragma omp parallel for schedule(dynamic, cpu::chunk_for(c)) if (int64_t(p.rows) * c >= cpu::kParallelElements)
   for (int64_t r = 0; r < p.rows; ++r) {
     const float* xr = x + r * c;
     float* yr = y + r * c;

@@ -26,7 +26,7 @@ void linear_cpu(const LinearParams& p) {
   const auto* x = static_cast<const float*>(p.x);
   const auto* w = static_cast<const float*>(p.w);
 #pragma omp parallel if (int64_t(p.m) * p.n * p.k >= kParallelMacs)
-  cpu::gemm_share(epilogue, x, p.k, w, p.k, y, 0, p.m);
+  cpu::gemm_team(epilogue, x, p.k, w, p.k, y, 0, p.m);
 }
 
 }  // namespace rtvd

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "pipeline/graph/graph.h"
+#include "pipeline/graph/memory_budget.h"
 #include "pipeline/backends/profiler.h"
 #include "pipeline/model_files/weights.h"
 
@@ -70,8 +71,11 @@ class Backend {
 
   virtual size_t arena_bytes() const = 0;
   virtual size_t weight_bytes() const = 0;
+  // Memory this backend could still allocate (host memory on the CPU, free memory on the GPU), read before
+  // a plan is built so that one too large is refused instead of allocated.
+  virtual MemoryAvailable memory_available() const = 0;
 };
 
-std::unique_ptr<Backend> make_cpu_backend(int threads);  // threads 0 = all cores
+std::unique_ptr<Backend> make_cpu_backend(int threads);  // threads 0 = by load (cpu_threads.h)
 
 }  // namespace rtvd

@@ -5,11 +5,13 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <thread>
 
-#include "pipeline/backends/backend.h"
-#include "pipeline/graph/bind.h"
+#include "kernels/common/cpu_cancel.h"
 #include "kernels/common/error.h"
+#include "pipeline/backends/backend.h"
+#include "pipeline/backends/cpu_threads.h"
+#include "pipeline/backends/cancel.h"
+#include "pipeline/graph/bind.h"
 #include "pipeline/graph/planner.h"
 
 namespace rtvd {
@@ -21,7 +23,9 @@ struct FreeDeleter {
 };
 using HostBuffer = std::unique_ptr<uint8_t[], FreeDeleter>;
 
-HostBuffer allocate(size_t bytes) {
+// Linux grants more than it has and the OOM killer collects later: what cannot fit now is refused now.
+HostBuffer allocate(size_t bytes, const char* what) {
+  require_memory(cat("cpu backend: allocating ", what), int64_t(bytes), "", host_memory_available());
   void* p = std::aligned_alloc(64, (std::max<size_t>(bytes, 64) + 63) / 64 * 64);
   if (!p) fail("out of host memory allocating ", bytes, " bytes");
   return HostBuffer(static_cast<uint8_t*>(p));
@@ -34,11 +38,13 @@ struct Overloaded : F... {
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(int threads) : threads_(threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency())) {
-    omp_set_num_threads(threads_);
-  }
+  // Also for the parallel loops that run before the first frame (the weights' conversion).
+  explicit CpuBackend(int threads) : threads_(threads) { omp_set_num_threads(threads_.for_frame()); }
 
-  std::string describe() const override { return cat("cpu: ", threads_, " threads, fp32, OpenBLAS"); }
+  std::string describe() const override {
+    if (!threads_.adaptive()) return cat("cpu: ", threads_.most(), " threads, fp32, OpenBLAS");
+    return cat("cpu: up to ", threads_.most(), " threads (as CPUs are free), fp32, OpenBLAS");
+  }
   bool is_cuda() const override { return false; }
   size_t act_bytes() const override { return 4; }
 
@@ -48,7 +54,7 @@ class CpuBackend final : public Backend {
     auto padded = [](const WeightTensor& w) { return (w.numel() * 4 + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment; };
     size_t total = 0;
     for (const auto& w : ws) total += padded(w);
-    weights_ = allocate(total);
+    weights_ = allocate(total, "weights");
     weight_bytes_ = total;
     memory_.weights.clear();
     memory_.weight_elems.clear();
@@ -66,7 +72,7 @@ class CpuBackend final : public Backend {
     graph_ = &graph;
     plan_ = plan_arena(graph, 4);
     if (plan_.bytes > arena_bytes_) {
-      arena_ = allocate(plan_.bytes);
+      arena_ = allocate(plan_.bytes, "activations");
       arena_bytes_ = plan_.bytes;
     }
     memory_.arena = arena_.get();
@@ -83,7 +89,7 @@ class CpuBackend final : public Backend {
         if (auto* a = std::get_if<AttentionOp>(&op.body)) scratch = std::max(scratch, attention_cpu_workspace_bytes(a->p));
       }
     if (scratch > scratch_bytes_) {
-      scratch_ = allocate(scratch);
+      scratch_ = allocate(scratch, "workspace");
       scratch_bytes_ = scratch;
     }
     for (auto* list : {&graph.setup, &graph.frame})
@@ -99,11 +105,22 @@ class CpuBackend final : public Backend {
     return std::holds_alternative<ConvOp>(body) || std::holds_alternative<LinearOp>(body) ? "cpu OpenBLAS" : "cpu";
   }
 
-  void run_setup() override { run(graph().setup, nullptr); }
+  // omp_set_num_threads before each list: it sets the calling thread's count, and the engine may be
+  // driven from another thread than the one that made it.
+  void run_setup() override {
+    omp_set_num_threads(threads_.for_frame());
+    run(graph().setup, nullptr, false);
+  }
   void run_frame() override {
-    if (!profiling_) return run(graph().frame, nullptr);
+    omp_set_num_threads(threads_.for_frame());
+    if (!profiling_) return run(graph().frame, nullptr, true);
     op_ms_.assign(graph().frame.size(), 0.0f);
-    run(graph().frame, &op_ms_);
+    try {
+      run(graph().frame, &op_ms_, true);
+    } catch (const Cancelled&) {
+      op_ms_.clear();  // not a frame's times
+      throw;
+    }
     frame_ms_ = 0;
     for (float ms : op_ms_) frame_ms_ += ms;
   }
@@ -117,6 +134,7 @@ class CpuBackend final : public Backend {
   float frame_gpu_ms() override { return frame_ms_; }
 
   Ceilings measure_ceilings() override {
+    omp_set_num_threads(threads_.most());
     Ceilings c;
     const int n = 1024;
     std::vector<float> a(size_t(n) * n, 0.5f), b(size_t(n) * n, 0.25f), y(size_t(n) * n);
@@ -162,6 +180,7 @@ class CpuBackend final : public Backend {
 
   size_t arena_bytes() const override { return arena_bytes_; }
   size_t weight_bytes() const override { return weight_bytes_; }
+  MemoryAvailable memory_available() const override { return host_memory_available(); }
 
  private:
   Graph& graph() {
@@ -181,9 +200,16 @@ class CpuBackend final : public Backend {
     return t[t.size() / 2];
   }
 
-  static void run(std::vector<Op>& ops, std::vector<float>* op_ms) {
+  // A cancellable list (the frame) throws Cancelled when cancellation is requested (backends/cancel.h):
+  // before its next op, or out of a long kernel that stopped partway (cpu_cancel.h). Nothing that
+  // outlives the frame has been written then: only its last op, denoise_blend (which never stops
+  // partway), writes the blend history and the RGBA8 image; the engine's next step renders the frame
+  // again. Setup is not cancellable: a half-run setup would leave the plan's constants wrong.
+  static void run(std::vector<Op>& ops, std::vector<float>* op_ms, bool cancellable) {
+    const cpu::CancelScope cancel(cancellable ? &cancel_requested : nullptr);
     for (size_t i = 0; i < ops.size(); ++i) {
       Op& op = ops[i];
+      if (cancellable) throw_if_cancelled();
       const auto start = std::chrono::steady_clock::now();
       std::visit(Overloaded{
                      [](ConvOp& o) { conv2d_cpu(o.p); },
@@ -203,11 +229,12 @@ class CpuBackend final : public Backend {
                      [](DenoiseBlendOp& o) { denoise_blend_cpu(o.p); },
                  },
                  op.body);
+      if (cancel.stopped()) throw Cancelled("cancelled");
       if (op_ms) (*op_ms)[i] = std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - start).count();
     }
   }
 
-  int threads_;
+  CpuThreads threads_;
   bool profiling_ = false;
   std::vector<float> op_ms_;  // of the last frame, until frame_op_ms() takes them
   float frame_ms_ = 0;

@@ -54,14 +54,30 @@ AxisWeights axis_weights(int src, int dst) {
   return a;
 }
 
-}  // namespace
-
-void resize_to_rgb_float(const PixelView& src, int width, int height, std::vector<float>& rgb) {
+void check_arguments(const char* op, const PixelView& src, int width, int height) {
   if (!src.data || src.width <= 0 || src.height <= 0 || (src.channels != 3 && src.channels != 4) ||
       src.row_bytes < size_t(src.width) * size_t(src.channels))
-    fail("resize: source must be a non-empty 8-bit RGB or RGBA image, got ", src.width, "x", src.height, "x",
+    fail(op, ": source must be a non-empty 8-bit RGB or RGBA image, got ", src.width, "x", src.height, "x",
          src.channels, " with ", src.row_bytes, " bytes per row");
-  if (width <= 0 || height <= 0) fail("resize: target size must be positive, got ", width, "x", height);
+  if (width <= 0 || height <= 0) fail(op, ": target size must be positive, got ", width, "x", height);
+}
+
+}  // namespace
+
+PixelView center_crop(const PixelView& src, int width, int height) {
+  check_arguments("crop", src, width, height);
+  PixelView out = src;
+  // src.width / src.height against width / height, compared exactly in integers.
+  const int64_t wide = int64_t(src.width) * height, tall = int64_t(src.height) * width;
+  if (wide > tall) out.width = int(std::max<int64_t>(1, (tall + height / 2) / height));  // round(H * width / height)
+  if (tall > wide) out.height = int(std::max<int64_t>(1, (wide + width / 2) / width));
+  const int x0 = (src.width - out.width) / 2, y0 = (src.height - out.height) / 2;
+  out.data += size_t(y0) * src.row_bytes + size_t(x0) * size_t(src.channels);
+  return out;
+}
+
+void resize_to_rgb_float(const PixelView& src, int width, int height, std::vector<float>& rgb) {
+  check_arguments("resize", src, width, height);
 
   const AxisWeights wx = axis_weights(src.width, width), wy = axis_weights(src.height, height);
   // Rows first: (src.height, width, 3), still in [0, 255].

@@ -1,5 +1,5 @@
-// Host image operations the frame sources need: resize an 8-bit RGB/RGBA image to the frame size and
-// convert it to the model's input range.
+// Host image operations the frame sources need: crop an 8-bit RGB/RGBA image to the frame's aspect ratio,
+// resize it to the frame size and convert it to the model's input range.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -14,6 +14,12 @@ struct PixelView {
   int width = 0, height = 0, channels = 0;
   size_t row_bytes = 0;
 };
+
+// The largest region centred in src with the aspect ratio width:height, as a view into src's pixels (no
+// copy). Cropping before resize_to_rgb_float keeps shapes: a 4:3 frame loses its sides instead of being
+// squeezed into a square, as img2img tools do. The crop's size is rounded to whole pixels; an odd
+// leftover pixel goes to the right or bottom margin.
+PixelView center_crop(const PixelView& src, int width, int height);
 
 // Resizes src to (width, height) and writes RGB floats in [-1, 1] (v / 127.5 - 1), (height, width, 3)
 // row-major, into rgb (resized to fit). Each axis on its own: area averaging where it shrinks (every

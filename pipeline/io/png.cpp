@@ -112,15 +112,40 @@ std::vector<uint8_t> deflate(const std::string& path, const std::vector<uint8_t>
 
 struct Header {
   uint32_t width = 0, height = 0;
-  uint8_t color_type = 0;
+  uint8_t color_type = 0, depth = 0;
+  bool interlaced = false;
   int channels = 0;
+  size_t bits_per_pixel() const { return size_t(channels) * depth; }
+  size_t row_bytes(uint32_t pixels) const { return (size_t(pixels) * bits_per_pixel() + 7) / 8; }
+  // The filters' "bpp": the byte distance to the same sample of the pixel on the left (1 below 8 bits).
+  size_t filter_stride() const { return std::max<size_t>(1, bits_per_pixel() / 8); }
+  uint16_t max_sample() const { return uint16_t((1u << depth) - 1); }
 };
+
+// A sub-image of an interlaced PNG: the pixels (x0 + i * dx, y0 + j * dy). A plain PNG is one pass.
+struct Pass {
+  uint32_t x0, y0, dx, dy;
+  uint32_t width(const Header& h) const { return h.width > x0 ? (h.width - x0 + dx - 1) / dx : 0; }
+  uint32_t height(const Header& h) const { return h.height > y0 ? (h.height - y0 + dy - 1) / dy : 0; }
+};
+constexpr std::array<Pass, 1> kWhole = {{{0, 0, 1, 1}}};
+constexpr std::array<Pass, 7> kAdam7 = {{{0, 0, 8, 8}, {4, 0, 8, 8}, {0, 4, 4, 8}, {2, 0, 4, 4},
+                                          {0, 2, 2, 4}, {1, 0, 2, 2}, {0, 1, 1, 2}}};
+
+std::vector<Pass> passes(const Header& h) {
+  std::vector<Pass> out;
+  if (h.interlaced) out.assign(kAdam7.begin(), kAdam7.end());
+  else out.assign(kWhole.begin(), kWhole.end());
+  // Passes without pixels (a small interlaced image) have no rows, not even filter bytes.
+  std::erase_if(out, [&](const Pass& p) { return p.width(h) == 0 || p.height(h) == 0; });
+  return out;
+}
 
 struct Chunks {
   Header header;
   std::vector<std::array<uint8_t, 4>> palette;  // RGBA; alpha from tRNS, else 255
   bool has_key = false;                         // tRNS on grey/RGB: one colour that is transparent
-  std::array<uint16_t, 3> key{};
+  std::array<uint16_t, 3> key{};                // at the image's bit depth
   std::vector<uint8_t> compressed;  // all IDAT data, in order
 };
 
@@ -130,6 +155,15 @@ std::vector<uint8_t> read_file(const std::string& path) {
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) fail(path, ": read error: ", std::strerror(errno));
   return bytes;
+}
+
+// The bit depths the PNG standard allows for each colour type (its table 11.1).
+bool depth_allowed(uint8_t color, uint8_t depth) {
+  switch (color) {
+    case kGrey: return depth == 1 || depth == 2 || depth == 4 || depth == 8 || depth == 16;
+    case kPalette: return depth == 1 || depth == 2 || depth == 4 || depth == 8;
+    default: return depth == 8 || depth == 16;
+  }
 }
 
 Header parse_header(const std::string& path, const uint8_t* d, uint32_t size) {
@@ -148,11 +182,15 @@ Header parse_header(const std::string& path, const uint8_t* d, uint32_t size) {
     case kRgba: h.channels = 4; break;
     default: fail(path, ": unknown PNG color type ", int(color));
   }
+  if (!depth_allowed(color, depth))
+    fail(path, ": bit depth ", int(depth), " is not valid for PNG color type ", int(color),
+         " (expected 8 or 16; grey also 1, 2 or 4; palette 1, 2, 4 or 8)");
   h.color_type = color;
-  if (depth != 8) fail(path, ": bit depth ", int(depth), " is not supported, expected 8-bit PNG");
+  h.depth = depth;
   if (compression != 0 || filter != 0)
     fail(path, ": unknown compression or filter method (", int(compression), ", ", int(filter), ")");
-  if (interlace != 0) fail(path, ": interlaced PNG is not supported, expected a non-interlaced image");
+  if (interlace > 1) fail(path, ": unknown interlace method ", int(interlace), ", expected 0 (none) or 1 (Adam7)");
+  h.interlaced = interlace == 1;
   return h;
 }
 
@@ -176,7 +214,9 @@ void parse_transparency(const std::string& path, Chunks& c, const uint8_t* d, ui
       const uint32_t samples = c.header.color_type == kGrey ? 1 : 3;
       if (size != 2 * samples) fail(path, ": tRNS is ", size, " bytes, expected ", 2 * samples);
       c.has_key = true;
-      for (uint32_t i = 0; i < samples; ++i) c.key[i] = uint16_t(d[2 * i] << 8 | d[2 * i + 1]);
+      // Below 16 bits only the low bits count (as libpng reads it).
+      for (uint32_t i = 0; i < samples; ++i)
+        c.key[i] = uint16_t((d[2 * i] << 8 | d[2 * i + 1]) & c.header.max_sample());
       return;
     }
     default: fail(path, ": tRNS on an image that has an alpha channel");
@@ -222,19 +262,30 @@ Chunks parse_chunks(const std::string& path, const std::vector<uint8_t>& file) {
   return c;
 }
 
-// Inflates into exactly `size` bytes: one byte of slack detects a stream longer than the image.
+// Inflates into exactly `size` bytes; one byte of slack detects a stream longer than the image. The buffer
+// grows with the output (from 1 MiB, doubling) instead of being allocated at the size the header claims, so
+// a few bytes of file whose header promises 2^28 pixels fail at their data's real length, not after
+// zeroing gigabytes.
 std::vector<uint8_t> inflate_exact(const std::string& path, const std::vector<uint8_t>& compressed, size_t size) {
-  std::vector<uint8_t> out(size + 1);
+  const size_t limit = size + 1;
+  std::vector<uint8_t> out(std::min(limit, size_t(1) << 20));
   z_stream z{};
   if (inflateInit(&z) != Z_OK) fail(path, ": zlib inflateInit failed");
   std::unique_ptr<z_stream, int (*)(z_stream*)> guard(&z, inflateEnd);
   z.next_in = const_cast<Bytef*>(compressed.data());
   z.avail_in = uInt(compressed.size());
-  z.next_out = out.data();
-  z.avail_out = uInt(out.size());
-  const int status = inflate(&z, Z_FINISH);
+  int status = Z_OK;
+  for (;;) {
+    z.next_out = out.data() + z.total_out;
+    z.avail_out = uInt(out.size() - z.total_out);
+    status = inflate(&z, Z_NO_FLUSH);
+    if (status != Z_OK && status != Z_BUF_ERROR) break;  // the end, or an error
+    if (z.avail_out != 0 || out.size() == limit) break;  // the input is used up, or the bound is reached
+    out.resize(std::min(limit, out.size() * 2));
+  }
   if (status == Z_DATA_ERROR || status == Z_NEED_DICT)
     fail(path, ": corrupt image data (zlib: ", z.msg ? z.msg : "invalid stream", ")");
+  if (status == Z_MEM_ERROR) fail(path, ": out of memory while inflating the image data");
   if (z.total_out > size) fail(path, ": image data is longer than the ", size, " bytes the header gives");
   if (status != Z_STREAM_END) fail(path, ": image data ends early (truncated or corrupt IDAT)");
   if (z.total_out != size) fail(path, ": image data is ", z.total_out, " bytes, expected ", size);
@@ -242,14 +293,23 @@ std::vector<uint8_t> inflate_exact(const std::string& path, const std::vector<ui
   return out;
 }
 
-// Undoes the per-row filters; returns the unfiltered rows packed without their filter bytes.
-std::vector<uint8_t> unfilter(const std::string& path, const Header& h, const std::vector<uint8_t>& data) {
-  const size_t bpp = size_t(h.channels), row_bytes = size_t(h.width) * bpp;
-  std::vector<uint8_t> out(size_t(h.height) * row_bytes);
+// The inflated size: each pass's rows, each with its filter byte.
+size_t raw_size(const Header& h) {
+  size_t size = 0;
+  for (const Pass& p : passes(h)) size += size_t(p.height(h)) * (1 + h.row_bytes(p.width(h)));
+  return size;
+}
+
+// Undoes the per-row filters of one pass whose filtered rows start at data; returns its rows packed
+// without their filter bytes. first_row numbers the rows in errors.
+std::vector<uint8_t> unfilter(const std::string& path, const Header& h, const uint8_t* data, uint32_t width,
+                              uint32_t height, size_t first_row) {
+  const size_t bpp = h.filter_stride(), row_bytes = h.row_bytes(width);
+  std::vector<uint8_t> out(size_t(height) * row_bytes);
   const std::vector<uint8_t> zero_row(row_bytes, 0);
-  for (uint32_t y = 0; y < h.height; ++y) {
+  for (uint32_t y = 0; y < height; ++y) {
     const uint8_t filter = data[size_t(y) * (row_bytes + 1)];
-    if (filter >= kFilterCount) fail(path, ": unknown filter type ", int(filter), " in row ", y);
+    if (filter >= kFilterCount) fail(path, ": unknown filter type ", int(filter), " in row ", first_row + y);
     const uint8_t* in = &data[size_t(y) * (row_bytes + 1) + 1];
     uint8_t* row = &out[size_t(y) * row_bytes];
     const uint8_t* prev = y > 0 ? row - row_bytes : zero_row.data();
@@ -258,30 +318,69 @@ std::vector<uint8_t> unfilter(const std::string& path, const Header& h, const st
   return out;
 }
 
-ImageRgba8 to_rgba(const std::string& path, const Chunks& c, const std::vector<uint8_t>& samples) {
+// Sample `index` (pixel * channels + channel) of an unfiltered row, at the image's bit depth: 16-bit
+// samples are big-endian, and samples below 8 bits are packed from the most significant bit.
+uint16_t sample(const Header& h, const uint8_t* row, size_t index) {
+  if (h.depth == 16) return uint16_t(row[2 * index] << 8 | row[2 * index + 1]);
+  if (h.depth == 8) return row[index];
+  const size_t bit = index * h.depth;
+  return uint16_t((row[bit / 8] >> (8 - h.depth - bit % 8)) & h.max_sample());
+}
+
+// A sample scaled to 8 bits, rounded to nearest: v * 255 / max. For 16 bits this is libpng's
+// png_set_scale_16 ((v * 255 + 32895) >> 16, equal to round(v / 257)); for 1, 2 and 4 bits it is exact
+// (v * 255, 85, 17), as libpng's expansion of low-depth grey.
+uint8_t to_8bit(uint16_t v, const Header& h) {
+  if (h.depth == 16) return uint8_t((uint32_t(v) * 255 + 32895) >> 16);
+  return uint8_t(uint32_t(v) * 255 / h.max_sample());
+}
+
+// One pixel of an unfiltered row as RGBA8.
+void to_rgba(const std::string& path, const Chunks& c, const uint8_t* row, uint32_t x, uint8_t* p) {
+  const Header& h = c.header;
+  const size_t at = size_t(x) * size_t(h.channels);
+  std::array<uint16_t, 4> s{};
+  for (int i = 0; i < h.channels; ++i) s[i] = sample(h, row, at + i);
+  switch (h.color_type) {
+    case kGrey:
+      p[0] = p[1] = p[2] = to_8bit(s[0], h);
+      p[3] = c.has_key && s[0] == c.key[0] ? 0 : 255;
+      break;
+    case kGreyAlpha: p[0] = p[1] = p[2] = to_8bit(s[0], h), p[3] = to_8bit(s[1], h); break;
+    case kRgb:
+      for (int i = 0; i < 3; ++i) p[i] = to_8bit(s[i], h);
+      p[3] = c.has_key && s[0] == c.key[0] && s[1] == c.key[1] && s[2] == c.key[2] ? 0 : 255;
+      break;
+    case kRgba:
+      for (int i = 0; i < 4; ++i) p[i] = to_8bit(s[i], h);
+      break;
+    case kPalette:
+      if (s[0] >= c.palette.size())
+        fail(path, ": palette index ", int(s[0]), " is past the ", c.palette.size(), "-entry palette");
+      std::memcpy(p, c.palette[s[0]].data(), 4);
+      break;
+  }
+}
+
+// Unfilters each pass and places its pixels, converted to RGBA8, where they belong in the image.
+ImageRgba8 decode(const std::string& path, const Chunks& c, const std::vector<uint8_t>& raw) {
   const Header& h = c.header;
   ImageRgba8 image;
   image.width = int(h.width);
   image.height = int(h.height);
-  const size_t n = size_t(h.width) * h.height;
-  image.pixels.resize(n * 4);
-  for (size_t i = 0; i < n; ++i) {
-    const uint8_t* s = &samples[i * size_t(h.channels)];
-    uint8_t* p = &image.pixels[i * 4];
-    switch (h.color_type) {
-      case kGrey: p[0] = p[1] = p[2] = s[0], p[3] = c.has_key && s[0] == c.key[0] ? 0 : 255; break;
-      case kGreyAlpha: p[0] = p[1] = p[2] = s[0], p[3] = s[1]; break;
-      case kRgb:
-        p[0] = s[0], p[1] = s[1], p[2] = s[2];
-        p[3] = c.has_key && s[0] == c.key[0] && s[1] == c.key[1] && s[2] == c.key[2] ? 0 : 255;
-        break;
-      case kRgba: std::memcpy(p, s, 4); break;
-      case kPalette:
-        if (s[0] >= c.palette.size())
-          fail(path, ": palette index ", int(s[0]), " is past the ", c.palette.size(), "-entry palette");
-        std::memcpy(p, c.palette[s[0]].data(), 4);
-        break;
-    }
+  image.pixels.resize(size_t(h.width) * h.height * 4);
+  size_t at = 0, first_row = 0;
+  for (const Pass& p : passes(h)) {
+    const uint32_t width = p.width(h), height = p.height(h);
+    const size_t row_bytes = h.row_bytes(width);
+    const std::vector<uint8_t> rows = unfilter(path, h, &raw[at], width, height, first_row);
+    for (uint32_t y = 0; y < height; ++y)
+      for (uint32_t x = 0; x < width; ++x) {
+        const size_t pixel = size_t(p.y0 + y * p.dy) * h.width + p.x0 + x * p.dx;
+        to_rgba(path, c, &rows[y * row_bytes], x, &image.pixels[pixel * 4]);
+      }
+    at += size_t(height) * (1 + row_bytes);
+    first_row += height;
   }
   return image;
 }
@@ -319,10 +418,7 @@ void write_png(const std::string& path, const ImageRgba8& image) {
 
 ImageRgba8 read_png(const std::string& path) {
   const Chunks chunks = parse_chunks(path, read_file(path));
-  const Header& h = chunks.header;
-  const size_t raw_size = size_t(h.height) * (1 + size_t(h.width) * size_t(h.channels));
-  const std::vector<uint8_t> raw = inflate_exact(path, chunks.compressed, raw_size);
-  return to_rgba(path, chunks, unfilter(path, h, raw));
+  return decode(path, chunks, inflate_exact(path, chunks.compressed, raw_size(chunks.header)));
 }
 
 }  // namespace rtvd

@@ -1,5 +1,6 @@
 // A small PNG codec on zlib, so frames and screenshots can be written and images read without OpenCV.
-// Reads 8-bit non-interlaced grey, grey+alpha, RGB, RGBA and palette images; writes RGBA8.
+// Reads every PNG the standard defines: grey, grey+alpha, RGB, RGBA and palette at each bit depth it
+// allows (1 to 16), interlaced or not, as RGBA8 (16-bit samples rounded to nearest); writes RGBA8.
 #pragma once
 #include <string>
 

@@ -7,6 +7,8 @@
 
 #include <array>
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <fstream>
 
 #include "build_config.h"
@@ -36,6 +38,11 @@ bool has_png_signature(const std::string& path) {
   return in.read(head.data(), head.size()) && head == kSignature;
 }
 
+// Crops to the frame's aspect ratio, then resizes: shapes are kept whatever the source's aspect ratio.
+void fit_to_frame(const PixelView& view, int width, int height, std::vector<float>& rgb) {
+  resize_to_rgb_float(center_crop(view, width, height), width, height, rgb);
+}
+
 class NoiseSource final : public FrameSource {
  public:
   std::string describe() const override { return "noise walk"; }
@@ -51,10 +58,11 @@ class ImageSource final : public FrameSource {
     return cat("image ", path_, " (", image_.width, "x", image_.height, ")");
   }
   bool has_images() const override { return true; }
+  std::string file() const override { return path_; }
   bool next(int width, int height, std::vector<float>& rgb) override {
     if (width != resized_width_ || height != resized_height_) {
       const PixelView view{image_.pixels.data(), image_.width, image_.height, 4, size_t(image_.width) * 4};
-      resize_to_rgb_float(view, width, height, resized_);
+      fit_to_frame(view, width, height, resized_);
       resized_width_ = width, resized_height_ = height;
     }
     rgb = resized_;
@@ -87,19 +95,37 @@ ImageRgba8 load_image(const std::string& path) {
   return rgba_from_bgr(bgr);
 }
 
-// Video files and webcams: OpenCV gives BGR frames of any size; next() converts and resizes them.
+// OpenCV's FFmpeg backend sets FFmpeg's log level at every open: to $OPENCV_FFMPEG_LOGLEVEL where it is
+// set (or $OPENCV_FFMPEG_DEBUG, for a user debugging a file), else to errors, which FFmpeg prints to
+// stderr ("moov atom not found", "Invalid NAL unit size") before rtvd's own one-line error, and once per
+// damaged frame while rendering. Setting the variable to AV_LOG_QUIET (-8) before the first open is the
+// one switch that holds. The first open_source sets it, before any worker thread exists; later calls find
+// it set and write nothing.
+void quiet_ffmpeg_log() {
+  if (!std::getenv("OPENCV_FFMPEG_LOGLEVEL") && !std::getenv("OPENCV_FFMPEG_DEBUG"))
+    ::setenv("OPENCV_FFMPEG_LOGLEVEL", "-8", 0);
+}
+
+// A reported frame rate as fps() gives it: containers without one report 0, and some report a time base
+// (90000) instead of a rate.
+double plausible_fps(double fps) { return std::isfinite(fps) && fps > 0 && fps <= 1000 ? fps : 0.0; }
+
+// Video files and webcams: OpenCV gives BGR frames of any size; next() converts, crops and resizes them.
 class CaptureSource : public FrameSource {
  public:
   bool has_images() const override { return true; }
+  double fps() const override { return fps_; }
 
  protected:
   void convert(const cv::Mat& bgr, int width, int height, std::vector<float>& rgb) {
     cv::cvtColor(bgr, rgb8_, cv::COLOR_BGR2RGB);
     const PixelView view{rgb8_.data, rgb8_.cols, rgb8_.rows, 3, rgb8_.step[0]};
-    resize_to_rgb_float(view, width, height, rgb);
+    fit_to_frame(view, width, height, rgb);
   }
+  std::string fps_text() const { return fps_ > 0 ? cat(", ", fps_, " fps") : std::string(); }
 
   cv::Mat frame_, rgb8_;
+  double fps_ = 0.0;
 };
 
 class VideoSource final : public CaptureSource {
@@ -112,9 +138,10 @@ class VideoSource final : public CaptureSource {
   }
   std::string describe() const override {
     return cat("video ", path_, " (", width_, "x", height_, ", ",
-               frame_count_ > 0 ? cat(frame_count_, " frames") : std::string("length unknown"), ")");
+               frame_count_ > 0 ? cat(frame_count_, " frames") : std::string("length unknown"), fps_text(), ")");
   }
   int frame_count() const override { return frame_count_; }
+  std::string file() const override { return path_; }
   bool next(int width, int height, std::vector<float>& rgb) override {
     if (!first_frame_pending_ && !capture_.read(frame_)) return false;
     first_frame_pending_ = false;
@@ -132,6 +159,7 @@ class VideoSource final : public CaptureSource {
     if (!capture_.open(path_, cv::CAP_FFMPEG)) fail(path_, ": cannot open as a video (unknown format or no decoder)");
     if (!capture_.read(frame_) || frame_.empty()) fail(path_, ": video has no decodable frame");
     width_ = frame_.cols, height_ = frame_.rows;  // frame_ is emptied by the read that finds the end
+    fps_ = plausible_fps(capture_.get(cv::CAP_PROP_FPS));
     first_frame_pending_ = true;
   }
 
@@ -148,8 +176,11 @@ class WebcamSource final : public CaptureSource {
     if (::stat(device_.c_str(), &st) != 0) fail("no webcam at ", device_);
     if (!capture_.open(index, cv::CAP_V4L2)) fail(device_, ": cannot open the webcam (busy or not a camera)");
     if (!capture_.read(frame_) || frame_.empty()) fail(device_, ": webcam gives no frames");
+    fps_ = plausible_fps(capture_.get(cv::CAP_PROP_FPS));
   }
-  std::string describe() const override { return cat("webcam ", device_, " (", frame_.cols, "x", frame_.rows, ")"); }
+  std::string describe() const override {
+    return cat("webcam ", device_, " (", frame_.cols, "x", frame_.rows, fps_text(), ")");
+  }
   bool next(int width, int height, std::vector<float>& rgb) override {
     // A camera has no end: a failed read means it was unplugged or stalled.
     if (!capture_.read(frame_) || frame_.empty()) fail(device_, ": webcam stopped giving frames");
@@ -195,6 +226,9 @@ std::unique_ptr<FrameSource> open_webcam(const std::string& spec) {
 }  // namespace
 
 std::unique_ptr<FrameSource> open_source(const std::string& spec) {
+#if RTVD_HAS_OPENCV
+  quiet_ffmpeg_log();
+#endif
   if (spec == "noise") return std::make_unique<NoiseSource>();
   const size_t colon = spec.find(':');
   const std::string kind = spec.substr(0, colon);

@@ -10,17 +10,26 @@ namespace rtvd {
 class FrameSource {
  public:
   virtual ~FrameSource() = default;
-  virtual std::string describe() const = 0;  // "noise walk", "video clip.mp4 (640x360, 120 frames)"
+  virtual std::string describe() const = 0;  // "noise walk", "video clip.mp4 (640x360, 120 frames, 30 fps)"
   virtual bool has_images() const = 0;       // false for the noise walk
-  // The next frame resized to (width, height) as RGB floats in [-1, 1], (height, width, 3) row-major.
+  // The next frame cropped around its centre to the aspect ratio of (width, height) (image_ops.h's
+  // center_crop: never stretched) and resized to (width, height), as RGB floats in [-1, 1],
+  // (height, width, 3) row-major.
   // Returns false at the end of the stream (a video's last frame); a read error throws Error.
   virtual bool next(int width, int height, std::vector<float>& rgb) = 0;
   virtual int frame_count() const { return -1; }  // known length (video files), -1 unknown/endless
   virtual void rewind() {}                         // restart a video from its first frame
+  // Frames per second of a video file or webcam as it reports it; 0 when unknown, implausible or not a
+  // video: the default rate of what is rendered from it.
+  virtual double fps() const { return 0.0; }
+  // The path of the file the frames are read from (image and video sources), empty for noise and webcams:
+  // what a caller compares with its output path, so it never writes over its own input.
+  virtual std::string file() const { return ""; }
 };
 
 // "noise" | "image:PATH" | "video:PATH" | "webcam" | "webcam:N". A bad spec, a missing/unreadable
-// file or an unavailable feature (no OpenCV) is a one-line Error naming the file or the spec.
+// file or an unavailable feature (no OpenCV) is a one-line Error naming the file or the spec, and the only
+// line printed: FFmpeg's own log, which OpenCV prints to stderr, is silenced at the first call.
 std::unique_ptr<FrameSource> open_source(const std::string& spec);
 
 }  // namespace rtvd

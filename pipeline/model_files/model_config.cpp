@@ -3,10 +3,10 @@
 // later as a puzzling missing tensor or a wrong shape.
 #include "pipeline/model_files/model_config.h"
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cfloat>
-#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -14,7 +14,7 @@
 #include <string_view>
 
 #include "kernels/common/error.h"
-#include "pipeline/model_files/json_keys.h"
+#include "pipeline/model_files/json_text.h"
 
 namespace rtvd {
 
@@ -48,28 +48,14 @@ constexpr std::array<std::string_view, 23> kKnownKeys = {
     "timestep_scale",
 };
 
-// Frame sizes are multiples of 2^(levels - 1); beyond this the multiple no longer fits an int.
-constexpr size_t kMaxLevels = 16;
-
 std::string known_keys_list() {
   std::string s;
   for (std::string_view k : kKnownKeys) s += cat(s.empty() ? "" : ", ", k);
   return s;
 }
 
-// A JSON value for an error message: its type and a short one-line dump (dump escapes control characters).
-std::string describe(const json& v) {
-  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
-  constexpr size_t kMax = 60;
-  if (s.size() > kMax) s = s.substr(0, kMax) + "...";
-  return cat(v.type_name(), " ", s);
-}
-
-// A key from the file, escaped like a JSON string but without the quotes, so errors stay on one line.
-std::string escaped(const std::string& key) {
-  const std::string s = json(key).dump(-1, ' ', false, json::error_handler_t::replace);
-  return s.substr(1, s.size() - 2);
-}
+// A JSON value for an error message: its type and a short one-line excerpt.
+std::string describe(const json& v) { return cat(v.type_name(), " ", json_excerpt(v)); }
 
 // Reads the keys of one config object; every failure is "<label>: key 'k': expected ..., got ...".
 class ConfigReader {
@@ -85,11 +71,12 @@ class ConfigReader {
       bool known = false;
       for (std::string_view k : kKnownKeys) known = known || key == k;
       if (!known)
-        fail_key(escaped(key), cat("one of the known keys (", known_keys_list(), ")"), "an unknown key");
+        fail_key(json_escaped(key), cat("one of the known keys (", known_keys_list(), ")"), "an unknown key");
     }
   }
 
   bool has(const char* key) const { return root_.contains(key); }
+  const std::string& label() const { return label_; }
 
   const json& required(const char* key, std::string_view expected) const {
     if (!has(key)) fail_key(key, expected, "nothing (the key is required)");
@@ -115,9 +102,11 @@ class ConfigReader {
     fail_key(key, expected, describe(v));
   }
 
-  int integer(const char* key, int min) const { return as_integer(key, required(key, "an integer"), min); }
-  void optional_integer(const char* key, int min, int& out) const {
-    if (has(key)) out = as_integer(key, root_[key], min);
+  int integer(const char* key, int min, int max) const {
+    return as_integer(key, required(key, "an integer"), min, max);
+  }
+  void optional_integer(const char* key, int min, int max, int& out) const {
+    if (has(key)) out = as_integer(key, root_[key], min, max);
   }
 
   void optional_number(const char* key, bool positive, float& out) const {
@@ -137,11 +126,12 @@ class ConfigReader {
     out = v.get<bool>();
   }
 
-  std::vector<int> integer_array(const char* key, int min) const {
-    const json& v = required(key, "a non-empty array of integers");
-    if (!v.is_array() || v.empty()) fail_key(key, "a non-empty array of integers", describe(v));
+  std::vector<int> integer_array(const char* key, size_t max_entries, int min, int max) const {
+    const std::string expected = cat("an array of 1 to ", max_entries, " integers");
+    const json& v = required(key, expected);
+    if (!v.is_array() || v.empty() || v.size() > max_entries) fail_key(key, expected, describe(v));
     std::vector<int> out;
-    for (const json& e : v) out.push_back(as_integer(key, e, min));
+    for (const json& e : v) out.push_back(as_integer(key, e, min, max));
     return out;
   }
 
@@ -171,15 +161,15 @@ class ConfigReader {
   const json& root_;
   const std::string& label_;
 
-  // min is 1 for sizes, 0 where 0 means "none".
-  int as_integer(const char* key, const json& v, int min) const {
+  // min is 1 for sizes, 0 where 0 means "none"; max is the key's bound from model_config.h.
+  int as_integer(const char* key, const json& v, int min, int max) const {
     if (!v.is_number_integer()) fail_key(key, "an integer", describe(v));
-    const bool fits = v.is_number_unsigned() ? v.get<uint64_t>() <= uint64_t(INT_MAX)
-                                             : v.get<int64_t>() >= INT_MIN;
-    if (!fits) fail_key(key, "an integer that fits in 32 bits", describe(v));
-    const int i = v.get<int>();
-    if (i < min) fail_key(key, min == 1 ? "a positive integer" : "a non-negative integer", describe(v));
-    return i;
+    // Compared in the type nlohmann holds: a value past int64_t is unsigned.
+    const bool in_range = v.is_number_unsigned()
+                              ? v.get<uint64_t>() >= uint64_t(std::max(min, 0)) && v.get<uint64_t>() <= uint64_t(max)
+                              : v.get<int64_t>() >= min && v.get<int64_t>() <= max;
+    if (!in_range) fail_key(key, cat("an integer in [", min, ", ", max, "]"), describe(v));
+    return v.get<int>();
   }
 };
 
@@ -194,8 +184,6 @@ void check_consistency(const ModelConfig& c, const ConfigReader& r) {
     r.fail_key("attention_levels",
                cat(c.block_out_channels.size(), " entries (one per block_out_channels level)"),
                cat(c.attention_levels.size()));
-  if (c.block_out_channels.size() > kMaxLevels)
-    r.fail_key("block_out_channels", cat("at most ", kMaxLevels, " levels"), cat(c.levels()));
   if (c.sample_size % c.size_multiple() != 0)
     r.fail_key("sample_size", cat("a multiple of ", c.size_multiple(), " (one halving per downsampler)"),
                cat(c.sample_size));
@@ -224,23 +212,28 @@ void check_consistency(const ModelConfig& c, const ConfigReader& r) {
                    ? cat(c.num_class_embeds - 1, " names (num_class_embeds - 1)")
                    : std::string("no names without num_class_embeds"),
                cat(c.class_names.size(), " names"));
+
+  // Every block is in the graph once per step: the graph's size and the time to plan it follow this count.
+  const int resnets = c.levels() * (2 * c.layers_per_block + 1) + 2;
+  int attention_sites = c.mid_attention ? 1 : 0;
+  for (int i = 0; i < c.levels(); ++i)
+    if (c.attention_levels[i]) attention_sites += 2 * c.layers_per_block + 1;  // down and up ResNets
+  const int transformer_blocks = attention_sites * c.transformer_layers_per_block;
+  if (resnets + transformer_blocks > kMaxBlocks)
+    fail(r.label(), ": the U-Net has ", resnets, " ResNets and ", transformer_blocks,
+         " transformer blocks, expected at most ", kMaxBlocks,
+         " in all (fewer levels, layers_per_block or transformer_layers_per_block)");
 }
 
 }  // namespace
 
 ModelConfig parse_model_config(const std::string& json_text, const std::string& label) {
-  json root;
+  if (json_text.size() > kMaxConfigBytes)
+    fail(label, ": ", json_text.size(), " bytes, expected a config of at most ", kMaxConfigBytes, " bytes");
   DuplicateKeyFinder duplicates;
-  try {
-    root = json::parse(json_text, std::ref(duplicates));
-  } catch (const json::exception& e) {
-    std::string what = e.what();
-    for (char& ch : what)
-      if (static_cast<unsigned char>(ch) < 0x20) ch = ' ';  // the message may quote raw input
-    fail(label, ": not valid JSON: ", what);
-  }
+  const json root = parse_json(json_text, label, &duplicates);
   if (!root.is_object()) fail(label, ": expected a JSON object at the top level, got ", describe(root));
-  if (duplicates.found) fail(label, ": key '", duplicates.duplicate, "' appears twice");
+  if (duplicates.found) fail(label, ": key '", json_escaped(duplicates.duplicate), "' appears twice");
 
   const ConfigReader r(root, label);
   r.reject_unknown_keys();
@@ -248,13 +241,13 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   ModelConfig c;
   c.name = r.string("name");
   c.dtype = r.choice("dtype", {"float16", "float32"}) == 0 ? DType::F16 : DType::F32;
-  c.sample_size = r.integer("sample_size", 1);
-  c.in_channels = r.integer("in_channels", 1);
-  c.out_channels = r.integer("out_channels", 1);
-  c.block_out_channels = r.integer_array("block_out_channels", 1);
-  c.layers_per_block = r.integer("layers_per_block", 1);
+  c.sample_size = r.integer("sample_size", 1, kMaxFrameSide);
+  c.in_channels = r.integer("in_channels", 1, kMaxImageChannels);
+  c.out_channels = r.integer("out_channels", 1, kMaxImageChannels);
+  c.block_out_channels = r.integer_array("block_out_channels", kMaxLevels, 1, kMaxChannels);
+  c.layers_per_block = r.integer("layers_per_block", 1, kMaxLayersPerBlock);
   c.norm = r.choice("norm", {"batch", "group"}) == 0 ? NormKind::Batch : NormKind::Group;
-  c.norm_num_groups = r.integer("norm_num_groups", 1);
+  c.norm_num_groups = r.integer("norm_num_groups", 1, kMaxChannels);
   r.optional_number("norm_eps", true, c.norm_eps);
   c.attention_levels = r.bool_array("attention_levels");
   r.optional_bool("mid_attention", c.mid_attention);
@@ -263,14 +256,14 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   if (by_dim == by_heads)
     r.fail_key(by_dim ? "num_attention_heads" : "attention_head_dim",
                "exactly one of attention_head_dim and num_attention_heads", by_dim ? "both" : "neither");
-  if (by_dim) c.attention_head_dim = r.integer("attention_head_dim", 1);
-  if (by_heads) c.num_attention_heads = r.integer("num_attention_heads", 1);
+  if (by_dim) c.attention_head_dim = r.integer("attention_head_dim", 1, kMaxChannels);
+  if (by_heads) c.num_attention_heads = r.integer("num_attention_heads", 1, kMaxChannels);
 
-  r.optional_integer("transformer_layers_per_block", 1, c.transformer_layers_per_block);
-  r.optional_integer("cross_attention_dim", 0, c.cross_attention_dim);
-  r.optional_integer("context_length", 0, c.context_length);
+  r.optional_integer("transformer_layers_per_block", 1, kMaxTransformerLayers, c.transformer_layers_per_block);
+  r.optional_integer("cross_attention_dim", 0, kMaxChannels, c.cross_attention_dim);
+  r.optional_integer("context_length", 0, kMaxContextLength, c.context_length);
   r.optional_bool("use_linear_projection", c.use_linear_projection);
-  r.optional_integer("num_class_embeds", 0, c.num_class_embeds);
+  r.optional_integer("num_class_embeds", 0, kMaxClassEmbeds, c.num_class_embeds);
   r.optional_string_array("class_names", c.class_names);
   r.optional_bool("flip_sin_to_cos", c.flip_sin_to_cos);
   r.optional_number("freq_shift", false, c.freq_shift);
@@ -286,7 +279,8 @@ ModelConfig load_model_config(const std::string& path) {
   std::string text;
   char buffer[1 << 16];
   size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) text.append(buffer, n);
+  // One byte past the limit is enough for parse_model_config to refuse the file, however large it is.
+  while (text.size() <= kMaxConfigBytes && (n = std::fread(buffer, 1, sizeof buffer, f)) > 0) text.append(buffer, n);
   const bool read_failed = std::ferror(f) != 0;
   const int read_errno = errno;
   std::fclose(f);

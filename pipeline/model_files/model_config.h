@@ -1,6 +1,7 @@
 // The architecture of a U-Net, read from config.json (docs/model-format.md). Parsing checks every key:
 // an error names the file, the key and what was expected.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -10,6 +11,22 @@
 namespace rtvd {
 
 enum class NormKind { Batch, Group };
+
+// The largest sizes config.json may give, checked when it is parsed (each error states its bound). They lie
+// well beyond the SD-class U-Nets (SD 2.1: 4 levels of at most 1280 channels, 2 ResNets per level, 77
+// context tokens; SDXL: 10 transformer layers) and keep every size the engine derives from them far inside
+// int (8 x channels in the feed-forward, 4 x channels in the time embedding) and the graph small. Whether
+// the machine can hold the model at a frame size is checked before anything is built (frame_memory()).
+constexpr int kMaxFrameSide = 4096;      // sample_size, and each side of --size
+constexpr int kMaxLevels = 8;            // entries of block_out_channels
+constexpr int kMaxChannels = 8192;       // block_out_channels, cross_attention_dim, norm groups, heads, head dim
+constexpr int kMaxImageChannels = 256;   // in_channels, out_channels
+constexpr int kMaxLayersPerBlock = 8;
+constexpr int kMaxTransformerLayers = 16;
+constexpr int kMaxContextLength = 4096;
+constexpr int kMaxClassEmbeds = 65536;
+constexpr int kMaxBlocks = 256;          // ResNets and transformer blocks of the whole U-Net (SDXL: under 130)
+constexpr size_t kMaxConfigBytes = size_t(4) << 20;  // of config.json
 
 struct ModelConfig {
   std::string name;

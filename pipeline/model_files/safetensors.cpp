@@ -15,12 +15,12 @@
 #include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <set>
 #include <tuple>
 
+#include "kernels/common/checked_math.h"
 #include "kernels/common/error.h"
-#include "pipeline/model_files/json_keys.h"
+#include "pipeline/model_files/json_text.h"
 
 namespace rtvd {
 
@@ -56,26 +56,11 @@ constexpr size_t kLengthFieldBytes = 8;
 constexpr uint64_t kMaxDim = uint64_t(std::numeric_limits<int64_t>::max());
 constexpr const char* kMetadataKey = "__metadata__";
 
-// A JSON value for an error message: one line (dump escapes control characters) and short.
-std::string brief(const json& v) {
-  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
-  constexpr size_t kMax = 60;
-  if (s.size() > kMax) s = s.substr(0, kMax) + "...";
-  return s;
-}
+// A JSON value for an error message: one line and short, whatever the header holds.
+std::string brief(const json& v) { return json_excerpt(v); }
 
 // A name from the header, quoted and escaped so that the error stays on one line.
-std::string quote_name(const std::string& name) {
-  const std::string s = json(name).dump(-1, ' ', false, json::error_handler_t::replace);
-  return "'" + s.substr(1, s.size() - 2) + "'";
-}
-
-// nlohmann's messages may quote raw header bytes; keep the error on one line.
-std::string one_line(std::string s) {
-  for (char& c : s)
-    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
-  return s;
-}
+std::string quote_name(const std::string& name) { return cat("'", json_escaped(name), "'"); }
 
 uint64_t read_le64(const uint8_t* p) {
   uint64_t v = 0;
@@ -83,14 +68,9 @@ uint64_t read_le64(const uint8_t* p) {
   return v;
 }
 
-json parse_header(const std::string& label, const uint8_t* text, size_t size) {
+json parse_header(const std::string& label, std::string_view text) {
   DuplicateKeyFinder duplicates;
-  json header;
-  try {
-    header = json::parse(text, text + size, std::ref(duplicates));
-  } catch (const json::exception& e) {
-    fail(label, ": header is not valid JSON: ", one_line(e.what()));
-  }
+  const json header = parse_json(text, cat(label, ": header"), &duplicates);
   if (!header.is_object()) fail(label, ": header must be a JSON object, got ", header.type_name());
   if (duplicates.found) {
     if (duplicates.duplicate_in.empty()) fail(label, ": duplicate tensor name ", quote_name(duplicates.duplicate), " in the header");
@@ -152,12 +132,11 @@ std::pair<uint64_t, uint64_t> parse_offsets(const std::string& where, const json
   return {begin, end};
 }
 
-// Bytes that shape x dtype occupy, or nullopt when the product does not fit in 64 bits.
-std::optional<uint64_t> checked_bytes(const std::vector<int64_t>& shape, DType dtype) {
-  uint64_t bytes = dtype_size(dtype);
-  for (int64_t d : shape)
-    if (__builtin_mul_overflow(bytes, uint64_t(d), &bytes)) return std::nullopt;
-  return bytes;
+// Bytes that shape x dtype occupy; Error naming the tensor when any partial product leaves int64_t, so that
+// the element count (TensorView::numel) and the byte count fit whatever order they are computed in.
+uint64_t checked_bytes(const std::string& where, const std::vector<int64_t>& shape, DType dtype) {
+  return uint64_t(checked_numel(shape, cat(where, ": shape ", shape_string(shape), " x ", dtype_name(dtype)),
+                                int64_t(dtype_size(dtype))));
 }
 
 Entry parse_entry(const std::string& label, const std::string& name, const json& value,
@@ -172,12 +151,9 @@ Entry parse_entry(const std::string& label, const std::string& name, const json&
 
   Entry e{name, parse_dtype(where, value["dtype"]), parse_shape(where, value["shape"]), 0, 0};
   std::tie(e.begin, e.end) = parse_offsets(where, value["data_offsets"]);
-  const std::optional<uint64_t> bytes = checked_bytes(e.shape, e.dtype);
-  if (!bytes)
-    fail(where, ": size of shape ", shape_string(e.shape), " x ", dtype_name(e.dtype),
-         " overflows 64 bits");
-  if (*bytes != e.end - e.begin)
-    fail(where, ": shape ", shape_string(e.shape), " of ", dtype_name(e.dtype), " needs ", *bytes,
+  const uint64_t bytes = checked_bytes(where, e.shape, e.dtype);
+  if (bytes != e.end - e.begin)
+    fail(where, ": shape ", shape_string(e.shape), " of ", dtype_name(e.dtype), " needs ", bytes,
          " bytes, but data_offsets [", e.begin, ", ", e.end, "] span ", e.end - e.begin);
   if (e.end > data_bytes)
     fail(where, ": data_offsets [", e.begin, ", ", e.end, "] reach past the data section of ",
@@ -217,11 +193,10 @@ std::string header_text(const std::string& label, const std::vector<TensorSpec>&
     if (t.name == kMetadataKey || header.contains(t.name)) fail(where, ": name is reserved or repeated");
     for (int64_t d : t.shape)
       if (d < 0) fail(where, ": shape ", shape_string(t.shape), " has a negative dimension");
-    const std::optional<uint64_t> bytes = checked_bytes(t.shape, t.dtype);
-    if (!bytes) fail(where, ": size of shape ", shape_string(t.shape), " x ", dtype_name(t.dtype), " overflows 64 bits");
-    header[t.name] = {{"dtype", dtype_name(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + *bytes}}};
-    offset += *bytes;
-    sizes.push_back(*bytes);
+    const uint64_t bytes = checked_bytes(where, t.shape, t.dtype);
+    header[t.name] = {{"dtype", dtype_name(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    offset = uint64_t(checked_add(int64_t(offset), int64_t(bytes), cat(label, ": data section")));
+    sizes.push_back(bytes);
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');
@@ -239,11 +214,8 @@ std::array<uint8_t, kLengthFieldBytes> length_field(uint64_t header_bytes) {
 size_t dtype_size(DType t) { return dtype_info(t).size; }
 const char* dtype_name(DType t) { return dtype_info(t).name; }
 
-int64_t TensorView::numel() const {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
+// Exact and overflow-free: the parser checked that every partial product of shape x dtype size fits.
+int64_t TensorView::numel() const { return int64_t(bytes / dtype_size(dtype)); }
 
 std::string shape_string(std::span<const int64_t> shape) {
   std::string s = "(";
@@ -260,35 +232,97 @@ struct SafeTensorsFile::Mapping {
   ~Mapping() { munmap(address, size); }
 };
 
+// The header, checked against the size of the file: its length, the tensors sorted by offset (tiling the
+// data section exactly) and the metadata. Made without touching the data section.
+struct SafeTensorsFile::Index {
+  std::vector<Entry> entries;
+  std::map<std::string, std::string> metadata;
+};
+
+namespace {
+
+// The header length from the first 8 bytes of a file of `size` bytes, checked against that size.
+uint64_t header_length(const std::string& label, const uint8_t* field, uint64_t size) {
+  if (size < kLengthFieldBytes) fail(label, ": file is ", size, " bytes, shorter than the 8-byte header length");
+  const uint64_t header_bytes = read_le64(field);
+  if (header_bytes == 0) fail(label, ": header length is 0, expected a JSON header");
+  if (header_bytes > kMaxHeaderBytes)
+    fail(label, ": header length ", header_bytes, " exceeds the limit of ", kMaxHeaderBytes, " bytes");
+  if (header_bytes > size - kLengthFieldBytes)
+    fail(label, ": header length ", header_bytes, " exceeds the ", size - kLengthFieldBytes,
+         " bytes after the length field");
+  return header_bytes;
+}
+
+// The bytes [offset, offset + n) of an open file, or an Error naming it.
+std::string read_at(int fd, const std::string& path, uint64_t offset, uint64_t n) {
+  std::string bytes(n, '\0');
+  for (uint64_t done = 0; done < n;) {
+    const ssize_t got = ::pread(fd, bytes.data() + done, n - done, off_t(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) fail(path, ": cannot read: ", std::strerror(errno));
+    if (got == 0) fail(path, ": cannot read: the file ended at byte ", offset + done, " while being read");
+    done += uint64_t(got);
+  }
+  return bytes;
+}
+
+// Closes the descriptor on every path out of open().
+struct FileDescriptor {
+  int fd;
+  ~FileDescriptor() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+SafeTensorsFile::Index SafeTensorsFile::read_index(const std::string& label, std::string_view header,
+                                                   uint64_t data_bytes) {
+  Index index;
+  const json parsed = parse_header(label, header);
+  for (const auto& [key, value] : parsed.items()) {
+    if (key == kMetadataKey)
+      index.metadata = parse_metadata(label, value);
+    else
+      index.entries.push_back(parse_entry(label, key, value, data_bytes));
+  }
+  // JSON key order is not file order; zero-byte tensors may share an offset, hence (begin, end).
+  std::sort(index.entries.begin(), index.entries.end(), [](const Entry& a, const Entry& b) {
+    return std::tie(a.begin, a.end) < std::tie(b.begin, b.end);
+  });
+  check_tiling(label, index.entries, data_bytes);
+  return index;
+}
+
 SafeTensorsFile SafeTensorsFile::open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const FileDescriptor file_fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  const int fd = file_fd.fd;
   if (fd < 0) fail(path, ": cannot open: ", std::strerror(errno));
   struct stat st {};
-  if (fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    fail(path, ": cannot stat: ", std::strerror(err));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail(path, ": not a regular file");
-  }
-  const size_t size = size_t(st.st_size);
-  if (size == 0) {  // mmap refuses zero bytes; the format needs at least the length field
-    ::close(fd);
-    fail(path, ": file is empty, expected at least the 8-byte header length");
-  }
+  if (fstat(fd, &st) != 0) fail(path, ": cannot stat: ", std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) fail(path, ": not a regular file");
+  const uint64_t size = uint64_t(st.st_size);
+  if (size == 0) fail(path, ": file is empty, expected at least the 8-byte header length");
+
+  // The header is read and checked before the file is mapped: a bogus length or offset is refused at
+  // once, instead of after reading gigabytes in.
+  const std::string field = read_at(fd, path, 0, std::min<uint64_t>(size, kLengthFieldBytes));
+  const uint64_t header_bytes = header_length(path, reinterpret_cast<const uint8_t*>(field.data()), size);
+  const std::string header = read_at(fd, path, kLengthFieldBytes, header_bytes);
+  Index index = read_index(path, header, size - kLengthFieldBytes - header_bytes);
+
   // MAP_POPULATE reads the file in ahead of use: one sequential pass instead of a page fault per 4 KiB
   // while the weights are converted (a 1.7 GB checkpoint is 400k pages).
   void* address = mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-  const int err = errno;
-  ::close(fd);  // the mapping keeps the file alive
-  if (address == MAP_FAILED) fail(path, ": cannot mmap: ", std::strerror(err));
-
+  if (address == MAP_FAILED) fail(path, ": cannot mmap: ", std::strerror(errno));
   SafeTensorsFile file;
-  file.mapping_ = std::make_shared<Mapping>(address, size);
+  file.mapping_ = std::make_shared<Mapping>(address, size);  // the mapping keeps the file alive
   file.label_ = path;
-  file.parse(static_cast<const uint8_t*>(address), size);
+  const auto* bytes = static_cast<const uint8_t*>(address);
+  if (std::memcmp(bytes + kLengthFieldBytes, header.data(), header.size()) != 0)
+    fail(path, ": the file changed while being opened");
+  file.attach(std::move(index), bytes + kLengthFieldBytes + header_bytes);
   return file;
 }
 
@@ -305,7 +339,7 @@ SafeTensorsFile SafeTensorsFile::build(std::string label, const std::vector<Tens
   const std::string text = header_text(label, specs, {}, sizes);
   std::vector<uint64_t> offsets;  // of each tensor in the data section
   uint64_t data_bytes = 0;
-  for (uint64_t n : sizes) offsets.push_back(data_bytes), data_bytes += n;
+  for (uint64_t n : sizes) offsets.push_back(data_bytes), data_bytes += n;  // header_text checked the sum
   const size_t size = kLengthFieldBytes + text.size() + data_bytes;
   void* address = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (address == MAP_FAILED) fail(label, ": cannot allocate ", size, " bytes: ", std::strerror(errno));
@@ -330,33 +364,15 @@ SafeTensorsFile SafeTensorsFile::build(std::string label, const std::vector<Tens
 }
 
 void SafeTensorsFile::parse(const uint8_t* data, size_t size) {
-  if (size < kLengthFieldBytes)
-    fail(label_, ": file is ", size, " bytes, shorter than the 8-byte header length");
-  const uint64_t header_bytes = read_le64(data);
-  if (header_bytes == 0) fail(label_, ": header length is 0, expected a JSON header");
-  if (header_bytes > kMaxHeaderBytes)
-    fail(label_, ": header length ", header_bytes, " exceeds the limit of ", kMaxHeaderBytes, " bytes");
-  if (header_bytes > size - kLengthFieldBytes)
-    fail(label_, ": header length ", header_bytes, " exceeds the ", size - kLengthFieldBytes,
-         " bytes after the length field");
-  const uint8_t* data_section = data + kLengthFieldBytes + header_bytes;
-  const uint64_t data_bytes = size - kLengthFieldBytes - header_bytes;
+  const uint64_t header_bytes = header_length(label_, data, size);
+  const std::string_view header(reinterpret_cast<const char*>(data) + kLengthFieldBytes, header_bytes);
+  attach(read_index(label_, header, size - kLengthFieldBytes - header_bytes),
+         data + kLengthFieldBytes + header_bytes);
+}
 
-  const json header = parse_header(label_, data + kLengthFieldBytes, header_bytes);
-  std::vector<Entry> entries;
-  for (const auto& [key, value] : header.items()) {
-    if (key == kMetadataKey)
-      metadata_ = parse_metadata(label_, value);
-    else
-      entries.push_back(parse_entry(label_, key, value, data_bytes));
-  }
-  // JSON key order is not file order; zero-byte tensors may share an offset, hence (begin, end).
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-    return std::tie(a.begin, a.end) < std::tie(b.begin, b.end);
-  });
-  check_tiling(label_, entries, data_bytes);
-
-  for (Entry& e : entries) {
+void SafeTensorsFile::attach(Index index, const uint8_t* data_section) {
+  metadata_ = std::move(index.metadata);
+  for (Entry& e : index.entries) {
     index_[e.name] = tensors_.size();
     tensors_.push_back(TensorView{std::move(e.name), e.dtype, std::move(e.shape), data_section + e.begin,
                                   size_t(e.end - e.begin)});
@@ -397,8 +413,8 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
   if (!f) fail(path, ": cannot write: ", std::strerror(errno));
   bool ok = std::fwrite(length.data(), 1, length.size(), f) == length.size() &&
             std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  for (const TensorToWrite& t : tensors)
-    ok = ok && std::fwrite(t.bytes.data(), 1, t.bytes.size(), f) == t.bytes.size();
+  for (const TensorToWrite& t : tensors)  // an empty vector's data() may be null, which fwrite must not get
+    ok = ok && (t.bytes.empty() || std::fwrite(t.bytes.data(), 1, t.bytes.size(), f) == t.bytes.size());
   const int write_errno = errno;
   const bool closed = std::fclose(f) == 0;  // flushes: a full disk may only show here
   if (!ok || !closed) fail(path, ": cannot write: ", std::strerror(ok ? errno : write_errno));

@@ -1,7 +1,8 @@
 // safetensors reader (mmap) and writer. The reader trusts nothing: header length against the file, the
-// JSON, known dtypes, shape x dtype size == byte range, every range inside the data section, ranges
-// sorted, contiguous and non-overlapping, no duplicate names, overflow-checked arithmetic. Each failure is
-// an Error naming the file (and tensor) and what was expected.
+// JSON (nesting bounded: json_text.h), known dtypes, shape x dtype size == byte range, every range inside
+// the data section, ranges sorted, contiguous and non-overlapping, no duplicate names, overflow-checked
+// arithmetic; all of it before a byte of the data section is read. Each failure is an Error naming the file
+// (and tensor) and what was expected.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -26,7 +27,7 @@ struct TensorView {
   std::vector<int64_t> shape;
   const uint8_t* data;  // inside the mapping; valid while the file object lives
   size_t bytes;
-  int64_t numel() const;
+  int64_t numel() const;  // cannot overflow: the reader refuses shapes whose size does not fit in int64_t
 };
 
 std::string shape_string(std::span<const int64_t> shape);  // "(320, 4, 3, 3)"
@@ -40,7 +41,8 @@ struct TensorSpec {
 
 class SafeTensorsFile {
  public:
-  static SafeTensorsFile open(const std::string& path);  // mmap, read-only, pages read ahead
+  // The header read and checked first, then the file mapped read-only with its pages read ahead.
+  static SafeTensorsFile open(const std::string& path);
   // Parses bytes that outlive the object (e.g. the embedded default model); label names it in errors.
   static SafeTensorsFile from_memory(const void* data, size_t size, std::string label);
   // A file made in memory: the header for `specs` (in order, contiguous), then fill(i, data) writes the
@@ -64,7 +66,11 @@ class SafeTensorsFile {
   std::vector<TensorView> tensors_;
   std::map<std::string, size_t> index_;
   std::map<std::string, std::string> metadata_;
-  void parse(const uint8_t* data, size_t size);
+
+  struct Index;  // a checked header (safetensors.cpp)
+  static Index read_index(const std::string& label, std::string_view header, uint64_t data_bytes);
+  void parse(const uint8_t* data, size_t size);  // a whole file in memory
+  void attach(Index index, const uint8_t* data_section);
 };
 
 struct TensorToWrite {

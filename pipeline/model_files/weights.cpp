@@ -1,8 +1,10 @@
 #include "pipeline/model_files/weights.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
+#include "kernels/common/checked_math.h"
 #include "kernels/common/error.h"
 #include "pipeline/model_files/half.h"
 
@@ -67,6 +69,70 @@ void write_part(const TensorView& part, uint8_t* dst, bool oihw_to_ohwi) {
       for (int64_t t = 0; t < taps; ++t) convert<S, D>(src + kS * ((o * in + c) * taps + t), dst + kD * ((o * taps + t) * in + c));
 }
 
+// A float is NaN or infinite exactly when its exponent bits are all ones; then adding the exponent's lowest
+// bit to them carries into the top bit, which no finite value reaches. An OR of that over a block (adds, ands
+// and ors, no branch) vectorises: one thread checks ~10 GB/s (a 1.7 GB checkpoint in 0.15 s, the default
+// model in 1 ms), so no parallel region, whose threads may spin on a busy machine, is worth starting.
+template <class Bits, Bits kExponent>
+Bits exponent_carry(const uint8_t* data, int64_t i) {
+  Bits b;
+  std::memcpy(&b, data + i * int64_t(sizeof(Bits)), sizeof(Bits));  // offsets in the file need not be aligned
+  return Bits((b & kExponent) + (kExponent & (~kExponent + 1)));
+}
+
+// The index of the first NaN or infinity among n elements, or n; only a block that has one is searched.
+template <class Bits, Bits kExponent>
+int64_t first_non_finite(const uint8_t* data, int64_t n) {
+  constexpr Bits kTop = Bits(Bits(1) << (8 * sizeof(Bits) - 1));
+  constexpr int64_t kBlock = 4096;
+  for (int64_t begin = 0; begin < n; begin += kBlock) {
+    const int64_t end = std::min(n, begin + kBlock);
+    Bits any = 0;
+    for (int64_t i = begin; i < end; ++i) any |= exponent_carry<Bits, kExponent>(data, i);
+    if (!(any & kTop)) continue;
+    for (int64_t i = begin; i < end; ++i)
+      if (exponent_carry<Bits, kExponent>(data, i) & kTop) return i;
+  }
+  return n;
+}
+
+// Element i of a float tensor of any float dtype, as a double (for the message).
+double element(const TensorView& t, int64_t i) {
+  switch (t.dtype) {
+    case DType::F64: { double d; std::memcpy(&d, t.data + 8 * i, 8); return d; }
+    case DType::F32: { float f; std::memcpy(&f, t.data + 4 * i, 4); return f; }
+    case DType::F16: { uint16_t h; std::memcpy(&h, t.data + 2 * i, 2); return half_to_float(h); }
+    default: {  // BF16: the top half of a float
+      uint16_t h;
+      std::memcpy(&h, t.data + 2 * i, 2);
+      const uint32_t bits = uint32_t(h) << 16;
+      float f;
+      std::memcpy(&f, &bits, 4);
+      return f;
+    }
+  }
+}
+
+// A NaN or infinite weight turns every frame black without an error: refuse the file, naming the tensor
+// and the first bad element.
+void check_finite(const SafeTensorsFile& file) {
+  for (const TensorView& t : file.tensors()) {
+    const int64_t n = t.numel();
+    int64_t bad = n;
+    switch (t.dtype) {
+      case DType::F64: bad = first_non_finite<uint64_t, 0x7ff0000000000000ull>(t.data, n); break;
+      case DType::F32: bad = first_non_finite<uint32_t, 0x7f800000u>(t.data, n); break;
+      case DType::F16: bad = first_non_finite<uint16_t, 0x7c00>(t.data, n); break;
+      case DType::BF16: bad = first_non_finite<uint16_t, 0x7f80>(t.data, n); break;
+      default: break;  // integer tensors are finite
+    }
+    if (bad == n) continue;
+    const double v = element(t, bad);
+    fail(file.label(), ": tensor '", t.name, "' holds ", std::isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf",
+         " at element ", bad, " of ", shape_string(t.shape), ", expected finite weights");
+  }
+}
+
 }  // namespace
 
 WeightTensor WeightTensor::stacked(std::vector<int64_t> shape, std::vector<TensorView> parts, bool oihw_to_ohwi) {
@@ -85,11 +151,7 @@ WeightTensor WeightTensor::floats(std::vector<int64_t> shape, std::vector<float>
   return t;
 }
 
-int64_t WeightTensor::numel() const {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
+int64_t WeightTensor::numel() const { return checked_numel(shape, "engine weight"); }
 
 void WeightTensor::write(void* dst, DType act) const {
   if (elem == Elem::F32) {
@@ -109,6 +171,7 @@ void WeightTensor::write(void* dst, DType act) const {
 
 WeightStore::WeightStore(SafeTensorsFile file, DType dtype) : file_(std::move(file)), dtype_(dtype) {
   if (dtype_ != DType::F32 && dtype_ != DType::F16) fail(file_.label(), ": weights must be F32 or F16");
+  check_finite(file_);
 }
 
 const TensorView& WeightStore::view(const std::string& name, const std::vector<int64_t>& shape) {

@@ -5,7 +5,9 @@
 #include <string_view>
 #include <vector>
 
+#include "kernels/common/checked_math.h"
 #include "kernels/common/error.h"
+#include "pipeline/graph/memory_budget.h"
 #include "pipeline/model_files/half.h"
 #include "pipeline/models/unet.h"
 
@@ -60,8 +62,7 @@ void random_parameter(uint64_t seed, const TensorSpec& spec, uint8_t* out) {
     const uint16_t h = float_to_half(v);
     std::memcpy(table.data() + j * bytes, spec.dtype == DType::F32 ? static_cast<const void*>(&v) : &h, bytes);
   }
-  int64_t n = 1;
-  for (int64_t dim : spec.shape) n *= dim;
+  const int64_t n = checked_numel(spec.shape, spec.name);
   for (int64_t i = 0; i < n; ++i) {
     const uint64_t j = ((mix(key + uint64_t(i + 1) * kGolden) >> 32) * levels) >> 32;  // uniform in [0, levels)
     std::memcpy(out + i * bytes, table.data() + j * bytes, bytes);
@@ -72,6 +73,11 @@ SafeTensorsFile random_checkpoint(const ModelConfig& cfg, uint64_t seed) {
   if (cfg.dtype != DType::F32 && cfg.dtype != DType::F16)
     fail("random weights of ", cfg.name, ": dtype ", dtype_name(cfg.dtype), ", expected F32 or F16");
   const std::vector<TensorSpec> specs = unet_parameters(cfg);
+  const std::string label = cat("random weights of ", cfg.name);
+  int64_t bytes = 0;
+  for (const TensorSpec& t : specs)
+    bytes = checked_add(bytes, checked_numel(t.shape, label, int64_t(dtype_size(t.dtype))), label);
+  require_memory(label, bytes, "", host_memory_available());  // before SafeTensorsFile::build maps them
   return SafeTensorsFile::build(cat("random weights of ", cfg.name, " (seed ", seed, ")"), specs,
                                 [&](size_t i, uint8_t* out) { random_parameter(seed, specs[i], out); });
 }

@@ -160,6 +160,11 @@ class CudaBackend final : public Backend {
 
   size_t arena_bytes() const override { return arena_.bytes(); }
   size_t weight_bytes() const override { return weights_.bytes(); }
+  MemoryAvailable memory_available() const override {
+    size_t free_bytes = 0, total = 0;
+    RTVD_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
+    return {int64_t(free_bytes), cat("free memory on ", gpu_.name)};
+  }
 
  private:
   Graph& graph() {

@@ -1,0 +1,90 @@
+#include "pipeline/io/output_files.h"
+
+#include <stdlib.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <system_error>
+
+#include "kernels/common/error.h"
+
+namespace rtvd {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// access(W_OK) says yes to root everywhere, and /proc or a read-only mount still refuse files: only
+// creating one tells. Returns what is wrong, or "".
+std::string check_writable(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return cat("'", dir.string(), "' is not a directory");
+  std::string probe = (dir / ".rtvd-write-probe-XXXXXX").string();
+  const int fd = ::mkstemp(probe.data());
+  if (fd < 0) return cat("cannot write in directory '", dir.string(), "': ", std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return "";
+}
+
+}  // namespace
+
+OutputDirectory::OutputDirectory(const std::string& output, const fs::path& dir)
+    : path_(dir.empty() ? fs::path(".") : dir) {
+  std::vector<fs::path> missing;
+  std::error_code ec;
+  for (fs::path p = path_; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    missing.push_back(p);
+    if (p == p.parent_path()) break;
+  }
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    if (fs::create_directory(*it, ec)) {
+      created_.push_back(*it);
+    } else if (ec) {
+      remove_created();
+      fail(output, ": cannot create directory '", it->string(), "': ", ec.message());
+    }
+  }
+  if (const std::string problem = check_writable(path_); !problem.empty()) {
+    remove_created();
+    fail(output, ": ", problem);
+  }
+}
+
+void OutputDirectory::remove_created() noexcept {
+  std::error_code ec;
+  for (auto it = created_.rbegin(); it != created_.rend(); ++it) fs::remove(*it, ec);
+}
+
+std::string write_error_cause(int err) {
+  switch (err) {
+    case ENOSPC: return "disk full (no space left on device)";
+    case EDQUOT: return "disk quota exceeded";
+    case EFBIG: return "the file reached the largest size allowed (file too large)";
+    case EIO: return "I/O error (the device failed a write)";
+    default: return std::strerror(err);
+  }
+}
+
+std::string free_space_text(const fs::path& dir) {
+  struct statvfs s {};
+  if (::statvfs(dir.c_str(), &s) != 0) return "";
+  const double bytes = double(s.f_bavail) * double(s.f_frsize);
+  char amount[32];
+  if (bytes < 1024) std::snprintf(amount, sizeof amount, "%.0f B", bytes);
+  else if (bytes < 1024.0 * 1024) std::snprintf(amount, sizeof amount, "%.1f KiB", bytes / 1024);
+  else if (bytes < 1024.0 * 1024 * 1024) std::snprintf(amount, sizeof amount, "%.1f MiB", bytes / (1024 * 1024));
+  else std::snprintf(amount, sizeof amount, "%.1f GiB", bytes / (1024.0 * 1024 * 1024));
+  return cat(amount, " free in ", dir.string());
+}
+
+void check_frame_size(const std::string& path, const ImageRgba8& frame, int width, int height) {
+  if (frame.width != width || frame.height != height || frame.pixels.size() != size_t(width) * height * 4)
+    fail(path, ": frame is ", frame.width, "x", frame.height, " (", frame.pixels.size(), " bytes), expected ",
+         width, "x", height, " RGBA, the size the recording was opened with");
+}
+
+}  // namespace rtvd

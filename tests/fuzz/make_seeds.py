@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of tests/fuzz/corpus/ (docs/fuzzing.md): the model configs of the tree, small
+safetensors files and PNGs of every colour type, bit depth and filter, each one valid for the format. The
+seeds are checked in; run this again after changing it: python3 tests/fuzz/make_seeds.py"""
+import json
+import os
+import shutil
+import struct
+import subprocess
+import zlib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CORPUS = os.path.join(ROOT, "tests", "fuzz", "corpus")
+
+
+def write(parser, name, data):
+    folder = os.path.join(CORPUS, parser)
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, name), "wb") as f:
+        f.write(data)
+
+
+# ---- model_config: the configs rtvd ships and tests, and the optional keys' variants ----
+def configs():
+    for src, name in [("assets/default/config.json", "default.json"), ("assets/sd15/config.json", "sd15.json"),
+                      ("assets/sd21/config.json", "sd21.json"), ("tests/data/tiny_batch/config.json", "tiny_batch.json"),
+                      ("tests/data/tiny_group/config.json", "tiny_group.json")]:
+        shutil.copyfile(os.path.join(ROOT, src), os.path.join(CORPUS, "model_config", name))
+    minimal = {"name": "m", "dtype": "float32", "sample_size": 8, "in_channels": 3, "out_channels": 3,
+               "block_out_channels": [8], "layers_per_block": 1, "norm": "group", "norm_num_groups": 4,
+               "attention_levels": [False], "attention_head_dim": 4}
+    write("model_config", "minimal.json", json.dumps(minimal).encode())
+    heads = dict(minimal, block_out_channels=[8, 16, 16, 32], attention_levels=[True, False, True, False],
+                 num_attention_heads=2, transformer_layers_per_block=2, cross_attention_dim=12, context_length=5,
+                 use_linear_projection=False, mid_attention=False, norm="batch", sample_size=16,
+                 num_class_embeds=3, class_names=["a", "b"], flip_sin_to_cos=False, freq_shift=1,
+                 timestep_scale=1, norm_eps=1e-6)
+    del heads["attention_head_dim"]
+    write("model_config", "every_key.json", json.dumps(heads, indent=1).encode())
+
+
+# ---- safetensors: 8-byte length, JSON header padded with spaces, data ----
+DTYPES = {"F64": ("<d", 8), "F32": ("<f", 4), "F16": ("<e", 2), "BF16": (None, 2), "I64": ("<q", 8),
+          "I32": ("<i", 4), "I16": ("<h", 2), "I8": ("<b", 1), "U8": ("<B", 1), "BOOL": ("<?", 1)}
+
+
+def safetensors(tensors, metadata=None, pad=True, order=None):
+    """tensors: [(name, dtype, shape, bytes)], laid out in list order; order: the header's key order."""
+    header, offset = {}, 0
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    spans = {}
+    for name, dtype, shape, data in tensors:
+        spans[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + len(data)]}
+        offset += len(data)
+    for name in (order or [t[0] for t in tensors]):
+        header[name] = spans[name]
+    text = json.dumps(header, separators=(",", ":")).encode()
+    if pad:
+        text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + b"".join(t[3] for t in tensors)
+
+
+def values(dtype, count, start=0.5):
+    fmt, size = DTYPES[dtype]
+    if fmt is None:  # bf16: the high half of an f32
+        return b"".join(struct.pack("<f", start + i)[2:] for i in range(count))
+    if fmt in ("<d", "<f", "<e"):
+        return b"".join(struct.pack(fmt, start + i) for i in range(count))
+    return b"".join(struct.pack(fmt, (i % 2) if fmt == "<?" else i) for i in range(count))
+
+
+def safetensors_seeds():
+    write("safetensors", "empty.safetensors", safetensors([]))
+    write("safetensors", "metadata_only.safetensors", safetensors([], {"format": "pt", "note": "seed"}))
+    write("safetensors", "one_f32.safetensors", safetensors([("w", "F32", [2, 3], values("F32", 6))]))
+    write("safetensors", "every_dtype.safetensors",
+          safetensors([(f"t_{d.lower()}", d, [3], values(d, 3)) for d in DTYPES], {"format": "pt"}))
+    write("safetensors", "empty_tensors.safetensors",
+          safetensors([("scalar", "F16", [], values("F16", 1)), ("none", "F32", [0, 4], b""),
+                       ("also_none", "I8", [4, 0], b""), ("after", "U8", [2], b"\x01\x02")]))
+    # Header not a multiple of 8 long: the data section starts unaligned.
+    write("safetensors", "unaligned.safetensors",
+          safetensors([("a", "F32", [3], values("F32", 3)), ("b", "F64", [1], values("F64", 1))], pad=False))
+    # Key order differs from file order.
+    write("safetensors", "reordered.safetensors",
+          safetensors([("first", "F16", [2, 2], values("F16", 4)), ("second", "BF16", [4], values("BF16", 4)),
+                       ("third", "I32", [1, 1, 2], values("I32", 2))], order=["third", "first", "second"]))
+    # The default model's first parameter names, at small shapes.
+    names = ["time_embedding.linear_1.weight", "time_embedding.linear_1.bias", "class_embedding.weight",
+             "conv_in.weight", "conv_in.bias", "down_blocks.0.resnets.0.norm1.running_mean",
+             "mid_block.attentions.0.transformer_blocks.0.attn1.to_q.weight", "conv_out.weight"]
+    write("safetensors", "model_names.safetensors",
+          safetensors([(n, "F16", [2, 2] if n.endswith("weight") else [2],
+                        values("F16", 4 if n.endswith("weight") else 2)) for n in names]))
+    write("safetensors", "special_values.safetensors",
+          safetensors([("f32", "F32", [4], struct.pack("<4f", 0.0, -0.0, 1e-45, 3.4e38)),
+                       ("f16", "F16", [3], struct.pack("<3e", 65504.0, 6e-8, -2.0))]))
+
+
+# ---- png: signature, chunks with CRCs, one zlib stream of filtered rows ----
+def chunk(kind, data):
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def png(width, height, depth, color, rows, palette=None, trns=None, interlace=0, idat_parts=1, extra=()):
+    ihdr = struct.pack(">IIBBBBB", width, height, depth, color, 0, 0, interlace)
+    out = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr)
+    for kind, data in extra:
+        out += chunk(kind, data)
+    if palette is not None:
+        out += chunk(b"PLTE", palette)
+    if trns is not None:
+        out += chunk(b"tRNS", trns)
+    z = zlib.compress(rows, 9)
+    step = -(-len(z) // idat_parts)
+    for i in range(0, len(z), step):
+        out += chunk(b"IDAT", z[i:i + step])
+    return out + chunk(b"IEND", b"")
+
+
+CHANNELS = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}
+
+
+def rows_for(width, height, depth, color, filters=(0,), levels=256):
+    """Scanlines of a gradient of `levels` byte values (filter bytes filters[y % len], data unfiltered)."""
+    row_bytes = (width * CHANNELS[color] * depth + 7) // 8
+    out = b""
+    for y in range(height):
+        out += bytes([filters[y % len(filters)]]) + bytes((x * 7 + y * 13) % levels for x in range(row_bytes))
+    return out
+
+
+def adam7_rows(width, height, depth, color):
+    passes = [(0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2), (0, 1, 1, 2)]
+    out = b""
+    for x0, y0, dx, dy in passes:
+        w, h = (width - x0 + dx - 1) // dx, (height - y0 + dy - 1) // dy
+        if w > 0 and h > 0:
+            out += rows_for(w, h, depth, color, filters=(1, 2))
+    return out
+
+
+def png_seeds():
+    every_filter = (0, 1, 2, 3, 4)
+    for color, name in [(0, "grey"), (2, "rgb"), (4, "grey_alpha"), (6, "rgba")]:
+        write("png", f"{name}8.png", png(7, 5, 8, color, rows_for(7, 5, 8, color, every_filter)))
+        write("png", f"{name}16.png", png(5, 3, 16, color, rows_for(5, 3, 16, color, every_filter)))
+    palette = bytes(v for i in range(16) for v in (i * 16, 255 - i * 16, i * 5))
+    write("png", "palette8_trns.png", png(6, 4, 8, 3, rows_for(6, 4, 8, 3, levels=16), palette=palette,
+                                          trns=bytes([0, 128, 255])))
+    for depth in (1, 2, 4):
+        # 0x1b packs indices below 2^depth at every depth: 0,0,0,1,1,0,1,1 / 0,1,2,3 / 1,11.
+        rows = b"".join(b"\0" + b"\x1b" * ((9 * depth + 7) // 8) for _ in range(3))
+        write("png", f"palette{depth}.png", png(9, 3, depth, 3, rows, palette=palette[:3 * (1 << depth)]))
+        write("png", f"grey{depth}.png", png(9, 3, depth, 0, rows_for(9, 3, depth, 0)))
+    write("png", "grey8_trns.png", png(4, 4, 8, 0, rows_for(4, 4, 8, 0), trns=struct.pack(">H", 13)))
+    write("png", "rgb8_trns_split.png", png(4, 4, 8, 2, rows_for(4, 4, 8, 2, every_filter),
+                                            trns=struct.pack(">HHH", 0, 13, 26), idat_parts=3))
+    write("png", "rgba8_interlaced.png", png(9, 9, 8, 6, adam7_rows(9, 9, 8, 6), interlace=1))
+    write("png", "rgb8_ancillary.png", png(3, 2, 8, 2, rows_for(3, 2, 8, 2), palette=palette[:6],
+                                           extra=[(b"gAMA", struct.pack(">I", 45455)), (b"tEXt", b"Comment\0seed")]))
+    # An independent encoder's output, with the chunks it adds.
+    if shutil.which("ffmpeg"):
+        for pix_fmt in ("rgb48be", "pal8", "ya8"):
+            path = os.path.join(CORPUS, "png", f"ffmpeg_{pix_fmt}.png")
+            subprocess.run(["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=8x6", "-frames:v", "1",
+                            "-pix_fmt", pix_fmt, path], check=True)
+
+
+if __name__ == "__main__":
+    for parser in ("model_config", "safetensors", "png"):
+        shutil.rmtree(os.path.join(CORPUS, parser), ignore_errors=True)
+        os.makedirs(os.path.join(CORPUS, parser))
+    configs()
+    safetensors_seeds()
+    png_seeds()
