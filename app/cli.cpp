@@ -317,7 +317,7 @@ RenderOptions parse_render_options(const std::vector<std::string>& args) {
   reject_positionals(flags, "render");
   o.output = get_path(flags, "output", o.output);
   if (flags.has("frames")) o.frames = flags.get_int("frames", kDefaultFrames, 1);
-  o.fps = flags.get_float("fps", o.fps, {.min = kMinFps, .max = kMaxFps});
+  if (flags.has("fps")) o.fps = flags.get_float("fps", kDefaultFps, {.min = kMinFps, .max = kMaxFps});
   read_generation_flags(flags, o);
   o.profile_path = flags.get_string("profile", o.profile_path);
   o.quiet = flags.has("quiet");

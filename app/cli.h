@@ -62,11 +62,12 @@ Flags parse_flags(const std::string& command, const std::vector<FlagSpec>& specs
 std::string flags_help(const std::vector<FlagSpec>& specs);
 
 constexpr int kDefaultFrames = 48;
+constexpr double kDefaultFps = 24.0;
 
 struct RenderOptions : GenerationOptions {
   std::string output = "out/rtvd.mp4";
   std::optional<int> frames;     // not given: kDefaultFrames, or a video source's length
-  double fps = 24.0;
+  std::optional<double> fps;     // not given: a video source's rate, or kDefaultFps
   std::string profile_path;        // "" = no profile
   bool quiet = false;
   bool help = false;  // -h given: the other values are defaults, nothing was validated

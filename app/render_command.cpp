@@ -33,15 +33,14 @@ void refuse_output_over_source(const FrameSource& source, const std::string& out
 }
 
 // --fps when given; else a video's own rate, so its frames keep their timing.
-double output_fps(const std::vector<std::string>& args, const cli::RenderOptions& o, const FrameSource& source) {
-  // RenderOptions holds the default when --fps is not given; the flags tell whether it was.
-  if (cli::parse_flags("render", cli::render_flags(), args).has("fps")) return o.fps;
+double output_fps(const cli::RenderOptions& o, const FrameSource& source) {
+  if (o.fps) return *o.fps;
   const double fps = source.fps();
-  if (fps <= 0) return o.fps;
+  if (fps <= 0) return cli::kDefaultFps;
   if (fps < kMinFps || fps > kMaxFps) {
     std::fprintf(stderr, "note: %s runs at %g frames/s, outside what a recording takes (%g to %g): recording at %g\n",
-                 source.describe().c_str(), fps, kMinFps, kMaxFps, o.fps);
-    return o.fps;
+                 source.describe().c_str(), fps, kMinFps, kMaxFps, cli::kDefaultFps);
+    return cli::kDefaultFps;
   }
   return fps;
 }
@@ -63,7 +62,7 @@ int render_command(const std::vector<std::string>& args) {
   engine.configure(s, source->has_images());
 
   const int frames = o.frames ? *o.frames : (source->frame_count() > 0 ? source->frame_count() : cli::kDefaultFrames);
-  const double fps = output_fps(args, o, *source);
+  const double fps = output_fps(o, *source);
   const StopSignals stop_signals;  // before the output exists: from here a signal finalises it
   std::unique_ptr<Recorder> recorder = open_recorder(o.output, engine.width(), engine.height(), fps);
   if (!o.quiet) {

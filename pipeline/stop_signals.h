@@ -1,6 +1,6 @@
 // SIGINT, SIGTERM and SIGHUP as a request to stop: Ctrl-C, `timeout`, systemd, docker and a closed terminal
 // all end a run the same way, with its recording finalised. The first of them requests cancellation
-// (cancel.h) and puts the three back to their default action, so a second one ends the process at once.
+// (backends/cancel.h) and puts the three back to their default action, so a second one ends the process at once.
 #pragma once
 
 namespace rtvd {

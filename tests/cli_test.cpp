@@ -33,7 +33,7 @@ TEST(Cli, DefaultsWhenNoFlagsAreGiven) {
   const RenderOptions o = parse_render_options({});
   EXPECT_EQ(o.output, "out/rtvd.mp4");
   EXPECT_FALSE(o.frames.has_value());
-  EXPECT_EQ(o.fps, 24.0);
+  EXPECT_EQ(o.fps, std::nullopt);  // render takes a video source's rate, else cli::kDefaultFps (24)
   EXPECT_EQ(o.engine.width, 0);
   EXPECT_EQ(o.engine.height, 0);
   EXPECT_EQ(o.frame.seed, 0u);

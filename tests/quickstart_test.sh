@@ -14,7 +14,7 @@ fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 
 repo=$tmp/repo stubs=$tmp/stubs log=$tmp/calls
 mkdir -p "$repo/tools" "$stubs"
-cp "$src/tools/quickstart.sh" "$repo/tools/"
+cp "$src/tools/quickstart.sh" "$src/tools/apt-install.sh" "$repo/tools/"
 # Each stand-in logs "name args..."; dpkg-query says every package is installed unless STUB_MISSING is set,
 # nvidia-smi sees a GPU when STUB_GPU is set, apt-get install fails (nothing may be installed here), the
 # configure step leaves an rtvd stand-in in the build directory for the script's exec. Their bodies are

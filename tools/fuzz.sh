@@ -34,16 +34,9 @@ esac
 # clang's OpenMP is libomp), clang and its libFuzzer and sanitizer runtimes; llvm's tools for coverage.
 packages=(cmake ninja-build zlib1g-dev nlohmann-json3-dev libopenblas-dev clang libclang-rt-14-dev libomp-dev)
 if [[ $mode == coverage || $mode == reach ]]; then packages+=(llvm); fi
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "fuzz: installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+# shellcheck source=tools/apt-install.sh
+source "$root/tools/apt-install.sh"
+apt_install_missing fuzz "${packages[@]}"
 
 # configure DIR [CMAKE FLAGS...]: a clang build of the fuzzers alone; the rest of the tree is not built.
 configure() {

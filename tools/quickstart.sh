@@ -32,16 +32,9 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 packages=(build-essential cmake ninja-build pkg-config zlib1g-dev libopenblas-dev nlohmann-json3-dev
           libgtest-dev libopencv-dev libavformat-dev libavcodec-dev libavutil-dev libswscale-dev ffmpeg
           libglfw3-dev libimgui-dev libgl-dev xvfb xauth libglx-mesa0 libgl1-mesa-dri)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "quickstart: installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+# shellcheck source=tools/apt-install.sh
+source "$root/tools/apt-install.sh"
+apt_install_missing quickstart "${packages[@]}"
 
 gpu=no
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then gpu=yes; fi

@@ -11,28 +11,6 @@ namespace {
 
 using nlohmann::json;
 
-// Brackets outside strings, counted in one pass without recursion. Only the depth of text nlohmann accepts
-// matters: for valid JSON this scan sees strings exactly as the parser does, and invalid JSON is refused by
-// the parser anyway.
-void check_depth(std::string_view text, std::string_view where) {
-  int depth = 0;
-  bool in_string = false, escaped = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxJsonDepth) fail(where, ": JSON nested deeper than ", kMaxJsonDepth, " levels (at byte ", i, ")");
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-}
-
 // nlohmann's message quotes the last token read, raw file bytes of any length: printable ASCII only, cut short.
 std::string reason(std::string_view what) {
   constexpr size_t kMax = 200;
@@ -78,8 +56,31 @@ void append_excerpt(const json& v, std::string& out, size_t limit) {
 
 }  // namespace
 
+// Only the depth of text nlohmann accepts matters: for valid JSON this scan sees strings exactly as the
+// parser does, and invalid JSON is refused by the parser anyway.
+size_t json_too_deep_at(std::string_view text, int limit) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return i;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::string_view::npos;
+}
+
 json parse_json(std::string_view text, std::string_view where, DuplicateKeyFinder* duplicates) {
-  check_depth(text, where);
+  if (const size_t at = json_too_deep_at(text, kMaxJsonDepth); at != std::string_view::npos)
+    fail(where, ": JSON nested deeper than ", kMaxJsonDepth, " levels (at byte ", at, ")");
   json::parser_callback_t callback = nullptr;
   if (duplicates) callback = std::ref(*duplicates);
   try {

@@ -17,6 +17,10 @@ namespace rtvd {
 // Deepest nesting accepted: a safetensors header needs 3 levels, config.json 2, a tokenizer file 4.
 constexpr int kMaxJsonDepth = 64;
 
+// The byte at which text's arrays and objects (outside strings) first nest deeper than limit, or npos:
+// one pass, no recursion, so it is safe on any input before anything else looks at it.
+size_t json_too_deep_at(std::string_view text, int limit);
+
 // text as JSON. Errors, one line each: "<where>: JSON nested deeper than 64 levels (at byte N)" and
 // "<where>: not valid JSON: <nlohmann's reason, cut short>". duplicates, when given, is the parse callback
 // that records repeated keys (json_keys.h); nlohmann itself keeps the last silently.

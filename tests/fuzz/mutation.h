@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "pipeline/model_files/json_text.h"
+
 extern "C" size_t LLVMFuzzerMutate(uint8_t* data, size_t size, size_t max_size);
 
 namespace rtvd::fuzz {
@@ -87,31 +89,10 @@ inline nlohmann::ordered_json wrong_value(Rng& rng) {
   }
 }
 
-// Whether text nests objects and arrays at most `limit` deep. The mutators' own parse and dump recurse;
-// deeper inputs are mutated as bytes instead.
-inline bool nesting_at_most(std::string_view text, size_t limit) {
-  size_t depth = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > limit) return false;
-    } else if ((c == ']' || c == '}') && depth) {
-      --depth;
-    }
-  }
-  return true;
-}
-constexpr size_t kMutatorDepth = 64;
-
 // JSON text as an object, or null when it is not one (or nests too deep for the mutators).
 inline nlohmann::ordered_json parse_object(std::string_view text) {
-  if (!nesting_at_most(text, kMutatorDepth)) return nullptr;
+  // The mutators' own parse and dump recurse: deeper inputs are mutated as bytes instead.
+  if (json_too_deep_at(text, kMaxJsonDepth) != std::string_view::npos) return nullptr;
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(text.begin(), text.end(), nullptr, false);
   return j.is_object() ? j : nlohmann::ordered_json(nullptr);
 }
