@@ -1,6 +1,7 @@
 // rtvd bench frames: end-to-end frame rate of the engine (no recording), median over many frames after
 // warm-up, the per-op profile against ceilings measured in the same run, and the profiler's overhead.
 // rtvd bench unet: one U-Net forward alone (SD-class configs), its time to first output and memory.
+// rtvd bench text: one CLIP text encoder forward alone (77 tokens), from a model's text_encoder/ folder.
 #include <time.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@
 #include "pipeline/engine.h"
 #include "kernels/common/error.h"
 #include "pipeline/models/model.h"
+#include "pipeline/text_encoder.h"
 #include "pipeline/unet_runner.h"
 #if RTVD_HAS_CUDA
 #include "bench/kernel_bench.h"
@@ -39,6 +41,7 @@ constexpr const char* kBenchUsage =
     "  frames   end-to-end frames/s of the engine, without recording, with a per-op profile\n"
     "  unet     one U-Net forward alone (SD 2.1, SD 1.5 or a model directory): time, TFLOP/s, time to first\n"
     "           output, memory\n"
+    "  text     one text encoder forward alone (a diffusers folder's or a text_encoder/ folder): time, TFLOP/s\n"
     "  kernels  every op at the production cases of its table, on the GPU (CUDA builds)\n"
     "\n"
     "`rtvd bench <benchmark> --help` for a benchmark's flags.\n";
@@ -326,6 +329,73 @@ int bench_unet_command(const std::vector<std::string>& args) {
   return 0;
 }
 
+const std::vector<cli::FlagSpec>& bench_text_flags() {
+  using K = cli::ValueKind;
+  static const std::vector<cli::FlagSpec> specs = with_backend_flags({
+      {"model", 0, K::String, "a diffusers folder, or its text_encoder/ folder", "", "DIR"},
+      {"batch", 0, K::Int, "prompts per forward (2: guidance's cond + uncond)", "1", "N"},
+      {"clip-skip", 0, K::Int, "text encoder layers skipped from the end", "0", "N"},
+      {"runs", 0, K::Int, "timed forwards (the median is reported)", "200 on the GPU, 3 on the CPU", "N"},
+  });
+  return specs;
+}
+
+int bench_text_command(const std::vector<std::string>& args) {
+  const cli::Flags flags = cli::parse_flags("bench text", bench_text_flags(), args);
+  if (flags.has("help")) {
+    std::printf("usage: rtvd bench text [flags]\n\nOne text encoder forward alone at 77 tokens: time (median of many, one "
+                "CUDA graph on the GPU), TFLOP/s.\n\n%s", cli::flags_help(bench_text_flags()).c_str());
+    return 0;
+  }
+  if (!flags.positional().empty())
+    fail("unexpected argument '", flags.positional().front(), "' for 'rtvd bench text' (see rtvd bench text --help)");
+  std::string dir = flags.get_string("model", "");
+  if (dir.empty()) fail("rtvd bench text needs --model DIR (a diffusers folder or its text_encoder/ folder)");
+  if (std::filesystem::is_directory(dir + "/text_encoder")) dir += "/text_encoder";
+  const int batch = flags.get_int("batch", 1, 1, 64);
+  EngineOptions backend_options;  // --device --threads --kernels
+  cli::read_backend_flags(flags, backend_options);
+  auto backend = make_backend(backend_options.device, backend_options.threads, backend_options.kernels, nullptr);
+  const bool cuda = backend->is_cuda();
+  const int runs = flags.get_int("runs", cuda ? 200 : 3, 1, 100000);
+  TextEncoder encoder(dir, *backend, flags.get_int("clip-skip", 0, 0));
+
+  // Token ids as a prompt gives them: BOS, words, EOS, then padding.
+  std::mt19937_64 rng{0};
+  std::vector<int32_t> ids(size_t(batch) * encoder.tokens());
+  const int vocab = encoder.config().vocab_size;
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = int32_t(rng() % uint64_t(std::max(1, vocab - 2)));
+  const std::vector<float> hidden = encoder.encode(ids, batch);
+  bool finite = true;
+  for (float f : hidden) finite = finite && std::isfinite(f);
+  encoder.time_forwards(ids, batch, std::max(2, runs / 10));  // warm-up: the CUDA graph is captured at the second
+  const std::vector<double> ms = encoder.time_forwards(ids, batch, runs);
+  const Ceilings ceilings = backend->measure_ceilings();
+  const double ms_median = median(ms), flops = encoder.forward_flops();
+  const double tflops = flops / ms_median / 1e9, floor_ms = flops / ceilings.gemm_tflops / 1e9;
+  const ClipTextConfig& c = encoder.config();
+  std::printf("rtvd bench text: %s, %d layers of %d (%d heads), batch %d x %d tokens\nbackend: %s\n", dir.c_str(),
+              c.num_hidden_layers, c.hidden_size, c.num_attention_heads, batch, encoder.tokens(), backend->describe().c_str());
+  std::printf("forward: %.3f ms median of %d (min %.3f, max %.3f), %.4g GFLOP, %.3g TFLOP/s = %.0f%% of the %.3g TFLOP/s "
+              "GEMM peak measured now (floor %.3f ms)\noutput: %s\n",
+              ms_median, runs, *std::min_element(ms.begin(), ms.end()), *std::max_element(ms.begin(), ms.end()), flops / 1e9,
+              tflops, 100.0 * tflops / ceilings.gemm_tflops, ceilings.gemm_tflops, floor_ms, finite ? "finite" : "NOT FINITE");
+  if (const std::string path = flags.get_string("json", ""); !path.empty()) {
+    std::string why_not;
+    const auto gpus = cuda ? cuda_devices(&why_not) : std::vector<GpuInfo>{};
+    write_json(path, {{"bench", "text"}, {"date", utc_now()}, {"commit", bundle_commit()},
+                      {"gpu", gpus.empty() ? "cpu" : gpus.front().name}, {"driver", cuda ? nvidia_driver_version() : ""},
+                      {"backend", backend->describe()}, {"kernels", kernel_family_name(backend_options.kernels)},
+                      {"model", dir}, {"layers", c.num_hidden_layers}, {"width", c.hidden_size}, {"batch", batch},
+                      {"tokens", encoder.tokens()}, {"runs", runs}, {"ms_median", ms_median},
+                      {"ms_min", *std::min_element(ms.begin(), ms.end())}, {"forward_flops", flops}, {"tflops", tflops},
+                      {"ceilings", {{"gemm_tflops", ceilings.gemm_tflops}, {"gemm", ceilings.gemm_what}}},
+                      {"floor_ms", floor_ms}, {"output_finite", finite}});
+  }
+  if (!finite) fail("the text encoder's output is not finite (NaN or inf)");
+  return 0;
+}
+
 }  // namespace
 
 int bench_command(const std::vector<std::string>& args) {
@@ -335,9 +405,10 @@ int bench_command(const std::vector<std::string>& args) {
   }
   if (!args.empty() && args[0] == "kernels") return bench_kernels_command({args.begin() + 1, args.end()});
   if (!args.empty() && args[0] == "unet") return bench_unet_command({args.begin() + 1, args.end()});
-  if (args.empty()) fail("rtvd bench needs a benchmark: frames, unet or kernels (see rtvd bench --help)");
+  if (!args.empty() && args[0] == "text") return bench_text_command({args.begin() + 1, args.end()});
+  if (args.empty()) fail("rtvd bench needs a benchmark: frames, unet, text or kernels (see rtvd bench --help)");
   if (args[0] != "frames")
-    fail("unknown benchmark '", args[0], "' (expected frames, unet or kernels; see rtvd bench --help)");
+    fail("unknown benchmark '", args[0], "' (expected frames, unet, text or kernels; see rtvd bench --help)");
   const cli::Flags flags = cli::parse_flags("bench frames", bench_flags(), {args.begin() + 1, args.end()});
   if (flags.has("help")) {
     std::printf("usage: rtvd bench frames [flags]\n\nEnd-to-end frames per second of the engine, without recording.\n\n%s",

@@ -185,7 +185,7 @@ const std::vector<FlagSpec>& backend_flags() {
   using K = ValueKind;
   static const std::vector<FlagSpec> specs = {
       {"device", 0, K::String, "where the model runs", "auto", "auto|cpu|cuda"},
-      {"threads", 0, K::Int, "CPU threads, 0 = all cores, at most the number of CPUs", "0", ""},
+      {"threads", 0, K::Int, "CPU threads, 0 = as many as are idle, at most the number of CPUs", "0", ""},
       {"kernels", 0, K::String, "which CUDA kernels run the model", "auto", "auto|custom|cudnn"},
   };
   return specs;
@@ -203,8 +203,13 @@ const std::vector<FlagSpec>& generation_flags() {
       {"strength", 0, K::Float, "how far each frame is re-noised, 0 to 1", "0.6", "S"},
       {"blend", 0, K::Float, "share of the previous frame kept, 0 to below 1", "0.5", "B"},
       {"class", 0, K::String, "class to render, by name or id", "the model's first class", "NAME|ID"},
+      {"prompt", 0, K::String, "text to render, for models with a text encoder; over 75 tokens it is cut", "\"\"", "TEXT"},
+      {"negative-prompt", 0, K::String, "text guided away from (guidance's unconditional half)", "\"\"", "TEXT"},
+      {"prompt-to", 0, K::String, "travel from --prompt to this text over --travel-frames frames", "", "TEXT"},
+      {"travel-frames", 0, K::Int, "frames of prompt travel, >= 1", "48", "N"},
+      {"clip-skip", 0, K::Int, "text encoder layers skipped from the end (as diffusers' clip_skip)", "0", "N"},
       {"source", 0, K::String, "noise, image:PATH, video:PATH, webcam or webcam:N", "noise", "SPEC"},
-      {"model", 0, K::String, "model directory (config.json + weights.safetensors)", "the embedded model", "DIR"},
+      {"model", 0, K::String, "model directory: diffusers' layout, or config.json + weights.safetensors", "the embedded model", "DIR"},
     };
     s.insert(s.end(), backend_flags().begin(), backend_flags().end());
     return s;
@@ -266,7 +271,7 @@ void read_backend_flags(const Flags& flags, EngineOptions& o) {
   // More threads than CPUs only contend (5000 ran 50 s a frame), and libgomp crashes near 100,000.
   const int cpus = int(std::max(1u, std::thread::hardware_concurrency()));
   if (o.threads > cpus)
-    fail("flag '--threads': expected at most ", cpus, " (the CPUs of this machine; 0 = all of them), got ", o.threads);
+    fail("flag '--threads': expected at most ", cpus, " (the CPUs of this machine; 0 = as many as are idle), got ", o.threads);
   o.kernels = kernel_family_named(flags.get_choice("kernels", kernel_family_name(o.kernels), kernel_family_names()));
 }
 
@@ -284,6 +289,13 @@ void read_generation_flags(const Flags& flags, GenerationOptions& o) {
   o.frame.strength = float(flags.get_float("strength", o.frame.strength, {.min = 0, .max = 1}));
   o.frame.blend = float(flags.get_float("blend", o.frame.blend, {.min = 0, .max = 1, .max_open = true}));
   o.class_name = flags.get_string("class", o.class_name);
+  o.prompts.prompt = flags.get_string("prompt", o.prompts.prompt);
+  o.prompts.negative_prompt = flags.get_string("negative-prompt", o.prompts.negative_prompt);
+  o.prompts.prompt_to = flags.get_string("prompt-to", o.prompts.prompt_to);
+  o.prompts.travel_frames = flags.get_int("travel-frames", o.prompts.travel_frames, 1);
+  if (flags.has("travel-frames") && !flags.has("prompt-to"))
+    fail("flag '--travel-frames': only with --prompt-to (the prompt to travel to)");
+  o.engine.clip_skip = flags.get_int("clip-skip", o.engine.clip_skip, 0);
   o.source = flags.get_string("source", o.source);
   o.engine.model_dir = flags.get_string("model", o.engine.model_dir);
   read_backend_flags(flags, o.engine);

@@ -9,6 +9,7 @@
 #include "kernels/common/error.h"
 #include "pipeline/device.h"
 #include "pipeline/engine.h"
+#include "pipeline/model_files/diffusers_folder.h"
 
 namespace rtvd {
 
@@ -69,6 +70,17 @@ int info_command(const std::vector<std::string>& args) {
   const WeightStore& w = *engine.model().weights;
   std::printf("\nmodel:   %s (%s)\n", c.name.c_str(), engine.model().source.c_str());
   std::printf("  weights      %lld parameters, %s\n", (long long)w.checkpoint_parameters(), dtype_name(c.dtype));
+  if (!o.engine.model_dir.empty() && is_diffusers_folder(o.engine.model_dir)) {
+    // The engine runs the U-Net; the other components are found, not loaded.
+    const DiffusersFolder f = open_diffusers_folder(o.engine.model_dir);
+    std::printf("  components   diffusers folder\n");
+    std::printf("    %-16s %lld parameters, %s\n", "unet", (long long)w.checkpoint_parameters(), dtype_name(c.dtype));
+    const std::pair<const char*, std::string> others[] = {
+        {"text_encoder", f.text_encoder_dir}, {"tokenizer", f.tokenizer_dir}, {"vae", f.vae_dir},
+        {"scheduler", f.scheduler_config}};
+    for (const auto& [name, path] : others)
+      std::printf("    %-16s %s\n", name, yes_no(!path.empty()).c_str());
+  }
   std::printf("  frame        %dx%dx%d (multiples of %d)\n", c.sample_size, c.sample_size, c.in_channels, c.size_multiple());
   std::string channels;
   for (size_t i = 0; i < c.block_out_channels.size(); ++i) {

@@ -59,6 +59,8 @@ int render_command(const std::vector<std::string>& args) {
   refuse_output_over_source(*source, o.output);
   Engine engine(o.engine);
   const FrameSettings s = frame_settings(o, engine);
+  std::vector<std::string> prompt_notices;
+  engine.set_prompts(o.prompts, &prompt_notices);
   engine.configure(s, source->has_images());
 
   const int frames = o.frames ? *o.frames : (source->frame_count() > 0 ? source->frame_count() : cli::kDefaultFrames);
@@ -69,6 +71,7 @@ int render_command(const std::vector<std::string>& args) {
     if (!engine.device_note().empty()) std::fprintf(stderr, "note: %s\n", engine.device_note().c_str());
     if (const std::string note = size_note(engine.config(), engine.width(), engine.height()); !note.empty())
       std::fprintf(stderr, "%s\n", note.c_str());
+    for (const std::string& notice : prompt_notices) std::fprintf(stderr, "%s\n", notice.c_str());
     const std::string partial =
         recorder->partial_path() == recorder->path() ? "" : " (" + recorder->partial_path() + " until it is complete)";
     std::fprintf(stderr, "rendering %d frames of %dx%d from %s with %s on %s to %s%s\n", frames, engine.width(),

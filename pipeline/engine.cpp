@@ -1,5 +1,6 @@
 #include "engine.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "build_config.h"
@@ -19,6 +20,20 @@ Engine::Engine(const EngineOptions& o) : model_(load_model(o.model_dir)) {
   if (width_ % m || height_ % m)
     fail("--size ", width_, "x", height_, ": width and height must be multiples of ", m, " for this model");
   backend_ = make_backend(o.device, o.threads, o.kernels, &device_note_);
+  if (!model_.text_encoder_dir.empty()) {
+    // The text encoder gets a backend of its own (its graph is prepared once, beside the frame's), on the
+    // device the frames run on.
+    const DeviceKind where = backend_->is_cuda() ? DeviceKind::Cuda : DeviceKind::Cpu;
+    prompt_encoder_ = std::make_unique<PromptEncoder>(model_.text_encoder_dir, model_.tokenizer_dir,
+                                                      make_backend(where, o.threads, o.kernels, nullptr), o.clip_skip);
+    if (prompt_encoder_->width() != c.cross_attention_dim || prompt_encoder_->tokens() != c.context_length)
+      fail(model_.text_encoder_dir, ": the text encoder gives ", prompt_encoder_->tokens(), " x ",
+           prompt_encoder_->width(), " embeddings, but the U-Net's cross-attention takes ", c.context_length, " x ",
+           c.cross_attention_dim);
+    set_prompts(PromptSettings{});
+  } else if (o.clip_skip != 0) {
+    fail("--clip-skip ", o.clip_skip, ": this model has no text encoder");
+  }
   // The first plan builds every weight; the checkpoint must hold exactly those tensors.
   configure(FrameSettings{}, false);
   model_.weights->check_all_read();
@@ -47,11 +62,9 @@ void Engine::configure(const FrameSettings& s, bool img2img) {
     const int32_t ids[2] = {s.class_id, model_.config.null_class()};
     backend_->write(plan_.class_ids, ids, plan_.batch);
   }
-  if (plan_.context) {  // no text encoder yet: a zero context (cond and uncond alike)
-    std::vector<float> zeros(size_t(plan_.batch) * model_.config.context_length * model_.config.cross_attention_dim, 0.0f);
-    backend_->write(plan_.context, zeros.data(), zeros.size());
-  }
-  backend_->run_setup();
+  context_t_ = -1;
+  write_context(travel_position());  // runs the setup ops
+
   if (!previous.empty()) backend_->write(plan_.prev, previous.data(), previous.size());
   configured_ = true;
 }
@@ -66,7 +79,53 @@ void Engine::check_memory(const FrameSettings& s) const {
                  cat(need.describe(), "; batch ", batch, ", ", act_bytes == 4 ? "fp32" : "fp16"), available);
 }
 
+void Engine::set_prompts(const PromptSettings& p, std::vector<std::string>* notices) {
+  if (!prompt_encoder_) {
+    if (!p.any()) return;
+    const char* flag = !p.prompt.empty() ? "--prompt" : !p.negative_prompt.empty() ? "--negative-prompt" : "--prompt-to";
+    fail(flag, ": this model has no text encoder (", model_.source,
+         model_.config.num_class_embeds > 0 ? " is class-conditional: choose with --class)" : " takes no prompt)");
+  }
+  if (p.travel_frames < 1) fail("--travel-frames ", p.travel_frames, ": expected at least 1");
+  std::string notice;
+  const auto embed = [&](const std::string& text, const char* flag) {
+    std::vector<float> e = prompt_encoder_->embed(text, flag, &notice);
+    if (!notice.empty() && notices) notices->push_back(notice);
+    return e;
+  };
+  cond_from_ = embed(p.prompt, "--prompt");
+  cond_to_ = p.prompt_to.empty() ? std::vector<float>() : embed(p.prompt_to, "--prompt-to");
+  uncond_ = embed(p.negative_prompt, "--negative-prompt");
+  prompts_ = p;
+  context_t_ = -1;  // rewritten at the next frame
+}
+
+// How far prompt travel has gone at the current frame: 0 at the first frame, 1 from frame travel_frames on.
+float Engine::travel_position() const {
+  if (cond_to_.empty()) return 0.0f;
+  return float(std::min<int64_t>(frame_, prompts_.travel_frames)) / float(prompts_.travel_frames);
+}
+
+// The context, batch [cond | uncond] (uncond only with guidance), at travel position t; then the setup ops,
+// which turn it into every cross-attention's keys and values. Nothing when that context is there already.
+void Engine::write_context(float t) {
+  if (t == context_t_) return;
+  if (plan_.context) {
+    std::vector<float> context;
+    if (prompt_encoder_) {
+      context = cond_to_.empty() ? cond_from_ : slerp(cond_from_, cond_to_, t);
+      if (plan_.batch == 2) context.insert(context.end(), uncond_.begin(), uncond_.end());
+    } else {  // cross-attention without a text encoder (a bare U-Net config): a zero context
+      context.assign(size_t(plan_.batch) * model_.config.context_length * model_.config.cross_attention_dim, 0.0f);
+    }
+    backend_->write(plan_.context, context.data(), context.size());
+  }
+  context_t_ = t;
+  backend_->run_setup();
+}
+
 void Engine::step(const std::vector<float>* image) {
+  write_context(travel_position());
   const size_t count = size_t(width_) * height_ * model_.config.in_channels;
   sample_.resize(count);
   noise_walk(settings_.seed, frame_, settings_.noise_period, sample_.data(), count);

@@ -10,6 +10,8 @@
 #include "pipeline/frame_plan.h"
 #include "pipeline/io/image.h"
 #include "pipeline/models/model.h"
+#include "pipeline/prompt_encoder.h"
+#include "pipeline/prompt_settings.h"
 
 namespace rtvd {
 
@@ -17,9 +19,10 @@ namespace rtvd {
 struct EngineOptions {
   std::string model_dir;                        // --model; empty: the embedded default model
   DeviceKind device = DeviceKind::Auto;         // --device
-  int threads = 0;                              // --threads: CPU threads, 0 = all cores
+  int threads = 0;                              // --threads: CPU threads, 0 = follow the load (cpu_threads.h)
   KernelFamily kernels = KernelFamily::Auto;    // --kernels: which CUDA kernels the heavy ops choose from
   int width = 0, height = 0;                    // --size; 0: the model's sample_size
+  int clip_skip = 0;                            // --clip-skip: text encoder layers skipped from the end
 };
 
 class Engine {
@@ -37,6 +40,12 @@ class Engine {
   // New settings take effect at the next frame; re-plans (no per-frame cost) only when they changed.
   void configure(const FrameSettings& settings, bool img2img);
   const FrameSettings& settings() const { return settings_; }
+  // New prompts take effect at the next frame, with no re-plan: the text encoder runs for a prompt it has not
+  // seen (between frames), then only the context is rewritten. Error naming --prompt for a model without a
+  // text encoder. notices: one line per prompt that was cut to the token limit.
+  void set_prompts(const PromptSettings& prompts, std::vector<std::string>* notices = nullptr);
+  const PromptSettings& prompts() const { return prompts_; }
+  bool has_text_encoder() const { return prompt_encoder_ != nullptr; }
 
   // One frame, left on the backend. image: (height, width, in_channels) in [-1, 1] for img2img, or null
   // for the noise walk.
@@ -70,6 +79,10 @@ class Engine {
   std::string device_note_;
   int width_ = 0, height_ = 0;
   FrameSettings settings_;
+  std::unique_ptr<PromptEncoder> prompt_encoder_;  // null for models without a text encoder
+  PromptSettings prompts_;
+  std::vector<float> cond_from_, cond_to_, uncond_;  // (tokens, width) each
+  float context_t_ = -1;  // travel position of the context on the backend; -1 = not written
   bool img2img_ = false, configured_ = false, first_frame_ = true, image_current_ = false;
   FramePlan plan_;
   int64_t frame_ = 0;
@@ -78,6 +91,8 @@ class Engine {
   int queued_ = 0;
 
   void check_memory(const FrameSettings& s) const;
+  float travel_position() const;
+  void write_context(float t);
 };
 
 // What to generate: the engine's options and frame settings plus what the model resolves (its class by name)
@@ -85,6 +100,7 @@ class Engine {
 struct GenerationOptions {
   EngineOptions engine;          // --model --size --device --threads --kernels
   FrameSettings frame;           // --seed --steps --guidance --strength --blend; class_id: see frame_settings()
+  PromptSettings prompts;        // --prompt --negative-prompt --prompt-to --travel-frames
   std::string class_name;        // --class, a name or an id; "" = the model's first class
   std::string source = "noise";  // --source, a source spec (pipeline/io/source.h), checked when opened
 };

@@ -78,6 +78,22 @@ TEST(Cli, ReadsEveryFlagInBothSyntaxes) {
   EXPECT_TRUE(o.quiet);
 }
 
+TEST(Cli, ReadsThePromptFlags) {
+  const RenderOptions o = parse_render_options({"--prompt", "a fox, watercolor", "--negative-prompt=blurry",
+                                                "--prompt-to", "an owl", "--travel-frames", "96", "--clip-skip", "2"});
+  EXPECT_EQ(o.prompts.prompt, "a fox, watercolor");
+  EXPECT_EQ(o.prompts.negative_prompt, "blurry");
+  EXPECT_EQ(o.prompts.prompt_to, "an owl");
+  EXPECT_EQ(o.prompts.travel_frames, 96);
+  EXPECT_EQ(o.engine.clip_skip, 2);
+  const RenderOptions d = parse_render_options({});
+  EXPECT_FALSE(d.prompts.any());
+  EXPECT_EQ(d.engine.clip_skip, 0);
+  EXPECT_EQ(error_of({"--travel-frames", "10"}), "flag '--travel-frames': only with --prompt-to (the prompt to travel to)");
+  EXPECT_EQ(error_of({"--prompt-to", "b", "--travel-frames", "0"}), "flag '--travel-frames': expected an integer >= 1, got 0");
+  EXPECT_EQ(error_of({"--clip-skip", "-1"}), "flag '--clip-skip': expected an integer >= 0, got -1");
+}
+
 TEST(Cli, SquareSizeAndLastRepeatWins) {
   const RenderOptions o = parse_render_options({"--size", "48", "--frames", "3", "--frames=9"});
   EXPECT_EQ(o.engine.width, 48);
@@ -139,7 +155,7 @@ TEST(Cli, ThreadsAndSizeHaveUpperBounds) {
   EXPECT_EQ(parse_render_options({"--threads", std::to_string(cpus)}).engine.threads, cpus);
   for (const int threads : {cpus + 1, 5000, 100000})
     EXPECT_EQ(error_of({"--threads", std::to_string(threads)}),
-              cat("flag '--threads': expected at most ", cpus, " (the CPUs of this machine; 0 = all of them), got ",
+              cat("flag '--threads': expected at most ", cpus, " (the CPUs of this machine; 0 = as many as are idle), got ",
                   threads));
   EXPECT_EQ(parse_render_options({"--size", "4096"}).engine.width, 4096);
   for (const std::string big : {"1000000x4", "4x1000000", "4100", "8192x8192"})
@@ -214,11 +230,11 @@ TEST_F(Commands, UsageListsEveryBenchmarkAndBenchHelpIsNotAnError) {
   }
   const test::RunResult none = rtvd({"bench"});
   EXPECT_EQ(none.exit_code, 1);
-  EXPECT_EQ(none.err, "rtvd: error: rtvd bench needs a benchmark: frames, unet or kernels (see rtvd bench --help)\n");
+  EXPECT_EQ(none.err, "rtvd: error: rtvd bench needs a benchmark: frames, unet, text or kernels (see rtvd bench --help)\n");
   const test::RunResult typo = rtvd({"bench", "unets"});
   EXPECT_EQ(typo.exit_code, 1);
   EXPECT_EQ(typo.err,
-            "rtvd: error: unknown benchmark 'unets' (expected frames, unet or kernels; see rtvd bench --help)\n");
+            "rtvd: error: unknown benchmark 'unets' (expected frames, unet, text or kernels; see rtvd bench --help)\n");
 }
 
 TEST_F(Commands, InfoRefusesBadArgumentsBeforePrintingAnything) {

@@ -130,6 +130,7 @@ void replay_all(const std::string& parser, Entry entry) {
 TEST(FuzzRegression, Safetensors) { replay_all("safetensors", fuzz::safetensors); }
 TEST(FuzzRegression, ModelConfig) { replay_all("model_config", fuzz::model_config); }
 TEST(FuzzRegression, Png) { replay_all("png", fuzz::png); }
+TEST(FuzzRegression, ClipTokenizer) { replay_all("clip_tokenizer", fuzz::clip_tokenizer); }
 
 }  // namespace
 }  // namespace rtvd

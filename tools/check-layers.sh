@@ -2,6 +2,8 @@
 # The include rules of docs/architecture.md, checked on the source tree (the ctest `layers`):
 #   - kernels/ includes nothing of pipeline/, bench/ or app/; app/ includes nothing of kernels/ but the one
 #     exception type (kernels/common/error.h); pipeline/ nothing of bench/ or app/; bench/ nothing of app/;
+#   - pipeline/text (the tokenizer) includes nothing of pipeline/ but model_files (JSON), and nothing of
+#     kernels/ but kernels/common; pipeline/backends, pipeline/graph and pipeline/models do not include it;
 #   - no folder includes a folder that includes it back, directly or around a longer cycle (folders:
 #     kernels/<op>, kernels/common, pipeline, pipeline/<role>, pipeline/backends/cuda, bench, app, app/gui).
 # Prints each violation and exits 1; quiet and 0 when the tree keeps the rules.
@@ -27,6 +29,8 @@ while read -r file target; do
     app*'>'kernels/common) [[ $target == kernels/common/error.h ]] || bad=1 ;;
     kernels*'>'pipeline* | kernels*'>'bench* | kernels*'>'app* | app*'>'kernels* | pipeline*'>'bench* | \
       pipeline*'>'app* | bench*'>'app*) bad=1 ;;
+    pipeline/text'>'*) [[ $to == pipeline/text || $to == pipeline/model_files || $to == kernels/common ]] || bad=1 ;;
+    pipeline/backends*'>'pipeline/text | pipeline/graph'>'pipeline/text | pipeline/models'>'pipeline/text) bad=1 ;;
   esac
   if ((bad)); then
     echo "layers: $file includes $target: $from may not include $to"

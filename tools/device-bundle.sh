@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Here: pack what tools/device-check.sh runs on the GPU machine (git-ignored, sent with the device tool's
-# carry), with the BLAS libraries rtvd links, which that machine lacks:
+# carry), with the BLAS and ICU libraries rtvd links, which that machine lacks:
 #   tools/device-bundle.sh       .device/bundle.tar.xz: rtvd and the test binaries of build-device
 #                                (CUDA for sm_90, no OpenCV, no GUI), with the data the build copies beside
 #                                them (tests/data/ and assets/: 1.1 + 6.8 MB), so they run from wherever
@@ -34,7 +34,9 @@ else
   done
   out=$root/.device/bundle.tar.xz
 fi
-for lib in libopenblas.so.0 libgfortran.so.5 libquadmath.so.0; do cp -L "/lib/x86_64-linux-gnu/$lib" "$stage/lib/"; done
+for lib in libopenblas.so.0 libgfortran.so.5 libquadmath.so.0 libicuuc.so.72 libicudata.so.72; do
+  cp -L "/lib/x86_64-linux-gnu/$lib" "$stage/lib/"
+done
 git -C "$root" rev-parse --short HEAD >"$stage/.commit" 2>/dev/null || true
 # A 64 MiB dictionary: the binaries share most of their bytes (the same CUDA kernels in each).
 XZ_OPT="-9 -T2" tar -C "$stage" -cJf "$out" .

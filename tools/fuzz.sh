@@ -19,7 +19,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${RTVD_FUZZ_BUILD_DIR:-$root/build-fuzz}
 targets=(safetensors_fuzzer safetensors_structured_fuzzer model_config_fuzzer model_config_structured_fuzzer
-         png_fuzzer png_structured_fuzzer)
+         png_fuzzer png_structured_fuzzer clip_tokenizer_fuzzer clip_tokenizer_structured_fuzzer)
 
 usage() { sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
@@ -32,7 +32,7 @@ esac
 
 # What configuring the tree needs (the root CMakeLists finds OpenMP and BLAS even for the fuzzers, and
 # clang's OpenMP is libomp), clang and its libFuzzer and sanitizer runtimes; llvm's tools for coverage.
-packages=(cmake ninja-build zlib1g-dev nlohmann-json3-dev libopenblas-dev clang libclang-rt-14-dev libomp-dev)
+packages=(cmake ninja-build pkg-config zlib1g-dev nlohmann-json3-dev libopenblas-dev libicu-dev clang libclang-rt-14-dev libomp-dev)
 if [[ $mode == coverage || $mode == reach ]]; then packages+=(llvm); fi
 # shellcheck source=tools/apt-install.sh
 source "$root/tools/apt-install.sh"
@@ -59,11 +59,13 @@ configure() {
 }
 
 # What the fuzzers compile of the tree (tests/fuzz/CMakeLists.txt), and the headers that hold their checks.
-fuzzed_sources=(pipeline/model_files/json_text.cpp pipeline/model_files/safetensors.cpp
+fuzzed_sources=(pipeline/model_files/json_text.cpp pipeline/model_files/config_reader.cpp pipeline/model_files/safetensors.cpp
                 pipeline/model_files/model_config.cpp pipeline/model_files/weights.cpp
-                pipeline/models/unet_parameters.cpp pipeline/io/png.cpp pipeline/model_files/json_text.h
-                pipeline/model_files/safetensors.h pipeline/model_files/model_config.h
-                pipeline/model_files/weights.h pipeline/io/png.h kernels/common/checked_math.h)
+                pipeline/models/unet_parameters.cpp pipeline/io/png.cpp pipeline/text/clip_tokenizer.cpp
+                pipeline/text/unicode_text.cpp pipeline/model_files/json_text.h
+                pipeline/model_files/config_reader.h pipeline/model_files/safetensors.h pipeline/model_files/model_config.h
+                pipeline/model_files/weights.h pipeline/io/png.h pipeline/text/clip_tokenizer.h
+                pipeline/text/unicode_text.h kernels/common/checked_math.h)
 
 parser_of() { local t=${1%_fuzzer}; echo "${t%_structured}"; }
 

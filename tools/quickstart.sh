@@ -29,7 +29,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # libav*: recording. The GUI and its test: GLFW, Dear ImGui, GL headers; Xvfb with Mesa's GLX and
 # software renderer (llvmpipe), named here because --no-install-recommends would not bring them.
-packages=(build-essential cmake ninja-build pkg-config zlib1g-dev libopenblas-dev nlohmann-json3-dev
+packages=(build-essential cmake ninja-build pkg-config zlib1g-dev libicu-dev libopenblas-dev nlohmann-json3-dev
           libgtest-dev libopencv-dev libavformat-dev libavcodec-dev libavutil-dev libswscale-dev ffmpeg
           libglfw3-dev libimgui-dev libgl-dev xvfb xauth libglx-mesa0 libgl1-mesa-dri)
 # shellcheck source=tools/apt-install.sh

@@ -50,9 +50,14 @@ std::string mib(size_t bytes) {
   return text;
 }
 
-ControlsState initial_state(const GuiOptions& o, const Engine& engine) {
+// Also applies the prompts: a bad --prompt fails here, before a window opens.
+ControlsState initial_state(const GuiOptions& o, Engine& engine) {
   ControlsState s;
   s.settings = frame_settings(o, engine);
+  s.prompts = o.prompts;
+  std::vector<std::string> notices;
+  engine.set_prompts(o.prompts, &notices);
+  for (const std::string& n : notices) std::fprintf(stderr, "%s\n", n.c_str());
   s.source = source_choice(o.source);
   s.record_path = o.record.empty() ? default_record_path() : o.record;
   s.budget_ms = float(o.budget_ms);
@@ -181,6 +186,7 @@ bool App::frame() {
       layout_window(size.w, size.h, state_.show_controls, state_.show_overlay, engine_.width(), engine_.height());
   ControlsInfo info;
   info.class_names = &engine_.config().class_names;
+  info.has_text_encoder = engine_.has_text_encoder();
   info.source = source_->describe();
   info.recording = recording_ != nullptr;
   info.recording_status = recording_status();
@@ -214,6 +220,16 @@ bool App::frame() {
 }
 
 void App::handle(const Requests& r) {
+  if (r.apply_prompts) {
+    // The text encoder runs here, between frames, once per new text (PromptEncoder caches the rest).
+    std::vector<std::string> notices;
+    try {
+      engine_.set_prompts(state_.prompts, &notices);
+    } catch (const Error& e) {
+      notify(e.what());
+    }
+    for (const std::string& n : notices) notify(n, false);
+  }
   if (r.open_source) {
     try {
       source_ = open_source(state_.source.spec());

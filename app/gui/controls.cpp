@@ -75,8 +75,24 @@ void source_section(ControlsState& s, const ControlsInfo& info, Requests& r) {
   if (ImGui::Button("open source")) r.open_source = true;
 }
 
-void generation_section(ControlsState& s, const ControlsInfo& info) {
+// Prompt boxes apply on Enter, not per keystroke: each new text is a text encoder run.
+void prompt_section(PromptSettings& p, Requests& r) {
+  constexpr ImGuiInputTextFlags kOnEnter = ImGuiInputTextFlags_EnterReturnsTrue;
+  if (ImGui::InputTextWithHint("prompt", "what to draw (Enter applies)", &p.prompt, kOnEnter)) r.apply_prompts = true;
+  if (ImGui::InputTextWithHint("negative", "what to avoid (Enter applies)", &p.negative_prompt, kOnEnter))
+    r.apply_prompts = true;
+  if (ImGui::InputTextWithHint("travel to", "a second prompt to move to (Enter applies)", &p.prompt_to, kOnEnter))
+    r.apply_prompts = true;
+  if (!p.prompt_to.empty()) {
+    ImGui::SliderInt("travel frames", &p.travel_frames, 1, 1000, "%d", ImGuiSliderFlags_AlwaysClamp | ImGuiSliderFlags_Logarithmic);
+    if (ImGui::IsItemDeactivatedAfterEdit()) r.apply_prompts = true;
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("frames from the prompt to the second one; reset starts over");
+  }
+}
+
+void generation_section(ControlsState& s, const ControlsInfo& info, Requests& r) {
   FrameSettings& f = s.settings;
+  if (info.has_text_encoder) prompt_section(s.prompts, r);
   if (info.class_names && !info.class_names->empty()) {
     const auto& names = *info.class_names;
     if (ImGui::BeginCombo("class", names.at(f.class_id).c_str())) {
@@ -109,7 +125,7 @@ void draw_controls(const Rect& area, ControlsState& s, const ControlsInfo& info,
   }
 
   if (ImGui::CollapsingHeader("Source", ImGuiTreeNodeFlags_DefaultOpen)) source_section(s, info, r);
-  if (ImGui::CollapsingHeader("Generation", ImGuiTreeNodeFlags_DefaultOpen)) generation_section(s, info);
+  if (ImGui::CollapsingHeader("Generation", ImGuiTreeNodeFlags_DefaultOpen)) generation_section(s, info, r);
 
   if (ImGui::CollapsingHeader("Playback", ImGuiTreeNodeFlags_DefaultOpen)) {
     command_button(s.paused ? "resume" : "pause", Command::Pause, s, r, classes);

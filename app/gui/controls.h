@@ -7,6 +7,7 @@
 
 #include "app/gui/layout.h"
 #include "pipeline/frame_plan.h"
+#include "pipeline/prompt_settings.h"
 
 namespace rtvd::gui {
 
@@ -25,6 +26,7 @@ SourceChoice source_choice(const std::string& spec);
 
 struct ControlsState {
   FrameSettings settings;  // applied at the next frame
+  PromptSettings prompts;  // the prompt boxes: applied on Enter (Requests::apply_prompts)
   SourceChoice source;     // opened on request
   std::string record_path;
   float budget_ms = 40.0f;
@@ -39,6 +41,7 @@ struct Requests {
   bool step = false;         // one frame while paused
   bool reset = false;        // start the frame sequence over
   bool open_source = false;  // open state.source
+  bool apply_prompts = false;  // encode state.prompts (between frames) and use them from the next frame
   bool record = false;       // start or stop recording
   bool screenshot = false;
   bool quit = false;
@@ -58,6 +61,7 @@ struct Message {
 // What the panel shows besides the state.
 struct ControlsInfo {
   const std::vector<std::string>* class_names = nullptr;  // empty: the model has no classes
+  bool has_text_encoder = false;                          // show the prompt boxes
   std::string source;                                     // what is open now
   bool recording = false;
   std::string recording_status;  // "out/x.mp4: 120 frames, 3 dropped"

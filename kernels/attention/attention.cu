@@ -15,6 +15,9 @@
 // Shapes the kernel takes: any q_len and kv_len (tail rows zero-filled; keys past kv_len masked to -inf
 // on the last tile), head_dim any multiple of 8 up to 160 (padded to the instance's; pad columns
 // zero-filled on load and never stored).
+// Causal: a block stops at the key tile holding its last query's key (the tiles after it are all masked
+// for its rows), and masks keys after each row's query to -inf on the tiles that reach past a warp's first
+// row.
 #include "kernels/attention/attention.cuh"
 
 #include <cstdint>
@@ -30,6 +33,7 @@ namespace {
 
 using attention_detail::AttentionConfig;
 using attention_detail::kLog2e;
+using attention_detail::mask_causal;
 using attention_detail::mask_keys;
 using attention_detail::online_softmax;
 using attention_detail::pack_half2;
@@ -148,7 +152,10 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocksPerSm)
   const auto* q = static_cast<const __half*>(p.q) + int64_t(image) * p.q_len * p.q_stride + column;
   const auto* k = static_cast<const __half*>(p.k) + int64_t(image) * p.kv_len * p.k_stride + column;
   const auto* v = static_cast<const __half*>(p.v) + int64_t(image) * p.kv_len * p.v_stride + column;
-  const int n_tiles = (p.kv_len + T::kBlockN - 1) / T::kBlockN;
+  // Causal: the tiles up to the one holding key q0 + kBlockM - 1 (q_len == kv_len, so at least one).
+  const int n_tiles = p.causal ? (min(p.kv_len, q0 + T::kBlockM) + T::kBlockN - 1) / T::kBlockN
+                               : (p.kv_len + T::kBlockN - 1) / T::kBlockN;
+  const int warp_row0 = q0 + warp * T::kWarpRows;  // the warp's first query
 
   auto load_kv = [&](int tile) {
     const uint32_t offset = (tile % T::kStages) * kStageBytes;
@@ -192,6 +199,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocksPerSm)
     float s[T::kMTiles][T::kNTiles][4];
     compute_scores<T>(s, q_frag, k_smem + stage, lane);
     if ((j + 1) * T::kBlockN > p.kv_len) mask_keys<T>(s, p.kv_len - j * T::kBlockN, lane);
+    if (p.causal && (j + 1) * T::kBlockN - 1 > warp_row0) mask_causal<T>(s, j * T::kBlockN - warp_row0, lane);
     online_softmax<T>(s, o, row_max, row_sum, scale_log2);
     accumulate_pv<T>(o, s, v_smem + stage, lane);
   }
@@ -244,7 +252,7 @@ void launch(const AttentionParams& p, const CudaContext& ctx) {
 
 // The named fallback for what the flash kernel can't load (head dims that are not a multiple of 8, e.g.
 // the tiny test models; unaligned layouts): one block per (query, head, image), scores in shared memory,
-// fp32 throughout. Slow, simple and exact enough to be trusted.
+// fp32 throughout. Slow, simple and exact enough to be trusted. Causal: query t reads keys 0..t alone.
 constexpr int kFallbackThreads = 128;
 constexpr int kFallbackMaxKeys = 12288;  // 48 KiB of fp32 scores
 
@@ -270,8 +278,9 @@ __global__ void __launch_bounds__(kFallbackThreads) attention_fallback_kernel(co
   const __half* k = static_cast<const __half*>(p.k) + int64_t(b) * p.kv_len * p.k_stride + h * p.head_dim;
   const __half* v = static_cast<const __half*>(p.v) + int64_t(b) * p.kv_len * p.v_stride + h * p.head_dim;
   __half* o = static_cast<__half*>(p.o) + (int64_t(b) * p.q_len + t) * p.o_stride + h * p.head_dim;
+  const int keys = p.causal ? t + 1 : p.kv_len;  // causal: q_len == kv_len, so t < kv_len
   float local_max = -INFINITY;
-  for (int j = threadIdx.x; j < p.kv_len; j += kFallbackThreads) {
+  for (int j = threadIdx.x; j < keys; j += kFallbackThreads) {
     float dot = 0.0f;
     for (int d = 0; d < p.head_dim; ++d) dot += __half2float(q[d]) * __half2float(k[int64_t(j) * p.k_stride + d]);
     scores[j] = dot * p.scale;
@@ -279,14 +288,14 @@ __global__ void __launch_bounds__(kFallbackThreads) attention_fallback_kernel(co
   }
   const float row_max = block_reduce(local_max, true, scratch);
   float local_sum = 0.0f;
-  for (int j = threadIdx.x; j < p.kv_len; j += kFallbackThreads) {
+  for (int j = threadIdx.x; j < keys; j += kFallbackThreads) {
     scores[j] = expf(scores[j] - row_max);
     local_sum += scores[j];
   }
   const float inv_sum = 1.0f / block_reduce(local_sum, false, scratch);  // its barriers publish scores[]
   for (int d = threadIdx.x; d < p.head_dim; d += kFallbackThreads) {
     float acc = 0.0f;
-    for (int j = 0; j < p.kv_len; ++j) acc += scores[j] * __half2float(v[int64_t(j) * p.v_stride + d]);
+    for (int j = 0; j < keys; ++j) acc += scores[j] * __half2float(v[int64_t(j) * p.v_stride + d]);
     o[d] = __float2half_rn(acc * inv_sum);
   }
 }
@@ -294,6 +303,7 @@ __global__ void __launch_bounds__(kFallbackThreads) attention_fallback_kernel(co
 bool fallback_ok(const AttentionParams& p) {
   return p.q && p.k && p.v && p.o && p.batch > 0 && p.heads > 0 && p.head_dim > 0 && p.q_len > 0 && p.kv_len > 0 &&
          p.batch <= 65535 && p.heads <= 65535 && p.kv_len <= kFallbackMaxKeys && std::isfinite(p.scale) &&
+         attention_causal_ok(p) &&
          p.q_stride >= p.heads * p.head_dim && p.k_stride >= p.heads * p.head_dim &&
          p.v_stride >= p.heads * p.head_dim && p.o_stride >= p.heads * p.head_dim;
 }
@@ -306,6 +316,7 @@ bool attention_can_implement(const AttentionParams& p, std::string* why) {
   else if (p.batch <= 0 || p.heads <= 0 || p.q_len <= 0 || p.kv_len <= 0)
     unmet = "batch, heads, q_len, kv_len must be positive";
   else if (p.batch > 65535 || p.heads > 65535) unmet = "batch and heads must be at most 65535 (grid y/z)";
+  else if (!attention_causal_ok(p)) unmet = kAttentionCausalUnmet;
   else if (padded_head_dim(p.head_dim) == 0) unmet = "head_dim must be a multiple of 8 in [8, 160]";
   else if (!(p.scale > 0.0f) || !std::isfinite(p.scale)) unmet = "scale must be positive and finite";
   else if (!aligned(p.q, 16) || !aligned(p.k, 16) || !aligned(p.v, 16)) unmet = "q, k, v must be 16-byte aligned";
@@ -320,8 +331,9 @@ bool attention_can_implement(const AttentionParams& p, std::string* why) {
 
 void attention_fallback(const AttentionParams& p, const CudaContext& ctx) {
   if (!fallback_ok(p))
-    fail("attention fallback: needs positive sizes, set pointers, strides >= heads * head_dim and kv_len <= ",
-         kFallbackMaxKeys, " (batch ", p.batch, ", heads ", p.heads, ", head_dim ", p.head_dim, ", kv_len ", p.kv_len, ")");
+    fail("attention fallback: needs positive sizes, set pointers, strides >= heads * head_dim, kv_len <= ",
+         kFallbackMaxKeys, " and q_len == kv_len if causal (batch ", p.batch, ", heads ", p.heads, ", head_dim ",
+         p.head_dim, ", q_len ", p.q_len, ", kv_len ", p.kv_len, ")");
   const NvtxRange range("attention_fallback");
   // scores[] rounded up to 4 floats: the compiler reads the P V loop's scores 3 at a time (LDS.96), past
   // kv_len when kv_len % 4 != 0 (compute-sanitizer's memcheck flagged kv_len 1).
@@ -332,7 +344,10 @@ void attention_fallback(const AttentionParams& p, const CudaContext& ctx) {
 
 bool attention_fallback_can_implement(const AttentionParams& p, std::string* why) {
   if (fallback_ok(p)) return true;
-  if (why) *why = cat("needs positive sizes, set pointers, strides >= heads * head_dim and kv_len <= ", kFallbackMaxKeys);
+  if (why)
+    *why = !attention_causal_ok(p)
+               ? std::string(kAttentionCausalUnmet)
+               : cat("needs positive sizes, set pointers, strides >= heads * head_dim and kv_len <= ", kFallbackMaxKeys);
   return false;
 }
 

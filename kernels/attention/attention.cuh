@@ -9,10 +9,11 @@ namespace rtvd {
 
 // Whether the mma.sync flash kernel handles p; if not and why is given, *why names the unmet requirement.
 // Needs: head_dim a multiple of 8 up to 160; q, k, v 16-byte aligned with strides a multiple of 8;
-// o 4-byte aligned with an even stride; scale positive and finite; all sizes positive.
+// o 4-byte aligned with an even stride; scale positive and finite; all sizes positive; q_len == kv_len when
+// causal.
 bool attention_can_implement(const AttentionParams& p, std::string* why = nullptr);
 
-// o = softmax(q k^T * scale) v on ctx.stream: the op's one entry point, which runs its default candidate
+// o = softmax(q k^T * scale) v (causal if p.causal) on ctx.stream: the op's one entry point, which runs its default candidate
 // (attention_candidates.cuh: from 256 keys the wgmma kernel on an H100, else the mma.sync flash kernel, else
 // the fallback). Throws rtvd::Error when nothing can.
 void attention(const AttentionParams& p, const CudaContext& ctx);
@@ -21,7 +22,8 @@ void attention(const AttentionParams& p, const CudaContext& ctx);
 // shape); results do not depend on it beyond rounding. Throws where attention_can_implement() is false.
 void attention_mma(const AttentionParams& p, const CudaContext& ctx);
 
-// The simple kernel for what the flash kernels can't load: any head_dim and stride, kv_len up to 12288. Slow.
+// The simple kernel for what the flash kernels can't load: any head_dim and stride, kv_len up to 12288, causal
+// or not. Slow.
 bool attention_fallback_can_implement(const AttentionParams& p, std::string* why = nullptr);
 void attention_fallback(const AttentionParams& p, const CudaContext& ctx);
 

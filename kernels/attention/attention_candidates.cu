@@ -49,6 +49,10 @@ AttentionCandidate cudnn_candidate() {
   c.name = "cuDNN SDPA";
   c.provider = Provider::Cudnn;
   c.can_implement = [](const AttentionParams& q, const CudaContext& ctx, std::string* why) {
+    if (q.causal) {  // asked first: no plan is made (and remembered) for what it refuses anyway
+      if (why) *why = kAttentionCudnnNoCausal;
+      return false;
+    }
     if (cudnn_plan(q, ctx)) return true;
     if (why) *why = !ctx.cudnn || !ctx.plans ? "no cuDNN handle and plan cache in the context" : "cuDNN has no engine for it";
     return false;
@@ -73,7 +77,7 @@ AttentionCandidate cudnn_candidate() {
 
 std::string attention_shape_key(const AttentionParams& p) {
   return cat("attention ", p.batch, "x", p.heads, "x", p.head_dim, " q", p.q_len, " kv", p.kv_len, " strides ", p.q_stride, "/",
-             p.k_stride, "/", p.v_stride, "/", p.o_stride);
+             p.k_stride, "/", p.v_stride, "/", p.o_stride, p.causal ? " causal" : "");
 }
 
 std::vector<AttentionCandidate> attention_candidates(const AttentionParams& p, const CudaContext&) {

@@ -1,9 +1,9 @@
 // attention's cases: the one table that the correctness tests (tests/ops/attention_test.cpp) and the kernel
 // benchmark both run. Production shapes (DESIGN.md: SD 2.1's self-attention at 4096 and 1024 tokens and its
-// cross-attention over 77 context tokens; SD 1.5's head dims 40/80/160; the default model's) and hostile
-// ones (odd lengths, a single key or query, every head dim the kernels switch on, head dims the flash
-// kernels can't load, padded output rows, peaked softmax rows, scores that overflow exp without the max
-// shift). Plain C++.
+// cross-attention over 77 context tokens; SD 1.5's head dims 40/80/160; the default model's; the CLIP text
+// encoders' causal self-attention over 77 tokens) and hostile ones (odd lengths, a single key or query, every
+// head dim the kernels switch on, head dims the flash kernels can't load, padded output rows, peaked softmax
+// rows, scores that overflow exp without the max shift, the causal mask across tile edges). Plain C++.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -20,6 +20,7 @@ struct AttentionCase {
   std::string name;  // unique, [A-Za-z0-9_]
   int batch = 2, heads = 1, head_dim = 64, q_len = 0, kv_len = 0;
   bool fused_qkv = false;     // self-attention (q_len == kv_len)
+  bool causal = false;        // query i attends to keys j <= i (q_len == kv_len)
   int o_pad = 0;              // output row stride C + o_pad: columns past C belong to someone else
   float input_stddev = 1.0f;  // of N(0, stddev) q, k, v; above 1 the softmax rows are nearly one-hot
   // > 0: q and k are integers in [-r, r] (and 1/sqrt(head_dim) a power of two), so that scores of a few
@@ -29,7 +30,8 @@ struct AttentionCase {
   std::string hostile = "";  // "" for none
 
   int channels() const { return heads * head_dim; }
-  double flops() const { return 4.0 * batch * heads * double(q_len) * kv_len * head_dim; }
+  // The causal mask leaves about half of the scores to compute (as the model graph counts them).
+  double flops() const { return 4.0 * batch * heads * double(q_len) * kv_len * head_dim * (causal ? 0.5 : 1.0); }
 };
 
 const std::vector<AttentionCase>& attention_cases();

@@ -23,6 +23,12 @@ std::vector<AttentionCase> make_cases() {
        .production = true},
       {.name = "default_16x16", .heads = 3, .head_dim = 32, .q_len = 256, .kv_len = 256, .fused_qkv = true,
        .production = true},
+      // The CLIP text encoders at batch 2: OpenAI's ViT-L/14 (SD 1.5, 12 heads of 64) and OpenCLIP's ViT-H/14
+      // (SD 2.1, 16 heads of 64), causal self-attention over 77 tokens read from the fused QKV projection.
+      {.name = "clip_l_text", .heads = 12, .q_len = 77, .kv_len = 77, .fused_qkv = true, .causal = true,
+       .production = true},
+      {.name = "clip_h_text", .heads = 16, .q_len = 77, .kv_len = 77, .fused_qkv = true, .causal = true,
+       .production = true},
 
       // ---- the production shapes scaled down
       {.name = "sd21_64x64_scaled", .heads = 5, .q_len = 512, .kv_len = 512, .fused_qkv = true},
@@ -82,6 +88,34 @@ std::vector<AttentionCase> make_cases() {
       {.name = "integer_scores", .heads = 2, .q_len = 20, .kv_len = 33, .integer_qk = 12,
        .hostile = "scores beyond 88: exp overflows without the max shift"},
 
+      // ---- causal self-attention: one prompt, a few tokens, tile multiples and their edges (the mma.sync
+      // kernel's key tiles are 32 or 64, its query blocks 64 or 128; the wgmma kernel's 128 keys and 192
+      // queries), peaked rows, the cross layout, padded output rows, the fallback kernel
+      {.name = "clip_l_text_b1", .batch = 1, .heads = 12, .q_len = 77, .kv_len = 77, .fused_qkv = true,
+       .causal = true, .hostile = "causal, one prompt"},
+      {.name = "clip_h_text_b1", .batch = 1, .heads = 16, .q_len = 77, .kv_len = 77, .fused_qkv = true,
+       .causal = true, .hostile = "causal, one prompt"},
+      {.name = "causal_len5", .heads = 2, .q_len = 5, .kv_len = 5, .fused_qkv = true, .causal = true,
+       .hostile = "causal, 5 tokens"},
+      {.name = "causal_len1", .batch = 1, .heads = 2, .q_len = 1, .kv_len = 1, .fused_qkv = true, .causal = true,
+       .hostile = "causal, one token"},
+      {.name = "causal_len128", .heads = 2, .q_len = 128, .kv_len = 128, .fused_qkv = true, .causal = true,
+       .hostile = "causal, 128 tokens: a multiple of every tile"},
+      {.name = "causal_len385", .batch = 1, .heads = 2, .q_len = 385, .kv_len = 385, .fused_qkv = true,
+       .causal = true, .hostile = "causal, 385 tokens: several query blocks, key tiles skipped, one past a tile"},
+      {.name = "causal_peaked_len300", .batch = 1, .heads = 2, .q_len = 300, .kv_len = 300, .fused_qkv = true,
+       .causal = true, .input_stddev = 4.0f, .hostile = "causal, nearly one-hot softmax rows"},
+      {.name = "causal_d80_len129", .batch = 1, .heads = 2, .head_dim = 80, .q_len = 129, .kv_len = 129,
+       .fused_qkv = true, .causal = true, .o_pad = 8, .hostile = "causal, head dim 80 (16-row warps), padded rows"},
+      {.name = "causal_d32_len200", .batch = 1, .heads = 3, .head_dim = 32, .q_len = 200, .kv_len = 200,
+       .fused_qkv = true, .causal = true, .hostile = "causal, head dim 32 (64-key tiles)"},
+      {.name = "causal_cross_layout_len37", .heads = 2, .q_len = 37, .kv_len = 37, .causal = true,
+       .hostile = "causal self-attention in the cross layout"},
+      {.name = "causal_two_score_blocks", .batch = 1, .heads = 1, .head_dim = 16, .q_len = 1100, .kv_len = 1100,
+       .fused_qkv = true, .causal = true, .hostile = "causal, more queries than one CPU score block holds"},
+      {.name = "causal_fallback_d12", .batch = 1, .heads = 3, .head_dim = 12, .q_len = 45, .kv_len = 45,
+       .fused_qkv = true, .causal = true, .hostile = "causal, head dim 12: the fallback kernel"},
+
       // ---- head dims the flash kernels can't load (the tiny test models): the fallback kernel
       {.name = "fallback_d4", .heads = 2, .head_dim = 4, .q_len = 64, .kv_len = 64, .fused_qkv = true,
        .hostile = "head dim 4"},
@@ -117,6 +151,7 @@ AttentionParams attention_params(const AttentionCase& c, const void* q_source, c
   p.k_stride = p.v_stride = c.fused_qkv ? 3 * C : 2 * C;
   p.o_stride = C + c.o_pad;
   p.scale = 1.0f / std::sqrt(float(c.head_dim));
+  p.causal = c.causal;
   p.q = q_source;
   p.k = c.fused_qkv ? at(q_source, C) : kv_source;
   p.v = c.fused_qkv ? at(q_source, 2 * C) : at(kv_source, C);

@@ -1,6 +1,7 @@
 // attention on the CPU: per (image, head) and block of queries, S = scale q k^T (sgemm into the
 // workspace), a numerically stable softmax over each row of S, then o = S v (sgemm straight into o).
-// The OpenMP threads take pieces of each block's queries as they come free.
+// The OpenMP threads take pieces of each block's queries as they come free. Causal: a piece computes scores
+// only up to its last query's key, and each row's softmax covers its own keys, zeros after them.
 // Queries are taken in blocks so that the score scratch stays bounded for long sequences: a 4096-token
 // self-attention would otherwise need 64 MiB of scores per head.
 #include "kernels/attention/attention.h"
@@ -46,20 +47,24 @@ float row_max(const float* row, int cols) {
   return max;
 }
 
-// Each row of s (rows, cols) becomes softmax(row): exp(s - max) / sum.
-void softmax_rows(float* s, int64_t rows, int cols) {
+// Row r of s (rows, cols; leading dimension ld) becomes the softmax of its first keys(r) = min(cols, keys0 + r)
+// scores, exp(s - max) / sum, and zeros after them. keys0: cols when no key is masked; under the causal mask,
+// row 0's query index + 1. Zeros rather than -inf scores: exp_fast clamps its argument, so exp(-inf) is not 0.
+void softmax_rows(float* s, int64_t rows, int cols, int64_t ld, int64_t keys0) {
   for (int64_t r = 0; r < rows; ++r) {
-    float* row = s + r * cols;
-    const float max = row_max(row, cols);
+    float* row = s + r * ld;
+    const int keys = int(std::min<int64_t>(cols, keys0 + r));
+    const float max = row_max(row, keys);
     float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
-    for (int j = 0; j < cols; ++j) {
+    for (int j = 0; j < keys; ++j) {
       row[j] = cpu::exp_fast(row[j] - max);
       sum += row[j];
     }
     const float inv = 1.0f / sum;
 #pragma omp simd
-    for (int j = 0; j < cols; ++j) row[j] *= inv;
+    for (int j = 0; j < keys; ++j) row[j] *= inv;
+    std::fill(row + keys, row + cols, 0.0f);
   }
 }
 
@@ -73,6 +78,7 @@ void attention_cpu(const AttentionParams& p) {
   const size_t needed = attention_cpu_workspace_bytes(p);
   if (p.workspace_bytes < needed)
     fail("attention_cpu: workspace of ", p.workspace_bytes, " bytes, needs ", needed);
+  if (!attention_causal_ok(p)) fail("attention_cpu: ", kAttentionCausalUnmet, " (q_len ", p.q_len, ", kv_len ", p.kv_len, ")");
   cpu::use_single_threaded_blas();
   const auto* q = static_cast<const float*>(p.q);
   const auto* k = static_cast<const float*>(p.k);
@@ -100,12 +106,15 @@ void attention_cpu(const AttentionParams& p) {
 #pragma omp for schedule(dynamic, 1) nowait
     for (int64_t r = 0; r < block_len; r += kPieceRows) {
       const int rows = int(std::min(kPieceRows, block_len - r));
-      const int64_t token = int64_t(b) * p.q_len + t0 + r;
-      float* s = scores + r * p.kv_len;
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, p.kv_len, p.head_dim, p.scale,
+      const int64_t first = t0 + r;  // the piece's first query, within the image
+      const int64_t token = int64_t(b) * p.q_len + first;
+      // Keys the piece needs: all, or under the causal mask those up to its last query.
+      const int keys = p.causal ? int(std::min<int64_t>(p.kv_len, first + rows)) : p.kv_len;
+      float* s = scores + r * p.kv_len;  // (rows, keys), ld kv_len
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, keys, p.head_dim, p.scale,
                   q + token * p.q_stride + col, p.q_stride, kh, p.k_stride, 0.0f, s, p.kv_len);
-      softmax_rows(s, rows, p.kv_len);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, p.head_dim, p.kv_len, 1.0f, s, p.kv_len, vh,
+      softmax_rows(s, rows, keys, p.kv_len, p.causal ? first + 1 : keys);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, p.head_dim, keys, 1.0f, s, p.kv_len, vh,
                   p.v_stride, 0.0f, o + token * p.o_stride + col, p.o_stride);
     }
   }

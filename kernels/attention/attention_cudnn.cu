@@ -20,7 +20,8 @@ constexpr int64_t kAlignment = 16;  // bytes; attention_cudnn checks the pointer
 
 std::string describe(const AttentionParams& p) {
   return cat("batch ", p.batch, ", heads ", p.heads, ", head_dim ", p.head_dim, ", q_len ", p.q_len, ", kv_len ",
-             p.kv_len, ", strides q ", p.q_stride, " k ", p.k_stride, " v ", p.v_stride, " o ", p.o_stride);
+             p.kv_len, ", strides q ", p.q_stride, " k ", p.k_stride, " v ", p.v_stride, " o ", p.o_stride,
+             p.causal ? ", causal" : "");
 }
 
 // Builds descriptors into plan.owned, so that whatever throws midway is still destroyed with the plan.
@@ -91,6 +92,8 @@ AttentionCudnnPlan::~AttentionCudnnPlan() {
 }
 
 AttentionCudnnPlan make_attention_cudnn_plan(const AttentionParams& p, cudnnHandle_t handle) {
+  // Before anything else: an unmasked plan must never serve a causal layer.
+  if (p.causal) fail("attention (cuDNN): ", kAttentionCudnnNoCausal, " (", describe(p), ")");
 #if CUDNN_VERSION < 91300
   (void)handle;
   fail("attention (cuDNN): built against cuDNN ", CUDNN_VERSION, ", whose graph API has no SDPA operation (9.13 has) (",
@@ -152,7 +155,7 @@ void attention_cudnn(const AttentionParams& p, const AttentionCudnnPlan& plan, c
   const AttentionParams& s = plan.shape;
   if (p.batch != s.batch || p.heads != s.heads || p.head_dim != s.head_dim || p.q_len != s.q_len ||
       p.kv_len != s.kv_len || p.q_stride != s.q_stride || p.k_stride != s.k_stride || p.v_stride != s.v_stride ||
-      p.o_stride != s.o_stride || p.scale != s.scale)
+      p.o_stride != s.o_stride || p.scale != s.scale || p.causal != s.causal)
     fail("attention (cuDNN): called with ", describe(p), ", scale ", p.scale, " on a plan for ", describe(s),
          ", scale ", s.scale);
   if (!aligned(p.q, kAlignment) || !aligned(p.k, kAlignment) || !aligned(p.v, kAlignment) || !aligned(p.o, kAlignment))

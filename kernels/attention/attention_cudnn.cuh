@@ -2,6 +2,9 @@
 // operation, cuDNN >= 9.13), the library alternative to attention.cuh's flash kernel: same params, same
 // result up to rounding. Reads attention.h's strided layout in place, as (batch, heads, tokens, head_dim)
 // tensors with the token stride given. Only built when CMake finds cuDNN (RTVD_HAS_CUDNN).
+// No causal mask: the SDPA_FWD node has no such attribute (9.14 adds block-sparse masks of whole tiles, 9.21
+// score-modifier subgraphs); cuDNN's frontend applies its causal mask in a graph of separate operations
+// instead, which this file does not build. Causal params are refused.
 #pragma once
 #include <cudnn.h>
 
@@ -30,9 +33,12 @@ struct AttentionCudnnPlan {
   ~AttentionCudnnPlan();
 };
 
+// Why causal params are refused, for the candidate's can_implement.
+inline constexpr const char* kAttentionCudnnNoCausal = "no causal mask in cuDNN's SDPA_FWD operation";
+
 // The plan for p's sizes, strides and scale (pointers ignored), from the first engine cuDNN's heuristics
-// rank that can run it. Throws rtvd::Error naming the shape when the params are invalid or no engine can
-// (cuDNN needs head_dim a multiple of 8 up to 256 and strides a multiple of 8).
+// rank that can run it. Throws rtvd::Error naming the shape when the params are invalid or causal, or no
+// engine can (cuDNN needs head_dim a multiple of 8 up to 256 and strides a multiple of 8).
 AttentionCudnnPlan make_attention_cudnn_plan(const AttentionParams& p, cudnnHandle_t handle);
 
 // o = softmax(q k^T * scale) v on ctx.stream (sets the plan's handle to that stream). p must have the

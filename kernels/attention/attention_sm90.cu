@@ -19,7 +19,9 @@
 // canonical K-major layout for Q and K (8-row groups 1024 bytes apart; a k16 step is 32 bytes along the
 // row) and its N-major layout for V read transposed (a k16 step is 16 rows, 2048 bytes).
 // Shapes: any q_len and kv_len (TMA zero-fills rows past the end; keys past kv_len are masked on the last
-// tile).
+// tile). Causal: the producer and the consumers stop at the key tile holding the block's last query's key
+// (both count the same tiles, so the barriers' phases agree), and keys after each row's query are masked on
+// the tiles that reach past a warp's first row.
 #include "kernels/attention/attention_sm90.cuh"
 
 #include <cstdint>
@@ -43,6 +45,7 @@ constexpr int kHeadDim = 64;
 constexpr int kRowBytes = kHeadDim * 2;  // one 128-byte swizzle row per token
 using namespace sm90;
 using attention_detail::kLog2e;
+using attention_detail::mask_causal;
 using attention_detail::mask_keys;
 using attention_detail::pack_half2;
 using attention_detail::rescale_rows;
@@ -114,7 +117,9 @@ __global__ void __launch_bounds__(T::kThreads, 1)
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, group = warp / 4;
   const int q0 = blockIdx.x * T::kBlockM, head = blockIdx.y, image = blockIdx.z;
-  const int n_tiles = (p.kv_len + T::kBlockN - 1) / T::kBlockN;
+  // Causal: the tiles up to the one holding key q0 + kBlockM - 1 (q_len == kv_len, so at least one).
+  const int n_tiles = p.causal ? (min(p.kv_len, q0 + T::kBlockM) + T::kBlockN - 1) / T::kBlockN
+                               : (p.kv_len + T::kBlockN - 1) / T::kBlockN;
   constexpr int kConsumerWarps = 4 * T::kConsumers;
 
   if (threadIdx.x == 0) {
@@ -151,6 +156,7 @@ __global__ void __launch_bounds__(T::kThreads, 1)
   consumer_setmaxnreg<T::kConsumers>();
 
   const uint32_t q_rows = q_smem + group * 64 * kRowBytes;
+  const int warp_row0 = q0 + group * 64 + (warp % 4) * 16;  // the warp's first query (16 rows per warp)
   const float scale_log2 = p.scale * kLog2e;
   float o[1][T::kDTiles][4];
 #pragma unroll
@@ -175,9 +181,11 @@ __global__ void __launch_bounds__(T::kThreads, 1)
     accumulate_pv<T>(o[0], probs, v_smem + (j % T::kStages) * T::kKVBytes);
     wgmma_commit();
   };
-  // Softmax of S_j (masked past kv_len): P_j in scores, the correction O needs.
+  // Softmax of S_j (masked past kv_len, and after each row's query if causal): P_j in scores, the correction
+  // O needs.
   auto softmax = [&](int j) {
     if ((j + 1) * T::kBlockN > p.kv_len) mask_keys<T>(scores, p.kv_len - j * T::kBlockN, lane);
+    if (p.causal && (j + 1) * T::kBlockN - 1 > warp_row0) mask_causal<T>(scores, j * T::kBlockN - warp_row0, lane);
     softmax_update<T>(scores, row_max, row_sum, correction, scale_log2);
   };
 

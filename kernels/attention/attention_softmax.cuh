@@ -35,6 +35,21 @@ __device__ __forceinline__ void mask_keys(float (&s)[T::kMTiles][T::kNTiles][4],
         if (n * 8 + (lane % 4) * 2 + i % 2 >= valid) s[mt][n][i] = -INFINITY;
 }
 
+// The causal mask: keys after their query get -inf scores. key_minus_row = the tile's first key minus the
+// warp's first query row (both within the image); s[mt][n][i] is row mt*16 + (i/2)*8 + lane/4 of the warp and
+// key n*8 + (lane%4)*2 + i%2 of the tile. Every row keeps key 0 of tile 0, so its running max is finite from
+// the first tile on and the fully masked tiles after it weigh exactly 0.
+template <class T>
+__device__ __forceinline__ void mask_causal(float (&s)[T::kMTiles][T::kNTiles][4], int key_minus_row, int lane) {
+#pragma unroll
+  for (int mt = 0; mt < T::kMTiles; ++mt)
+#pragma unroll
+    for (int n = 0; n < T::kNTiles; ++n)
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        if (key_minus_row + n * 8 + (lane % 4) * 2 + i % 2 > mt * 16 + (i / 2) * 8 + lane / 4) s[mt][n][i] = -INFINITY;
+}
+
 // Online softmax over one tile. A thread holds rows lane/4 (i = 0, 1) and lane/4 + 8 (i = 2, 3) of each
 // row tile; the 4 lanes of a quad share a row, so row maxima are reduced over the quad. row_max is in the
 // log2 domain (scores * scale * log2 e); row_sum stays a per-lane partial sum until the end. On return s

@@ -51,8 +51,7 @@ struct Pieces {
 // in L1 between them.
 void finish_tile(const GemmEpilogue& e, float* y, Range rows, Range cols) {
   const float* residual = e.residual_in_gemm() ? nullptr : e.residual;
-  const bool silu = e.act == Activation::Silu;
-  if (!e.scale && !e.bias && !silu && !residual) return;
+  if (!e.scale && !e.bias && e.act == Activation::None && !residual) return;
   for (int64_t r = rows.begin; r < rows.end; ++r) {
     float* yr = y + r * e.cols;
     const int64_t image = r / e.rows_per_image;
@@ -64,9 +63,15 @@ void finish_tile(const GemmEpilogue& e, float* y, Range rows, Range cols) {
       const float* b = e.bias + image * e.bias_stride;
       for (int64_t c = cols.begin; c < cols.end; ++c) yr[c] += b[c];
     }
-    if (silu) {
+    if (e.act == Activation::Silu) {
 #pragma omp simd
       for (int64_t c = cols.begin; c < cols.end; ++c) yr[c] = silu_fast(yr[c]);
+    } else if (e.act == Activation::QuickGelu) {
+#pragma omp simd
+      for (int64_t c = cols.begin; c < cols.end; ++c) yr[c] = quick_gelu_fast(yr[c]);
+    } else if (e.act == Activation::Gelu) {
+      // erfc is a scalar libm call: fine for the CLIP MLPs (77-154 rows), which are all that use it.
+      for (int64_t c = cols.begin; c < cols.end; ++c) yr[c] = gelu(yr[c]);
     }
     if (residual) {
       const float* res = residual + r * e.cols;

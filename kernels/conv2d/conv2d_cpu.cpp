@@ -105,6 +105,8 @@ void conv2d_cpu(const Conv2dParams& p) {
   const Plan plan = plan_for(p);
   if (p.workspace_bytes < plan.workspace_bytes())
     fail("conv2d_cpu: workspace of ", p.workspace_bytes, " bytes, needs ", plan.workspace_bytes());
+  if (p.act != Activation::None && p.act != Activation::Silu)  // as the CUDA kernels (conv2d.cu)
+    fail("conv2d_cpu: act must be None or Silu, not ", activation_name(p.act));
   const auto* x = static_cast<const float*>(p.x);
   const auto* w = static_cast<const float*>(p.weight);  // (c_out, K) row-major
   auto* y = static_cast<float*>(p.y);

@@ -187,7 +187,8 @@ void guidance_step(const GuidanceStepParams& p, const CudaContext& ctx) {
 void denoise_blend(const DenoiseBlendParams& p, const CudaContext& ctx) {
   nvtx3::scoped_range range{"denoise_blend"};
   if (p.h < 0 || p.w < 0 || p.c < 0) fail("denoise_blend: negative shape");
-  if (p.rgba && p.c != 1 && p.c != 3) fail("denoise_blend: RGBA8 output needs 1 or 3 channels, got ", p.c);
+  if (p.rgba && p.c != 1 && p.c != 3 && p.c != 4)
+    fail("denoise_blend: RGBA8 output needs 1, 3 or 4 channels, got ", p.c);
   const StepMath step = step_math(p.batch, p.guidance, p.dt, "denoise_blend");
   const BlendMath blend = blend_math(p.blend, p.first);
   const int64_t count = int64_t(p.h) * p.w * p.c;
@@ -207,6 +208,8 @@ void denoise_blend(const DenoiseBlendParams& p, const CudaContext& ctx) {
     denoise_blend_kernel<1, false><<<blocks, kThreads, 0, ctx.stream>>>(v, p.x, p.prev, nullptr, count, t, pixels, step, blend);
   else if (p.c == 3)
     denoise_blend_kernel<3, true><<<blocks, kThreads, 0, ctx.stream>>>(v, p.x, p.prev, p.rgba, count, t, pixels, step, blend);
+  else if (p.c == 4)  // a latent shown as it is: its first three channels as RGB (rgba_word)
+    denoise_blend_kernel<4, true><<<blocks, kThreads, 0, ctx.stream>>>(v, p.x, p.prev, p.rgba, count, t, pixels, step, blend);
   else
     denoise_blend_kernel<1, true><<<blocks, kThreads, 0, ctx.stream>>>(v, p.x, p.prev, p.rgba, count, t, pixels, step, blend);
   RTVD_CHECK_LAUNCH("denoise_blend");

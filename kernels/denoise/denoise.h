@@ -28,7 +28,8 @@ struct TemporalBlendParams {
   bool first = false;
 };
 
-// [-1, 1] -> [0, 255], clamped, rounded to nearest; channels 3 -> RGB + opaque alpha, 1 -> grey.
+// [-1, 1] -> [0, 255], clamped, rounded to nearest; channels 3 -> RGB + opaque alpha, 1 -> grey, 4 -> the
+// first three as RGB: a latent shown as it is, for latent models without their autoencoder.
 struct ToRgba8Params {
   const float* x = nullptr;  // (h, w, c)
   uint8_t* rgba = nullptr;   // (h, w, 4)
@@ -46,7 +47,7 @@ struct DenoiseBlendParams {
   const void* v = nullptr;   // (batch, h * w * c): conditional image first, unconditional second
   float* x = nullptr;        // (h, w, c)
   float* prev = nullptr;     // (h, w, c)
-  uint8_t* rgba = nullptr;   // (h, w, 4) or null; needs c = 1 or 3
+  uint8_t* rgba = nullptr;   // (h, w, 4) or null; needs c = 1, 3 or 4 (as to_rgba8)
   int h = 0, w = 0, c = 0;
   int batch = 2;
   float guidance = 1.0f;

@@ -26,7 +26,7 @@ struct DenoiseBlendCase {
   std::string name;
   int h = 0, w = 0, c = 3, batch = 2;
   bool first = false;  // the first frame: prev is not read
-  bool rgba = true;    // the RGBA8 conversion (c 1 or 3); latent models go without
+  bool rgba = true;    // the RGBA8 conversion (c 1, 3, or 4: a latent shown as it is)
   bool production = false;
   std::string hostile = "";
 };

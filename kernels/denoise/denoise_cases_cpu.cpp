@@ -32,6 +32,8 @@ const std::vector<DenoiseBlendCase>& denoise_blend_cases() {
        .hostile = "grey: a tile and a tail"},
       {.name = "latent_32x32", .h = 32, .w = 32, .c = 4, .rgba = false, .hostile = "latent: no RGBA8"},
       {.name = "latent_tile_and_tail", .h = 48, .w = 48, .c = 4, .rgba = false, .hostile = "latent: a tile and a tail"},
+      {.name = "latent_shown_64x64", .h = 64, .w = 64, .c = 4, .hostile = "a latent to RGBA8: its first 3 channels"},
+      {.name = "latent_shown_tail", .h = 33, .w = 7, .c = 4, .first = true, .hostile = "a latent to RGBA8, per pixel"},
       {.name = "count_not_4", .h = 33, .w = 7, .hostile = "count % 4 != 0: the per-pixel path"},
       {.name = "first_8x8", .h = 8, .w = 8, .first = true, .hostile = "the first frame"},
   };

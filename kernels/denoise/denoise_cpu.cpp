@@ -37,8 +37,8 @@ void temporal_blend_cpu(const TemporalBlendParams& p) {
 }
 
 void to_rgba8_cpu(const ToRgba8Params& p) {
-  if (p.c != 1 && p.c != 3)
-    fail("to_rgba8_cpu: ", p.c, " channels, expected 1 or 3");
+  if (p.c != 1 && p.c != 3 && p.c != 4)
+    fail("to_rgba8_cpu: ", p.c, " channels, expected 1, 3 or 4");
   const int64_t pixels = int64_t(p.h) * p.w;
   // Round half to even (lrint), as torch.round and CUDA's __float2int_rn do.
   const auto to_byte = [](float v) {
@@ -48,7 +48,7 @@ void to_rgba8_cpu(const ToRgba8Params& p) {
   for (int64_t px = 0; px < pixels; ++px) {
     const float* in = p.x + px * p.c;
     uint8_t* out = p.rgba + 4 * px;
-    for (int ch = 0; ch < 3; ++ch) out[ch] = to_byte(in[p.c == 3 ? ch : 0]);
+    for (int ch = 0; ch < 3; ++ch) out[ch] = to_byte(in[p.c == 1 ? 0 : ch]);
     out[3] = 255;
   }
 }

@@ -24,8 +24,6 @@ template <int VEC>
 using Chunk = std::conditional_t<VEC == 8, uint4, __half>;
 static_assert(sizeof(Chunk<8>) == 8 * sizeof(__half));
 
-__device__ __forceinline__ float gelu_erf(float x) { return 0.5f * x * erfcf(-x * 0.70710678118654752f); }
-
 __device__ __forceinline__ uint32_t thread_index() { return blockIdx.x * kThreads + threadIdx.x; }
 
 // y (rows, f) = hidden * gelu(gate), x (rows, 2 f) = [hidden | gate]; item = (row, vector of the row).
@@ -41,7 +39,7 @@ __global__ void __launch_bounds__(kThreads)
   load_vec<VEC>(hidden, h);
   load_vec<VEC>(hidden + f, g);
 #pragma unroll
-  for (int k = 0; k < VEC; ++k) h[k] *= gelu_erf(g[k]);
+  for (int k = 0; k < VEC; ++k) h[k] *= gelu(g[k]);  // exact (erf) GELU, kernels/common/activation.h
   store_vec<VEC>(y + row * f + col, h);
 }
 

@@ -313,6 +313,8 @@ void group_norm(const GroupNormParams& p, const CudaContext& ctx) {
   if (!p.x || !p.stats) fail("group_norm: x and stats must be set");
   if (p.y && (!p.gamma || !p.beta)) fail("group_norm: gamma and beta must be set when y is");
   if (!ctx.grid_sync) fail("group_norm: ctx.grid_sync must be set (a zeroed word)");
+  if (p.act != Activation::None && p.act != Activation::Silu)
+    fail("group_norm: act must be None or Silu, not ", activation_name(p.act));
 
   const int vec = p.c % 8 == 0 && aligned(p.x, 16) && aligned(p.y, 16) ? 8
                   : p.c % 2 == 0 && aligned(p.x, 4) && aligned(p.y, 4) ? 2

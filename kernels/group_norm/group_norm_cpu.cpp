@@ -7,6 +7,7 @@
 
 #include "kernels/common/cpu_threading.h"
 #include "kernels/common/cpu_vector_math.h"
+#include "kernels/common/error.h"
 
 namespace rtvd {
 namespace {
@@ -61,6 +62,8 @@ void normalize(const GroupNormParams& p, const float* x, float* y) {
 }  // namespace
 
 void group_norm_cpu(const GroupNormParams& p) {
+  if (p.act != Activation::None && p.act != Activation::Silu)
+    fail("group_norm_cpu: act must be None or Silu, not ", activation_name(p.act));
   const auto* x = static_cast<const float*>(p.x);
   compute_stats(p, x);
   if (p.y) normalize(p, x, static_cast<float*>(p.y));

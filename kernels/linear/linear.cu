@@ -23,6 +23,18 @@ namespace {
 
 // ---- device code ---------------------------------------------------------------------------------
 
+// The epilogue's activation. SiLU and quick GELU on the fast exp and division (about 2 ulp, far below the
+// fp16 output's resolution); GELU exact, on erfc (activation.h), since cuBLASLt's GELU epilogue is the tanh
+// approximation.
+__device__ __forceinline__ float activate(float x, Activation act) {
+  switch (act) {
+    case Activation::Silu: return fast_silu(x);
+    case Activation::Gelu: return gelu(x);
+    case Activation::QuickGelu: return __fdividef(x, 1.0f + __expf(-1.702f * x));
+    default: return x;
+  }
+}
+
 // Fallback GEMM tile: 64 x 64 outputs per block of 256 threads, 4 x 4 per thread, k in steps of 16.
 struct FallbackTile {
   static constexpr int kM = 64, kN = 64, kK = 16, kThreads = 256, kPerThread = 4;
@@ -34,7 +46,7 @@ struct FallbackTile {
 // may alias (each output element is read and written by the same thread).
 __global__ void __launch_bounds__(FallbackTile::kThreads)
     fallback_gemm_kernel(const __half* __restrict__ x, const __half* __restrict__ w, const float* __restrict__ bias,
-                         const __half* residual, __half* y, int m, int n, int k, bool silu) {
+                         const __half* residual, __half* y, int m, int n, int k, Activation act) {
   using T = FallbackTile;
   // (k, rows) so the inner loop reads along rows; + 1 spreads the column-wise stores over the banks.
   __shared__ float xs[T::kK][T::kM + 1];
@@ -73,7 +85,7 @@ __global__ void __launch_bounds__(FallbackTile::kThreads)
       const int c = col0 + tx * T::kPerThread + j;
       if (r >= m || c >= n) continue;
       float v = acc[i][j] + (bias ? bias[c] : 0.0f);
-      if (silu) v = fast_silu(v);
+      v = activate(v, act);
       const int64_t e = int64_t(r) * n + c;
       if (residual) v += __half2float(residual[e]);
       y[e] = __float2half_rn(v);
@@ -81,10 +93,11 @@ __global__ void __launch_bounds__(FallbackTile::kThreads)
   }
 }
 
-// After a cuBLASLt GEMM that already added the bias: y = silu(y) + residual, 8 elements per thread
+// After a cuBLASLt GEMM that already added the bias: y = act(y) + residual, 8 elements per thread
 // (the cuBLASLt path guarantees n % 8 == 0 and 16-byte alignment).
 __global__ void __launch_bounds__(256)
-    silu_residual_kernel(__half* __restrict__ y, const __half* __restrict__ residual, int64_t vectors) {
+    activation_residual_kernel(__half* __restrict__ y, const __half* __restrict__ residual, int64_t vectors,
+                               Activation act) {
   const int64_t i = int64_t(blockIdx.x) * 256 + threadIdx.x;
   if (i >= vectors) return;
   uint4 raw = reinterpret_cast<const uint4*>(y)[i];
@@ -94,7 +107,7 @@ __global__ void __launch_bounds__(256)
 #pragma unroll
   for (int k = 0; k < 4; ++k) {
     const float2 v = __half22float2(h[k]), add = __half22float2(r[k]);
-    h[k] = __floats2half2_rn(fast_silu(v.x) + add.x, fast_silu(v.y) + add.y);
+    h[k] = __floats2half2_rn(activate(v.x, act) + add.x, activate(v.y, act) + add.y);
   }
   reinterpret_cast<uint4*>(y)[i] = raw;
 }
@@ -110,7 +123,7 @@ __global__ void __launch_bounds__(256)
 
 constexpr int kPlanCapacity = 128;
 constexpr int kAlgoCandidates = 8;  // cuBLASLt's best-ranked algorithms, offered by linear_algorithms()
-constexpr uint32_t kHasBias = 1, kHasResidual = 2, kSilu = 4;
+constexpr uint32_t kHasBias = 1, kHasResidual = 2, kActivation = 4;  // any activation: the same GEMM
 constexpr size_t kStagingAlign = 256;
 
 struct PlanKey {
@@ -212,7 +225,7 @@ bool try_configure(Plan& plan, const CudaContext& ctx, BiasPath bias) {
 void make_plan(Plan& plan, const PlanKey& key, const CudaContext& ctx) {
   plan = Plan{};
   plan.key = key;
-  plan.residual_in_gemm = (key.flags & kHasResidual) && !(key.flags & kSilu);
+  plan.residual_in_gemm = (key.flags & kHasResidual) && !(key.flags & kActivation);
   if (key.flags & kHasBias)
     plan.found = try_configure(plan, ctx, BiasPath::Float) || try_configure(plan, ctx, BiasPath::Staged16);
   else
@@ -301,13 +314,13 @@ bool run_cublaslt(const LinearParams& p, const CudaContext& ctx, const PlanKey& 
 // Whether p goes through cuBLASLt, and its plan key when it does.
 bool cublaslt_key(const LinearParams& p, const CudaContext& ctx, PlanKey& key) {
   // A few rows (the time embedding's, one per image) are a matrix-vector product: one fused launch of our
-  // kernel instead of cuBLASLt, its bias staging and a SiLU pass.
+  // kernel instead of cuBLASLt, its bias staging and an activation pass.
   constexpr int kFewRows = 8;
   const bool lt_shape = ctx.cublaslt && p.m > kFewRows && p.k > 0 && p.k % 8 == 0 && p.n % 8 == 0 && aligned16(p.x) &&
                         aligned16(p.w) && aligned16(p.y) && aligned16(p.residual) && aligned16(p.bias);
   if (!lt_shape) return false;
   key.m = p.m, key.n = p.n, key.k = p.k;
-  key.flags = (p.bias ? kHasBias : 0) | (p.residual ? kHasResidual : 0) | (p.act == Activation::Silu ? kSilu : 0);
+  key.flags = (p.bias ? kHasBias : 0) | (p.residual ? kHasResidual : 0) | (p.act != Activation::None ? kActivation : 0);
   key.workspace_bytes = ctx.workspace ? ctx.workspace_bytes : 0;
   key.sm_version = ctx.sm_version;
   return true;
@@ -333,7 +346,7 @@ bool check_params(const LinearParams& p) {
   if (p.m < 0 || p.n < 0 || p.k < 0) fail("linear: negative shape m ", p.m, " n ", p.n, " k ", p.k);
   if (p.m == 0 || p.n == 0) return false;
   if (!p.y || (p.k > 0 && (!p.x || !p.w))) fail("linear: x, w and y must be set");
-  if (p.act == Activation::Silu && p.residual == p.y) fail("linear: y aliases the residual under an activation");
+  if (p.act != Activation::None && p.residual == p.y) fail("linear: y aliases the residual under an activation");
   return true;
 }
 
@@ -356,11 +369,11 @@ void linear_cublaslt(const LinearParams& p, const CudaContext& ctx, const std::s
   PlanKey key;
   if (!cublaslt_key(p, ctx, key) || !run_cublaslt(p, ctx, key, algorithm))
     fail("linear: cuBLASLt can't run ", p.m, "x", p.k, " -> ", p.n, " (linear_cublaslt_can_implement)");
-  if (p.act == Activation::Silu) {
+  if (p.act != Activation::None) {
     const int64_t vectors = int64_t(p.m) * p.n / 8;
-    silu_residual_kernel<<<unsigned((vectors + 255) / 256), 256, 0, ctx.stream>>>(
-        static_cast<__half*>(p.y), static_cast<const __half*>(p.residual), vectors);
-    RTVD_CHECK_LAUNCH("linear (SiLU epilogue)");
+    activation_residual_kernel<<<unsigned((vectors + 255) / 256), 256, 0, ctx.stream>>>(
+        static_cast<__half*>(p.y), static_cast<const __half*>(p.residual), vectors, p.act);
+    RTVD_CHECK_LAUNCH("linear (activation epilogue)");
   }
 }
 
@@ -372,7 +385,7 @@ void linear_fallback(const LinearParams& p, const CudaContext& ctx) {
   if (grid.y > 65535) fail("linear: m ", p.m, " exceeds the fallback kernel's grid");
   fallback_gemm_kernel<<<grid, T::kThreads, 0, ctx.stream>>>(
       static_cast<const __half*>(p.x), static_cast<const __half*>(p.w), p.bias, static_cast<const __half*>(p.residual),
-      static_cast<__half*>(p.y), p.m, p.n, p.k, p.act == Activation::Silu);
+      static_cast<__half*>(p.y), p.m, p.n, p.k, p.act);
   RTVD_CHECK_LAUNCH("linear (fallback GEMM)");
 }
 

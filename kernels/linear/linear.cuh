@@ -4,8 +4,9 @@
 // Paths (its candidates, linear_candidates.cuh):
 //   - cuBLASLt when k and n are multiples of 8 and x, w, y, residual, bias are 16-byte aligned (every
 //     U-Net shape). Bias rides the CUBLASLT_EPILOGUE_BIAS epilogue; a residual without activation is
-//     the GEMM's C operand (beta = 1, so y may alias it); SiLU (and a residual after it) is a second
-//     pass over y.
+//     the GEMM's C operand (beta = 1, so y may alias it); an activation (and a residual after it) is a
+//     second pass over y. Not cuBLASLt's GELU epilogues: they compute the tanh approximation, and
+//     linear's Gelu is the exact, erf-based one.
 //   - otherwise, or when cuBLASLt offers no algorithm, a simple tiled fp32-FMA kernel that serves any
 //     shape and alignment, slower but exact in the same sense.
 //

@@ -11,7 +11,7 @@ struct LinearParams {
   const void* residual = nullptr;  // (m, n) or null; added after the activation
   void* y = nullptr;               // (m, n)
   int m = 0, n = 0, k = 0;
-  Activation act = Activation::None;
+  Activation act = Activation::None;  // any of activation.h's, applied before the residual
 };
 
 void linear_cpu(const LinearParams& p);

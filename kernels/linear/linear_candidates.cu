@@ -7,7 +7,7 @@ namespace rtvd {
 
 std::string linear_shape_key(const LinearParams& p) {
   return cat("linear ", p.m, "x", p.k, " -> ", p.n, p.bias ? " bias" : "", p.residual ? " res" : "",
-             p.act == Activation::Silu ? " silu" : "");
+             p.act != Activation::None ? cat(" ", activation_name(p.act)) : "");
 }
 
 std::vector<LinearCandidate> linear_candidates(const LinearParams& p, const CudaContext& ctx) {

@@ -1,8 +1,9 @@
 // linear's cases: the one table that the correctness tests (tests/ops/linear_test.cpp) and the kernel
 // benchmark both run. Production shapes (the SD 2.1 U-Net's GEMMs at 64x64 at batch 2: the fused QKV
 // projection, to_out and the feed-forward with their skip connections, GEGLU's 320 -> 2x1280 projection, the
-// cross-attention keys and values of 2 x 77 context tokens, the time embedding's few rows) and hostile ones
-// (n or k not a multiple of 8, a misaligned x, y in place of the residual, a handful of rows). Plain C++.
+// cross-attention keys and values of 2 x 77 context tokens, the time embedding's few rows; the CLIP text
+// encoders' MLP up-projections with quick GELU and GELU) and hostile ones (n or k not a multiple of 8, a
+// misaligned x, y in place of the residual, a handful of rows, each activation before a residual). Plain C++.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -19,7 +20,7 @@ struct LinearCase {
   int m = 0, n = 0, k = 0;
   bool bias = false;
   LinearResidual residual = LinearResidual::None;
-  bool silu = false;
+  Activation act = Activation::None;
   int x_misalign_bytes = 0;  // x starts this many bytes past a 16-byte boundary (the caller offsets it)
   bool production = false;
   std::string hostile = "";  // "" for none

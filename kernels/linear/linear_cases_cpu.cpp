@@ -6,6 +6,7 @@ namespace rtvd {
 namespace {
 
 constexpr LinearResidual kSeparate = LinearResidual::Separate, kInPlace = LinearResidual::InPlace;
+constexpr Activation kSilu = Activation::Silu, kGelu = Activation::Gelu, kQuickGelu = Activation::QuickGelu;
 
 std::vector<LinearCase> make_cases() {
   return {
@@ -18,8 +19,12 @@ std::vector<LinearCase> make_cases() {
       {.name = "sd21_ff_out_64x64", .m = 8192, .n = 320, .k = 1280, .bias = true, .residual = kSeparate,
        .production = true},
       {.name = "sd21_cross_kv", .m = 154, .n = 640, .k = 1024, .production = true},
-      {.name = "sd21_time_embedding_1", .m = 2, .n = 1280, .k = 320, .bias = true, .silu = true, .production = true,
+      {.name = "sd21_time_embedding_1", .m = 2, .n = 1280, .k = 320, .bias = true, .act = kSilu, .production = true,
        .hostile = "2 rows: the fallback kernel"},
+      // The CLIP text encoders' MLP up-projections (77 tokens per prompt): OpenAI's ViT-L/14 (SD 1.5, width
+      // 768, quick GELU) at batch 2 and OpenCLIP's ViT-H/14 (SD 2.1, width 1024, exact GELU) at batch 1.
+      {.name = "clip_l_fc1_b2", .m = 154, .n = 3072, .k = 768, .bias = true, .act = kQuickGelu, .production = true},
+      {.name = "clip_h_fc1_b1", .m = 77, .n = 4096, .k = 1024, .bias = true, .act = kGelu, .production = true},
 
       // ---- the production shapes scaled down
       {.name = "rows77_1280", .m = 77, .n = 1280, .k = 1024, .bias = true},
@@ -33,19 +38,31 @@ std::vector<LinearCase> make_cases() {
        .hostile = "y is the residual"},
       {.name = "in_place_m100", .m = 100, .n = 64, .k = 64, .bias = true, .residual = kInPlace,
        .hostile = "y is the residual, m not a tile multiple"},
-      {.name = "silu_after_gemm", .m = 64, .n = 64, .k = 64, .bias = true, .residual = kSeparate, .silu = true,
+      {.name = "silu_after_gemm", .m = 64, .n = 64, .k = 64, .bias = true, .residual = kSeparate, .act = kSilu,
        .hostile = "SiLU (then the residual) as a pass after cuBLASLt"},
+      {.name = "gelu_then_residual", .m = 154, .n = 3072, .k = 768, .bias = true, .residual = kSeparate, .act = kGelu,
+       .hostile = "exact GELU (then the residual) as a pass after cuBLASLt"},
+      {.name = "quick_gelu_then_residual", .m = 77, .n = 4096, .k = 1024, .bias = true, .residual = kSeparate,
+       .act = kQuickGelu, .hostile = "quick GELU (then the residual) as a pass after cuBLASLt"},
+      {.name = "gelu_scaled", .m = 77, .n = 256, .k = 768, .bias = true, .residual = kSeparate, .act = kGelu,
+       .hostile = "exact GELU, small enough for the naive CPU check"},
+      {.name = "quick_gelu_scaled", .m = 154, .n = 384, .k = 256, .bias = true, .residual = kSeparate,
+       .act = kQuickGelu, .hostile = "quick GELU, small enough for the naive CPU check"},
+      {.name = "gelu_k20", .m = 33, .n = 24, .k = 20, .bias = true, .residual = kSeparate, .act = kGelu,
+       .hostile = "exact GELU in the fallback kernel"},
+      {.name = "quick_gelu_3_rows", .m = 3, .n = 64, .k = 40, .bias = true, .act = kQuickGelu,
+       .hostile = "quick GELU in the fallback kernel, 3 rows"},
       {.name = "no_epilogue", .m = 64, .n = 64, .k = 64, .hostile = "no bias, residual or activation"},
       {.name = "n17", .m = 33, .n = 17, .k = 40, .bias = true, .residual = kSeparate,
        .hostile = "n % 8 != 0: the fallback kernel"},
-      {.name = "k20", .m = 33, .n = 24, .k = 20, .bias = true, .silu = true, .hostile = "k % 8 != 0: the fallback kernel"},
-      {.name = "tiny_7x5x3", .m = 7, .n = 5, .k = 3, .residual = kSeparate, .silu = true, .hostile = "7 x 5 x 3"},
+      {.name = "k20", .m = 33, .n = 24, .k = 20, .bias = true, .act = kSilu, .hostile = "k % 8 != 0: the fallback kernel"},
+      {.name = "tiny_7x5x3", .m = 7, .n = 5, .k = 3, .residual = kSeparate, .act = kSilu, .hostile = "7 x 5 x 3"},
       {.name = "one_by_one", .m = 1, .n = 1, .k = 1, .hostile = "1 x 1 x 1"},
       {.name = "few_rows_3x700", .m = 3, .n = 200, .k = 700, .bias = true, .residual = kSeparate,
        .hostile = "fewer rows than columns (the CPU splits the columns)"},
       {.name = "odd_37_19_23", .m = 37, .n = 19, .k = 23, .bias = true, .residual = kSeparate,
        .hostile = "every size odd"},
-      {.name = "odd_33_40_17", .m = 33, .n = 40, .k = 17, .bias = true, .residual = kSeparate, .silu = true,
+      {.name = "odd_33_40_17", .m = 33, .n = 40, .k = 17, .bias = true, .residual = kSeparate, .act = kSilu,
        .hostile = "k 17"},
       {.name = "misaligned_x", .m = 128, .n = 64, .k = 64, .bias = true, .residual = kSeparate, .x_misalign_bytes = 2,
        .hostile = "x only 2-byte aligned: the fallback kernel"},
@@ -66,7 +83,7 @@ LinearParams linear_params(const LinearCase& c, const void* x, const void* w, co
   p.bias = c.bias ? bias : nullptr;
   p.residual = c.residual == LinearResidual::Separate ? residual : c.residual == LinearResidual::InPlace ? y : nullptr;
   p.m = c.m, p.n = c.n, p.k = c.k;
-  p.act = c.silu ? Activation::Silu : Activation::None;
+  p.act = c.act;
   return p;
 }
 

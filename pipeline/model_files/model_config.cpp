@@ -3,18 +3,11 @@
 // later as a puzzling missing tensor or a wrong shape.
 #include "pipeline/model_files/model_config.h"
 
-#include <algorithm>
 #include <array>
-#include <cerrno>
-#include <cfloat>
-#include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <nlohmann/json.hpp>
 #include <string_view>
 
 #include "kernels/common/error.h"
-#include "pipeline/model_files/json_text.h"
+#include "pipeline/model_files/config_reader.h"
 
 namespace rtvd {
 
@@ -48,138 +41,14 @@ constexpr std::array<std::string_view, 23> kKnownKeys = {
     "timestep_scale",
 };
 
-std::string known_keys_list() {
-  std::string s;
-  for (std::string_view k : kKnownKeys) s += cat(s.empty() ? "" : ", ", k);
-  return s;
-}
-
-// A JSON value for an error message: its type and a short one-line excerpt.
-std::string describe(const json& v) { return cat(v.type_name(), " ", json_excerpt(v)); }
-
-// Reads the keys of one config object; every failure is "<label>: key 'k': expected ..., got ...".
-class ConfigReader {
- public:
-  ConfigReader(const json& root, const std::string& label) : root_(root), label_(label) {}
-
-  [[noreturn]] void fail_key(std::string_view key, std::string_view expected, std::string_view got) const {
-    fail(label_, ": key '", key, "': expected ", expected, ", got ", got);
-  }
-
-  void reject_unknown_keys() const {
-    for (const auto& [key, value] : root_.items()) {
-      bool known = false;
-      for (std::string_view k : kKnownKeys) known = known || key == k;
-      if (!known)
-        fail_key(json_escaped(key), cat("one of the known keys (", known_keys_list(), ")"), "an unknown key");
-    }
-  }
-
-  bool has(const char* key) const { return root_.contains(key); }
-  const std::string& label() const { return label_; }
-
-  const json& required(const char* key, std::string_view expected) const {
-    if (!has(key)) fail_key(key, expected, "nothing (the key is required)");
-    return root_[key];
-  }
-
-  std::string string(const char* key) const {
-    const json& v = required(key, "a string");
-    if (!v.is_string()) fail_key(key, "a string", describe(v));
-    return v.get<std::string>();
-  }
-
-  // One of the given spellings, returned as its index.
-  size_t choice(const char* key, std::initializer_list<std::string_view> options) const {
-    std::string expected;
-    for (std::string_view o : options) expected += cat(expected.empty() ? "" : " or ", "\"", o, "\"");
-    const json& v = required(key, expected);
-    size_t i = 0;
-    for (std::string_view o : options) {
-      if (v.is_string() && v.get_ref<const std::string&>() == o) return i;
-      ++i;
-    }
-    fail_key(key, expected, describe(v));
-  }
-
-  int integer(const char* key, int min, int max) const {
-    return as_integer(key, required(key, "an integer"), min, max);
-  }
-  void optional_integer(const char* key, int min, int max, int& out) const {
-    if (has(key)) out = as_integer(key, root_[key], min, max);
-  }
-
-  void optional_number(const char* key, bool positive, float& out) const {
-    if (!has(key)) return;
-    const json& v = root_[key];
-    if (!v.is_number()) fail_key(key, "a number", describe(v));
-    const double d = v.get<double>();
-    if (!(std::fabs(d) <= FLT_MAX)) fail_key(key, "a number within float range", describe(v));
-    if (positive && !(d > 0)) fail_key(key, "a positive number", describe(v));
-    out = float(d);
-  }
-
-  void optional_bool(const char* key, bool& out) const {
-    if (!has(key)) return;
-    const json& v = root_[key];
-    if (!v.is_boolean()) fail_key(key, "true or false", describe(v));
-    out = v.get<bool>();
-  }
-
-  std::vector<int> integer_array(const char* key, size_t max_entries, int min, int max) const {
-    const std::string expected = cat("an array of 1 to ", max_entries, " integers");
-    const json& v = required(key, expected);
-    if (!v.is_array() || v.empty() || v.size() > max_entries) fail_key(key, expected, describe(v));
-    std::vector<int> out;
-    for (const json& e : v) out.push_back(as_integer(key, e, min, max));
-    return out;
-  }
-
-  std::vector<bool> bool_array(const char* key) const {
-    const json& v = required(key, "an array of true/false");
-    if (!v.is_array()) fail_key(key, "an array of true/false", describe(v));
-    std::vector<bool> out;
-    for (const json& e : v) {
-      if (!e.is_boolean()) fail_key(key, "an array of true/false", describe(v));
-      out.push_back(e.get<bool>());
-    }
-    return out;
-  }
-
-  void optional_string_array(const char* key, std::vector<std::string>& out) const {
-    if (!has(key)) return;
-    const json& v = root_[key];
-    if (!v.is_array()) fail_key(key, "an array of strings", describe(v));
-    out.clear();
-    for (const json& e : v) {
-      if (!e.is_string()) fail_key(key, "an array of strings", describe(v));
-      out.push_back(e.get<std::string>());
-    }
-  }
-
- private:
-  const json& root_;
-  const std::string& label_;
-
-  // min is 1 for sizes, 0 where 0 means "none"; max is the key's bound from model_config.h.
-  int as_integer(const char* key, const json& v, int min, int max) const {
-    if (!v.is_number_integer()) fail_key(key, "an integer", describe(v));
-    // Compared in the type nlohmann holds: a value past int64_t is unsigned.
-    const bool in_range = v.is_number_unsigned()
-                              ? v.get<uint64_t>() >= uint64_t(std::max(min, 0)) && v.get<uint64_t>() <= uint64_t(max)
-                              : v.get<int64_t>() >= min && v.get<int64_t>() <= max;
-    if (!in_range) fail_key(key, cat("an integer in [", min, ", ", max, "]"), describe(v));
-    return v.get<int>();
-  }
-};
-
 // Whether level i runs transformer blocks (the mid block sits at the last level).
 bool has_attention(const ModelConfig& c, int level) {
   return c.attention_levels[level] || (c.mid_attention && level == c.levels() - 1);
 }
 
-// The checks that relate keys to each other; each error names the key that has to change.
-void check_consistency(const ModelConfig& c, const ConfigReader& r) {
+}  // namespace
+
+void check_model_config(const ModelConfig& c, const ConfigReader& r) {
   if (c.attention_levels.size() != c.block_out_channels.size())
     r.fail_key("attention_levels",
                cat(c.block_out_channels.size(), " entries (one per block_out_channels level)"),
@@ -225,18 +94,10 @@ void check_consistency(const ModelConfig& c, const ConfigReader& r) {
          " in all (fewer levels, layers_per_block or transformer_layers_per_block)");
 }
 
-}  // namespace
-
 ModelConfig parse_model_config(const std::string& json_text, const std::string& label) {
-  if (json_text.size() > kMaxConfigBytes)
-    fail(label, ": ", json_text.size(), " bytes, expected a config of at most ", kMaxConfigBytes, " bytes");
-  DuplicateKeyFinder duplicates;
-  const json root = parse_json(json_text, label, &duplicates);
-  if (!root.is_object()) fail(label, ": expected a JSON object at the top level, got ", describe(root));
-  if (duplicates.found) fail(label, ": key '", json_escaped(duplicates.duplicate), "' appears twice");
-
+  const json root = parse_config_object(json_text, label);
   const ConfigReader r(root, label);
-  r.reject_unknown_keys();
+  r.reject_unknown_keys(kKnownKeys);
 
   ModelConfig c;
   c.name = r.string("name");
@@ -269,23 +130,10 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   r.optional_number("freq_shift", false, c.freq_shift);
   r.optional_number("timestep_scale", true, c.timestep_scale);
 
-  check_consistency(c, r);
+  check_model_config(c, r);
   return c;
 }
 
-ModelConfig load_model_config(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) fail(path, ": cannot open: ", std::strerror(errno));
-  std::string text;
-  char buffer[1 << 16];
-  size_t n;
-  // One byte past the limit is enough for parse_model_config to refuse the file, however large it is.
-  while (text.size() <= kMaxConfigBytes && (n = std::fread(buffer, 1, sizeof buffer, f)) > 0) text.append(buffer, n);
-  const bool read_failed = std::ferror(f) != 0;
-  const int read_errno = errno;
-  std::fclose(f);
-  if (read_failed) fail(path, ": cannot read: ", std::strerror(read_errno));
-  return parse_model_config(text, path);
-}
+ModelConfig load_model_config(const std::string& path) { return parse_model_config(read_config_file(path), path); }
 
 }  // namespace rtvd

@@ -10,6 +10,8 @@
 
 namespace rtvd {
 
+class ConfigReader;
+
 enum class NormKind { Batch, Group };
 
 // The largest sizes config.json may give, checked when it is parsed (each error states its bound). They lie
@@ -26,7 +28,6 @@ constexpr int kMaxTransformerLayers = 16;
 constexpr int kMaxContextLength = 4096;
 constexpr int kMaxClassEmbeds = 65536;
 constexpr int kMaxBlocks = 256;          // ResNets and transformer blocks of the whole U-Net (SDXL: under 130)
-constexpr size_t kMaxConfigBytes = size_t(4) << 20;  // of config.json
 
 struct ModelConfig {
   std::string name;
@@ -65,6 +66,9 @@ struct ModelConfig {
 // label names the source in errors (a path, or "embedded default model").
 ModelConfig parse_model_config(const std::string& json_text, const std::string& label);
 ModelConfig load_model_config(const std::string& path);
+// The checks that relate the fields to each other (one entry per level, sizes that divide, the graph's size),
+// shared by every config format; each error names the key of r's file that has to change.
+void check_model_config(const ModelConfig& c, const ConfigReader& r);
 
 // Configs compiled into the binary (assets/<name>/config.json): "sd21", the Stable Diffusion 2.1 /
 // SD-Turbo U-Net, and "sd15", the SD 1.5 U-Net.

@@ -15,7 +15,7 @@ double elems(int64_t a) { return static_cast<double>(a); }
 }  // namespace
 
 UNetBuilder::UNetBuilder(const ModelConfig& cfg, WeightStore& weights, Graph& graph, int batch, int act_bytes)
-    : cfg_(cfg), weights_(weights), g_(graph), batch_(batch), act_bytes_(act_bytes) {}
+    : GraphEmitter(weights, graph, act_bytes), cfg_(cfg), batch_(batch) {}
 
 // ---- weights ----
 
@@ -23,14 +23,6 @@ Ref UNetBuilder::conv_weight(const std::string& name, int out, int in, int k) {
   return weights_.get(name, Elem::Act, [&] {
     return WeightTensor::stacked({out, k, k, in}, {weights_.view(name, {out, in, k, k})}, true);
   });
-}
-
-Ref UNetBuilder::matrix(const std::string& name, int out, int in) {
-  return weights_.get(name, Elem::Act, [&] { return WeightTensor::stacked({out, in}, {weights_.view(name, {out, in})}); });
-}
-
-Ref UNetBuilder::vector(const std::string& name, int n) {
-  return weights_.get(name, Elem::F32, [&] { return WeightTensor::floats({n}, weights_.read(name, {n})); });
 }
 
 int UNetBuilder::resnet_proj_width(int out) const { return cfg_.norm == NormKind::Batch ? 2 * out : out; }
@@ -85,14 +77,6 @@ std::pair<Ref, Ref> UNetBuilder::folded_batch_norm(const std::string& prefix, in
 
 // ---- op emitters ----
 
-Ref UNetBuilder::new_act(const std::string& name, std::vector<int64_t> shape) {
-  return g_.add_tensor(join(tag_, name), Elem::Act, std::move(shape));
-}
-
-void UNetBuilder::emit(const std::string& layer, OpBody body, double flops, double bytes) {
-  ops_->push_back(Op{layer, std::move(body), flops, bytes});
-}
-
 UNetBuilder::Act4 UNetBuilder::conv(const std::string& layer, const Act4& x, const ConvArgs& a) {
   ConvOp op;
   Conv2dParams& p = op.p;
@@ -136,60 +120,9 @@ Ref UNetBuilder::group_norm_stats(const std::string& layer, const Act4& x, float
   return stats;
 }
 
-Ref UNetBuilder::linear(const std::string& layer, Ref x, int rows, int in, int out, Ref w, Ref bias, Ref residual,
-                        Activation act) {
-  LinearOp op;
-  op.p.m = rows;
-  op.p.n = out;
-  op.p.k = in;
-  op.p.act = act;
-  op.x = x;
-  op.w = w;
-  op.bias = bias;
-  op.residual = residual;
-  op.y = new_act(layer, {rows, out});
-  Ref y = op.y;
-  const double bytes = act_bytes_ * (elems(int64_t(rows) * in) + elems(int64_t(out) * in) +
-                                     elems(int64_t(rows) * out) * (residual ? 2 : 1));
-  emit(layer, std::move(op), 2.0 * rows * out * elems(in), bytes);
-  return y;
-}
-
-Ref UNetBuilder::layer_norm(const std::string& layer, Ref x, int rows, int c) {
-  LayerNormOp op;
-  op.p.rows = rows;
-  op.p.c = c;
-  op.p.eps = 1e-5f;
-  op.x = x;
-  op.gamma = vector(layer + ".weight", c);
-  op.beta = vector(layer + ".bias", c);
-  op.y = new_act(layer, {rows, c});
-  Ref y = op.y;
-  emit(layer, std::move(op), 0, 2.0 * act_bytes_ * rows * elems(c));
-  return y;
-}
-
 Ref UNetBuilder::attention(const std::string& layer, Ref q, Ref k, Ref v, int q_len, int kv_len, int c, int q_stride,
                            int kv_stride) {
-  AttentionOp op;
-  AttentionParams& p = op.p;
-  p.batch = batch_;
-  p.heads = cfg_.heads_for(c);
-  p.head_dim = c / p.heads;
-  p.q_len = q_len;
-  p.kv_len = kv_len;
-  p.q_stride = q_stride;
-  p.k_stride = p.v_stride = kv_stride;
-  p.o_stride = c;
-  p.scale = 1.0f / std::sqrt(static_cast<float>(p.head_dim));
-  op.q = q;
-  op.k = k;
-  op.v = v;
-  op.o = new_act(layer, {batch_ * q_len, c});
-  Ref o = op.o;
-  const double flops = 4.0 * batch_ * q_len * elems(kv_len) * c;
-  emit(layer, std::move(op), flops, act_bytes_ * elems(int64_t(batch_) * (2 * q_len + 2 * kv_len) * c));
-  return o;
+  return GraphEmitter::attention(layer, q, k, v, batch_, cfg_.heads_for(c), q_len, kv_len, c, q_stride, kv_stride);
 }
 
 // ---- conditioning (setup ops) ----

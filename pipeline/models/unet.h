@@ -9,6 +9,7 @@
 #include "pipeline/graph/graph.h"
 #include "pipeline/model_files/model_config.h"
 #include "pipeline/model_files/weights.h"
+#include "pipeline/models/graph_emitter.h"
 
 namespace rtvd {
 
@@ -22,7 +23,7 @@ struct CrossContext {
   std::map<std::string, Ref> kv;
 };
 
-class UNetBuilder {
+class UNetBuilder : GraphEmitter {
  public:
   // act_bytes: size of one activation element on the backend (4 CPU, 2 CUDA), for the cost model.
   UNetBuilder(const ModelConfig& cfg, WeightStore& weights, Graph& graph, int batch, int act_bytes);
@@ -42,24 +43,15 @@ class UNetBuilder {
     int h, w, c;
   };
   const ModelConfig& cfg_;
-  WeightStore& weights_;
-  Graph& g_;
   int batch_;
-  int act_bytes_;
-  std::vector<Op>* ops_ = nullptr;  // setup or frame list being filled
-  std::string tag_;
 
   // Weights.
   Ref conv_weight(const std::string& name, int out, int in, int k);
-  Ref matrix(const std::string& name, int out, int in);
-  Ref vector(const std::string& name, int n);
   Ref time_projection_weight();
   Ref time_projection_bias();
   std::pair<Ref, Ref> folded_batch_norm(const std::string& prefix, int c);
 
-  // Op emitters: each allocates its output tensor and appends one op.
-  Ref new_act(const std::string& name, std::vector<int64_t> shape);
-  void emit(const std::string& layer, OpBody body, double flops, double bytes);
+  // Op emitters beyond GraphEmitter's: each allocates its output tensor and appends one op.
   struct ConvArgs {
     Ref w, scale, bias, residual, gn_stats, gn_gamma, gn_beta;
     int scale_batch_stride = 0, bias_batch_stride = 0, gn_groups = 0;
@@ -68,9 +60,6 @@ class UNetBuilder {
   };
   Act4 conv(const std::string& layer, const Act4& x, const ConvArgs& a);
   Ref group_norm_stats(const std::string& layer, const Act4& x, float eps);
-  Ref linear(const std::string& layer, Ref x, int rows, int in, int out, Ref w, Ref bias, Ref residual,
-             Activation act = Activation::None);
-  Ref layer_norm(const std::string& layer, Ref x, int rows, int c);
   Ref attention(const std::string& layer, Ref q, Ref k, Ref v, int q_len, int kv_len, int c, int q_stride,
                 int kv_stride);
 

@@ -7,15 +7,22 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "kernels/common/error.h"
 #include "pipeline/io/png.h"
@@ -23,6 +30,8 @@
 #include "pipeline/model_files/safetensors.h"
 #include "pipeline/model_files/weights.h"
 #include "pipeline/models/unet.h"
+#include "pipeline/text/clip_tokenizer.h"
+#include "pipeline/text/unicode_text.h"
 
 namespace rtvd::fuzz {
 
@@ -155,6 +164,234 @@ inline void png(std::span<const uint8_t> bytes) {
   const ImageRgba8 again = read_png(file.path());
   expect(again.width == image.width && again.height == image.height && again.pixels == image.pixels,
          "write_png's output decodes to the same pixels");
+}
+
+// ---- the CLIP tokenizer
+
+// A tokenizer input: the prompt, then each file of a tokenizer folder as a line "==> NAME <==" and its text,
+// as `head` prints several files. With no file, only the built-in vocabulary encodes the prompt.
+constexpr std::string_view kFileMark = "\n==> ", kFileMarkEnd = " <==\n";
+struct TokenizerInput {
+  std::string_view prompt;
+  std::map<std::string, std::string_view> files;  // by name; a later file of the same name replaces
+};
+
+inline TokenizerInput split_tokenizer_input(std::string_view bytes) {
+  TokenizerInput in;
+  size_t at = bytes.find(kFileMark);
+  in.prompt = bytes.substr(0, at);
+  while (at != std::string_view::npos) {
+    const size_t start = at + kFileMark.size();
+    at = bytes.find(kFileMark, start);
+    const std::string_view part = bytes.substr(start, at - start);
+    const size_t end = part.find(kFileMarkEnd);  // a part without it names no file and is left out
+    if (end != std::string_view::npos)
+      in.files[std::string(part.substr(0, end))] = part.substr(end + kFileMarkEnd.size());
+  }
+  return in;
+}
+
+// CLIP's byte characters (bytes_to_unicode of its simple_tokenizer.py), written again rather than taken from
+// clip_tokenizer.cpp, so that the check does not share its bugs: the printable Latin-1 bytes stand for
+// themselves, the other 68 for U+0100 + n in byte order. Each character's byte.
+inline std::map<char32_t, uint8_t> clip_byte_of_unit() {
+  std::map<char32_t, uint8_t> byte_of;
+  char32_t next = 0x100;
+  for (int b = 0; b < 256; ++b) {
+    const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+    byte_of[printable ? char32_t(b) : next++] = uint8_t(b);
+  }
+  return byte_of;
+}
+
+// Whether s is well-formed UTF-8, by the Unicode standard's table of byte ranges (3-7): a second opinion on
+// decode_utf8.
+inline bool is_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto b = uint8_t(s[i]);
+    size_t n = 0;
+    uint8_t lo = 0x80, hi = 0xBF;  // the second byte's range
+    if (b < 0x80) n = 0;
+    else if (b >= 0xC2 && b <= 0xDF) n = 1;
+    else if (b >= 0xE0 && b <= 0xEF) n = 2, lo = b == 0xE0 ? 0xA0 : 0x80, hi = b == 0xED ? 0x9F : 0xBF;
+    else if (b >= 0xF0 && b <= 0xF4) n = 3, lo = b == 0xF0 ? 0x90 : 0x80, hi = b == 0xF4 ? 0x8F : 0xBF;
+    else return false;
+    if (s.size() - i - 1 < n) return false;
+    for (size_t k = 1; k <= n; ++k) {
+      const auto c = uint8_t(s[i + k]);
+      if (c < (k == 1 ? lo : 0x80) || c > (k == 1 ? hi : 0xBF)) return false;
+    }
+    i += n + 1;
+  }
+  return true;
+}
+
+// clip_tokenizer.h, for one text and a tokenizer whose added tokens are `added`: text that is not UTF-8 is
+// an rtvd::Error, other text is not; encode() is BOS, ids, EOS, every id a token; the ids spell the text,
+// steps 1 to 4: each added token (leftmost-longest) as its id, each piece between as its NFC, lowercased
+// bytes without white space, in CLIP's byte characters, a word's last token ending in </w>; encode_context()
+// is encode() cut to BOS, 75 ids, EOS, padded to 77, and counts what it cut. Returns encode(text).
+inline std::vector<int32_t> check_encoding(const ClipTokenizer& t, std::string_view text,
+                                           std::vector<std::string> added) {
+  std::vector<int32_t> ids;
+  try {
+    ids = t.encode(text);
+  } catch (const Error&) {
+    expect(!is_utf8(text), "only text that is not UTF-8 is an rtvd::Error");
+    return {};
+  }
+  expect(is_utf8(text), "text that is not UTF-8 is an rtvd::Error");
+  const std::vector<std::string>& tokens = t.tokens();
+  expect(ids.size() >= 2 && ids.front() == t.bos_id() && ids.back() == t.eos_id(), "BOS, the ids, EOS");
+  for (const int32_t id : ids) expect(id >= 0 && size_t(id) < tokens.size(), "every id is a token");
+
+  static const std::map<char32_t, uint8_t> byte_of = clip_byte_of_unit();
+  size_t next = 1;  // the next id to spell with
+  const auto spell = [&](std::string_view piece) {
+    std::u32string kept;
+    for (const char32_t c : nfc(decode_utf8(piece, "fuzz text")))
+      if (!is_white_space(c)) kept += c;
+    const std::string want = encode_utf8(to_lower(kept));
+    std::string got;
+    bool word_end = true;
+    while (got.size() < want.size() && next + 1 < ids.size()) {
+      std::string_view token = tokens[ids[next++]];
+      word_end = token.ends_with("</w>");
+      if (word_end) token.remove_suffix(4);
+      for (const char32_t c : decode_utf8(token, "fuzz token")) {
+        const auto it = byte_of.find(c);
+        expect(it != byte_of.end(), "a word's tokens are CLIP's byte characters");
+        got += char(it->second);
+      }
+    }
+    expect(got == want && word_end, "the ids spell the normalized text, a word's last token ending in </w>");
+  };
+  std::sort(added.begin(), added.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  size_t start = 0;
+  for (size_t i = 0; i < text.size();) {
+    const auto hit =
+        std::find_if(added.begin(), added.end(), [&](const std::string& a) { return text.substr(i).starts_with(a); });
+    if (hit == added.end()) {
+      ++i;
+      continue;
+    }
+    spell(text.substr(start, i - start));
+    expect(next + 1 < ids.size() && tokens[ids[next++]] == *hit, "an added token in the text is its id");
+    start = i += hit->size();
+  }
+  spell(text.substr(start));
+  expect(next + 1 == ids.size(), "nothing but EOS after the text's ids");
+
+  const ContextTokens context = t.encode_context(text);
+  constexpr size_t n = ClipTokenizer::kContextLength;
+  expect(context.ids.size() == n, "encode_context gives 77 ids");
+  expect(size_t(context.dropped) == (ids.size() > n ? ids.size() - n : 0), "dropped counts the ids cut");
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t want = i < ids.size() ? (i + 1 == n ? t.eos_id() : ids[i]) : t.pad_id();
+    expect(context.ids[i] == want, "encode_context is encode cut to 75 tokens between BOS and EOS, then padding");
+  }
+  return ids;
+}
+
+// Runs f, where an rtvd::Error is a broken promise rather than a rejected input.
+template <class F>
+void must_not_fail(const char* promise, const F& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    std::fprintf(stderr, "fuzz: %s\n", e.what());
+    expect(false, promise);
+  }
+}
+
+// A tokenizer from files, written out again from tokens() and merges() in the other layout: as vocab.json
+// with merges.txt when it came from tokenizer.json, unless it has added tokens besides BOS, EOS and the pad
+// (which only tokenizer.json holds) or a merge that merges.txt cannot hold (an empty token, one with a space
+// or a line break); else as tokenizer.json, merges as pairs, with the input's added_tokens. It loads to the
+// same tokenizer, and encodes text to ids, what t encoded it to (none where text is not UTF-8). added_tokens:
+// tokenizer.json's, or nullptr where the input had vocab.json.
+inline void check_rewritten(const ClipTokenizer& t, const nlohmann::json* added_tokens, std::string_view text,
+                            const std::vector<int32_t>& ids) {
+  nlohmann::json vocab = nlohmann::json::object(), pairs = nlohmann::json::array();
+  for (size_t id = 0; id < t.tokens().size(); ++id) vocab[t.tokens()[id]] = id;
+  std::string merges_txt = "#version: 0.2\n";
+  bool as_vocab_json = added_tokens != nullptr;
+  if (added_tokens && added_tokens->is_array())
+    for (const nlohmann::json& a : *added_tokens) {
+      const std::string& s = a.at("content").get_ref<const std::string&>();
+      as_vocab_json = as_vocab_json && (s == "<|startoftext|>" || s == "<|endoftext|>" || s == t.tokens()[t.pad_id()]);
+    }
+  for (const auto& [a, b] : t.merges()) {
+    pairs.push_back({a, b});
+    merges_txt += a + " " + b + "\n";
+    for (const std::string& side : {a, b})
+      as_vocab_json = as_vocab_json && !side.empty() && side.find_first_of(" \r\n") == std::string::npos;
+  }
+  std::map<std::string, std::string> files = {
+      {"special_tokens_map.json", nlohmann::json{{"pad_token", t.tokens()[t.pad_id()]}}.dump()}};
+  if (as_vocab_json) {
+    files["vocab.json"] = vocab.dump();
+    files["merges.txt"] = merges_txt;
+  } else {
+    const nlohmann::json model = {{"type", "BPE"}, {"vocab", vocab}, {"merges", pairs}, {"end_of_word_suffix", "</w>"}};
+    files["tokenizer.json"] =
+        nlohmann::json{{"model", model}, {"added_tokens", added_tokens ? *added_tokens : nullptr}}.dump();
+  }
+  const ClipTokenizer again = ClipTokenizer::from_files("fuzz rewrite", [&](const std::string& name) {
+    const auto it = files.find(name);
+    return it == files.end() ? std::nullopt : std::optional<std::string>(it->second);
+  });
+  expect(again.tokens() == t.tokens() && again.merges() == t.merges() && again.bos_id() == t.bos_id() &&
+             again.eos_id() == t.eos_id() && again.pad_id() == t.pad_id(),
+         "a tokenizer written from tokens() and merges() loads to the same tokens, merges and special ids");
+  if (!ids.empty()) expect(again.encode(text) == ids, "a rewritten tokenizer encodes the same");
+}
+
+// clip_tokenizer.h: the built-in vocabulary encodes any text as promised (check_encoding); a tokenizer folder
+// loads, or fails with an error naming its file; what loads names BOS and EOS by their tokens and a pad id
+// that is a token, encodes as promised, and loads the same from its tokens and merges written out again.
+inline void clip_tokenizer(std::span<const uint8_t> bytes) {
+  const TokenizerInput in = split_tokenizer_input({reinterpret_cast<const char*>(bytes.data()), bytes.size()});
+  must_not_fail("the built-in vocabulary encodes any text, or rejects what is not UTF-8", [&] {
+    // Built once: its 49,408 tokens take far longer than an execution should.
+    static const ClipTokenizer builtin = ClipTokenizer::builtin();
+    check_encoding(builtin, in.prompt, {"<|startoftext|>", "<|endoftext|>"});
+  });
+  if (in.files.empty()) return;
+
+  constexpr std::string_view kFolder = "fuzz-tokenizer";
+  const auto read = [&](const std::string& name) -> std::optional<std::string> {
+    const auto it = in.files.find(name);
+    return it == in.files.end() ? std::nullopt : std::optional<std::string>(it->second);
+  };
+  const ClipTokenizer t = [&] {
+    try {
+      return ClipTokenizer::from_files(std::string(kFolder), read);
+    } catch (const Error& e) {
+      expect(std::string_view(e.what()).starts_with(kFolder), "a loading error names its file");
+      throw;
+    }
+  }();
+  const std::vector<std::string>& tokens = t.tokens();
+  expect(size_t(t.bos_id()) < tokens.size() && tokens[t.bos_id()] == "<|startoftext|>" &&
+             size_t(t.eos_id()) < tokens.size() && tokens[t.eos_id()] == "<|endoftext|>" &&
+             size_t(t.pad_id()) < tokens.size(),
+         "BOS and EOS are their tokens, the pad id a token");
+
+  // The added tokens: BOS, EOS, the pad token, and tokenizer.json's added_tokens, which loaded, so are valid.
+  std::vector<std::string> added = {"<|startoftext|>", "<|endoftext|>", tokens[t.pad_id()]};
+  nlohmann::json added_tokens;
+  if (const auto file = in.files.find("tokenizer.json"); file != in.files.end()) {
+    added_tokens = nlohmann::json::parse(file->second).value("added_tokens", nlohmann::json());
+    if (added_tokens.is_array())
+      for (const nlohmann::json& a : added_tokens) added.push_back(a.at("content").get<std::string>());
+  }
+  std::vector<int32_t> ids;
+  must_not_fail("a tokenizer that loaded encodes any text, or rejects what is not UTF-8",
+                [&] { ids = check_encoding(t, in.prompt, added); });
+  must_not_fail("a tokenizer written from tokens() and merges() loads", [&] {
+    check_rewritten(t, in.files.contains("tokenizer.json") ? &added_tokens : nullptr, in.prompt, ids);
+  });
 }
 
 }  // namespace rtvd::fuzz

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes the seed corpora of tests/fuzz/corpus/ (docs/fuzzing.md): the model configs of the tree, small
-safetensors files and PNGs of every colour type, bit depth and filter, each one valid for the format. The
-seeds are checked in; run this again after changing it: python3 tests/fuzz/make_seeds.py"""
+safetensors files and PNGs of every colour type, bit depth and filter, each one valid for the format, and
+tokenizer folders with prompts. The seeds are checked in; run this again after changing it:
+python3 tests/fuzz/make_seeds.py"""
 import json
 import os
 import shutil
@@ -168,10 +169,89 @@ def png_seeds():
                             "-pix_fmt", pix_fmt, path], check=True)
 
 
+# ---- clip_tokenizer: a prompt, then each file as "\n==> NAME <==\n" and its text (tests/fuzz/fuzz_targets.h) ----
+def byte_units():
+    """CLIP's bytes_to_unicode, in its vocabulary's order: the printable Latin-1 bytes, then the others."""
+    printable = [b for b in range(256) if 0x21 <= b <= 0x7E or 0xA1 <= b <= 0xAC or 0xAE <= b <= 0xFF]
+    others = [b for b in range(256) if b not in printable]
+    return [(b, chr(b)) for b in printable] + [(b, chr(0x100 + n)) for n, b in enumerate(others)]
+
+
+UNIT = dict(byte_units())
+
+
+def word_merges(word):
+    """Merges that build word (lowercase) from its bytes, left to right, the last byte with </w>."""
+    units = [UNIT[b] for b in word.encode()]
+    units[-1] += "</w>"
+    return [("".join(units[:k]), units[k]) for k in range(1, len(units))]
+
+
+def tiny_tokenizer(words):
+    """The 512 byte tokens, a token per merge, BOS and EOS (ids in that order); and the merges."""
+    tokens = [u for _, u in byte_units()] + [u + "</w>" for _, u in byte_units()]
+    merges = []
+    for w in words:
+        for a, b in word_merges(w):
+            if a + b not in tokens:
+                tokens.append(a + b)
+                merges.append((a, b))
+    tokens += ["<|startoftext|>", "<|endoftext|>"]
+    return {t: i for i, t in enumerate(tokens)}, merges
+
+
+def tokenizer_input(prompt, files):
+    return prompt.encode() + b"".join(b"\n==> " + name.encode() + b" <==\n" + text for name, text in files)
+
+
+def dump(value):
+    return json.dumps(value, ensure_ascii=False).encode()
+
+
+def clip_tokenizer_seeds():
+    # vocab.json and merges.txt, no pad token named (<|endoftext|>), a CRLF line and a blank line at the end.
+    vocab, merges = tiny_tokenizer(["a", "photo", "of", "cat", "don", "'t", "stop"])
+    merges_txt = "#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges).replace("\n", "\r\n", 1) + "\n"
+    write("clip_tokenizer", "vocab_merges", tokenizer_input(
+        "A photo of a CAT, don't stop!", [("vocab.json", dump(vocab)), ("merges.txt", merges_txt.encode())]))
+    # tokenizer.json with merges in both spellings, an added token "!" that is also the pad (SD 2.x).
+    vocab, merges = tiny_tokenizer(["hello", "world", "end", "caf\u00e9"])
+    added = [{"id": vocab[t], "content": t, "special": True, "normalized": False}
+             for t in ("<|startoftext|>", "<|endoftext|>", "!")]
+    model = {"type": "BPE", "dropout": None, "unk_token": None, "end_of_word_suffix": "</w>",
+             "vocab": vocab, "merges": [f"{a} {b}" if i % 2 else [a, b] for i, (a, b) in enumerate(merges)]}
+    write("clip_tokenizer", "tokenizer_json", tokenizer_input(
+        "hello!world!! <|endoftext|> end <|ENDOFTEXT|> Caf\u00e9 cafe\u0301",
+        [("tokenizer.json", dump({"version": "1.0", "added_tokens": added, "model": model})),
+         ("special_tokens_map.json", dump({"pad_token": "!"}))]))
+    # The pad token from tokenizer_config.json as an object, special_tokens_map.json naming none; an emoji token.
+    vocab, merges = tiny_tokenizer(["\U0001f600", "\uac01", "na\u00efve"])
+    write("clip_tokenizer", "pad_in_config", tokenizer_input(
+        "na\u00efve \U0001f600\U0001f600 \u1100\u1161\u11a8 \uac01",
+        [("vocab.json", dump(vocab)), ("merges.txt", "".join(f"{a} {b}\n" for a, b in merges).encode()),
+         ("special_tokens_map.json", dump({"bos_token": "<|startoftext|>", "pad_token": None})),
+         ("tokenizer_config.json", dump({"pad_token": {"content": "!", "lstrip": False}, "model_max_length": 77}))]))
+    # Prompts alone, for the built-in vocabulary.
+    prompts = {
+        "combining": "e\u0301 a\u0301\u0302\u0303\u0304 \u1e9b\u0323 \u0301start \u304b\u3099",
+        "hangul": "\u1100\u1161\u11a8 \uac01 \u3131 \u1100 \u11a8\u11a8",
+        "emoji": "\U0001f469\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466 \U0001f44d\U0001f3fd "
+                 "\U0001f1fa\U0001f1f3 \u2764\ufe0f 1\ufe0f\u20e3",
+        "case": "\u0130stanbul STRASSE \u1e9e \u03a3\u0391\u03a3 \u01c5 \u212a \ufb03 \u212b",
+        "white_space": "a\u00a0b\u3000c\u2028d\te\u200bf\r\n\u0085g  \ufeffh",
+        "specials": "<|startoftext|>x<|endoftext|> <|ENDOFTEXT|> it's 'S we'll 1080p \u00bd\u00b2\u0663\u216b",
+        "long": "masterpiece, " * 100,
+    }
+    for name, prompt in prompts.items():
+        write("clip_tokenizer", f"prompt_{name}", prompt.encode())
+    write("clip_tokenizer", "prompt_invalid_utf8", b"a fox \xff \xc0\xaf \xed\xa0\x80 \xe2\x82")
+
+
 if __name__ == "__main__":
-    for parser in ("model_config", "safetensors", "png"):
+    for parser in ("model_config", "safetensors", "png", "clip_tokenizer"):
         shutil.rmtree(os.path.join(CORPUS, parser), ignore_errors=True)
         os.makedirs(os.path.join(CORPUS, parser))
     configs()
     safetensors_seeds()
     png_seeds()
+    clip_tokenizer_seeds()

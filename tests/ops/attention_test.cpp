@@ -2,13 +2,15 @@
 // one fused (tokens, 3C) projection; cross-attention reads q from (tokens, C) and k/v from one (tokens, 2C)
 // buffer. Fresh N(0, stddev) inputs every run (the seed is in the failure message); outputs poisoned with
 // NaN; columns of a padded output row past heads * head_dim belong to someone else and must stay as they were.
-//   AttentionCpu: attention_cpu against an explicit softmax written here (float64), on every case the naive
-//     loops can afford; rel L2 <= 1e-5 (fp32 against float64).
+//   AttentionCpu: attention_cpu against an explicit softmax written here (float64; the causal mask as -inf
+//     scores of the keys after the query), on every case the naive loops can afford; rel L2 <= 1e-5 (fp32
+//     against float64).
 //   AttentionCuda (CUDA builds, skipping without a device): every candidate
 //     (kernels/attention/attention_candidates.cuh) that can run a case, one test per kind (Flash: the
 //     mma.sync flash kernel; FlashWgmma: the sm_90a one; Fallback; Cudnn: cuDNN's fused SDPA), and the entry
 //     point attention() (Default), against attention_cpu on the same fp16 values: rel L2 <= 2e-3 (fp16
 //     output, fp32 softmax and accumulation in another order). Each runs twice and must agree bit for bit.
+//     A candidate that can't apply the causal mask must refuse causal cases (cuDNN's does).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -46,7 +48,7 @@ constexpr double kNaiveBudget = 2e8;  // multiply-adds the naive loops may take 
 
 std::string describe(const AttentionCase& c) {
   return cat(c.name, ": b", c.batch, " h", c.heads, " d", c.head_dim, " q", c.q_len, " kv", c.kv_len,
-             c.fused_qkv ? " fused qkv" : " cross layout", c.o_pad ? cat(" o_pad ", c.o_pad) : "",
+             c.fused_qkv ? " fused qkv" : " cross layout", c.causal ? " causal" : "", c.o_pad ? cat(" o_pad ", c.o_pad) : "",
              c.input_stddev != 1.0f ? cat(" stddev ", c.input_stddev) : "",
              c.integer_qk ? cat(" integer q, k in +-", c.integer_qk) : "");
 }
@@ -124,7 +126,7 @@ TEST_P(AttentionCpu, MatchesExplicitSoftmax) {
           for (int d = 0; d < c.head_dim; ++d)
             dot += double(qp[token * p.q_stride + h * c.head_dim + d]) *
                    kp[(size_t(b) * c.kv_len + j) * p.k_stride + h * c.head_dim + d];
-          s[j] = dot * p.scale;
+          s[j] = c.causal && j > i ? -INFINITY : dot * p.scale;  // exp(-inf - max) = 0: no weight
         }
         const double max = *std::max_element(s.begin(), s.end());
         max_score = std::max(max_score, max);
@@ -151,6 +153,28 @@ INSTANTIATE_TEST_SUITE_P(Cases, AttentionCpu,
                          testing::ValuesIn(test::cases_where(
                              attention_cases(), [](const AttentionCase& c) { return c.flops() / 2 <= kNaiveBudget; })),
                          test::case_name);
+
+TEST(AttentionCpuRequirements, CausalNeedsSelfAttention) {
+  std::vector<float> q(64 * 8, 1.0f), o(64 * 8);
+  AttentionParams p;
+  p.q = p.k = p.v = q.data();
+  p.o = o.data();
+  p.batch = p.heads = 1;
+  p.head_dim = 8;
+  p.q_len = 4;
+  p.kv_len = 6;
+  p.q_stride = p.k_stride = p.v_stride = p.o_stride = 8;
+  p.causal = true;
+  std::vector<float> ws((attention_cpu_workspace_bytes(p) + 3) / 4);
+  p.workspace = ws.data();
+  p.workspace_bytes = attention_cpu_workspace_bytes(p);
+  try {
+    attention_cpu(p);
+    ADD_FAILURE() << "causal attention with q_len != kv_len ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("q_len == kv_len"), std::string::npos) << e.what();
+  }
+}
 
 #if RTVD_HAS_CUDA
 // ---------------------------------------------------------------------------------------------------
@@ -287,6 +311,12 @@ TEST_P(AttentionCuda, Cudnn) {
   const AttentionCase& c = GetParam();
   if (c.head_dim % 8 != 0) GTEST_SKIP() << "cuDNN needs head_dim a multiple of 8";
   const GpuAttention pr(c, rng);
+  if (c.causal) {  // the SDPA_FWD node of cuDNN 9.13-9.20 has no causal mask: refused, never run unmasked
+    EXPECT_THROW(make_attention_cudnn_plan(pr.params(nullptr), host_->ctx().cudnn), Error);
+    EXPECT_TRUE(candidates(pr, is_cudnn, "cuDNN").empty()) << "the cuDNN candidate must refuse a causal case";
+    EXPECT_NE(refused_.find("causal"), std::string::npos) << refused_;
+    GTEST_SKIP() << refused_;
+  }
   AttentionCudnnPlan plan;
   try {
     plan = make_attention_cudnn_plan(pr.params(nullptr), host_->ctx().cudnn);
@@ -385,6 +415,14 @@ TEST(AttentionCudaRequirements, RejectsWhatTheKernelCannotDo) {
   bad = p;
   bad.o_stride = 300;
   rejected(bad, "at least heads * head_dim", false);
+  bad = p;
+  bad.causal = true;
+  ASSERT_TRUE(attention_can_implement(bad, &why)) << why;
+  bad.kv_len = 76;
+  rejected(bad, "q_len == kv_len", false);  // the fallback refuses it too
+  std::string reason;
+  EXPECT_FALSE(attention_fallback_can_implement(bad, &reason));
+  EXPECT_NE(reason.find("q_len == kv_len"), std::string::npos) << reason;
 }
 
 #endif  // RTVD_HAS_CUDA

@@ -98,7 +98,7 @@ TEST_P(DenoiseBlendCpu, MatchesNaive) {
   }
   for (size_t px = 0; px < pixels; ++px)
     for (int ch = 0; ch < 4; ++ch) {
-      const double in = prev_ref[px * c.c + (c.c == 3 ? std::min(ch, 2) : 0)];
+      const double in = prev_ref[px * c.c + (c.c == 1 ? 0 : std::min(ch, 2))];
       rgba_ref[px * 4 + ch] = ch == 3 ? 255 : uint8_t(std::nearbyint(std::clamp((in + 1.0) * 127.5, 0.0, 255.0)));
     }
   std::vector<float> x = x0, prev = prev0;
@@ -142,7 +142,7 @@ TEST(ToRgba8Cpu, RoundsAndClamps) {
   test::Rng rng;
   SCOPED_TRACE(test::seed_trace(rng));
   const int h = 3, w = 7;
-  for (int c : {3, 1}) {
+  for (int c : {3, 1, 4}) {
     std::vector<float> x = rng.vector(size_t(h) * w * c, -1.3f, 1.3f);
     const std::vector<float> fixed = {-1.0f, 1.0f, 0.0f, -5.0f, 5.0f};  // 0, 255, 127.5 -> 128, clamps
     std::copy(fixed.begin(), fixed.end(), x.begin());
@@ -152,7 +152,7 @@ TEST(ToRgba8Cpu, RoundsAndClamps) {
     to_rgba8_cpu(p);
     for (int px = 0; px < h * w; ++px)
       for (int ch = 0; ch < 4; ++ch) {
-        const double in = x[px * c + (c == 3 ? std::min(ch, 2) : 0)];
+        const double in = x[px * c + (c == 1 ? 0 : std::min(ch, 2))];
         const double exact = std::clamp((in + 1.0) * 127.5, 0.0, 255.0);
         const int expected = ch == 3 ? 255 : int(std::nearbyint(exact));
         // fp32 may round a value within ~1e-4 of a tie to the other side: allow one step only there.
@@ -161,7 +161,7 @@ TEST(ToRgba8Cpu, RoundsAndClamps) {
             << "c " << c << " pixel " << px << " channel " << ch << " x " << x[px * c];
       }
     EXPECT_EQ(rgba[0], 0);
-    EXPECT_EQ(c == 3 ? rgba[1] : rgba[5], 255);  // pixel 1 of a grey image is x = 1 in all of R, G, B
+    EXPECT_EQ(c == 1 ? rgba[5] : rgba[1], 255);  // pixel 1 of a grey image is x = 1 in all of R, G, B
   }
 }
 

@@ -1,8 +1,8 @@
 // linear on its case table (kernels/linear/linear_cases.h). Fresh random inputs every run (the seed is in
 // the failure message); outputs poisoned with NaN.
-//   LinearCpu: linear_cpu against a naive definition (float64), on every case the naive loops can afford,
-//     also with y aliasing the residual where the residual enters linearly; rel L2 <= 1e-5 (fp32 BLAS
-//     against float64).
+//   LinearCpu: linear_cpu against a naive definition (float64, its activations written here from their
+//     definitions), on every case the naive loops can afford, also with y aliasing the residual where the
+//     residual enters linearly; rel L2 <= 1e-5 (fp32 BLAS against float64).
 //   LinearCuda (CUDA builds, skipping without a device): every candidate (kernels/linear/linear_candidates.cuh)
 //     that can run a case, one test per kind (Cublaslt: cuBLASLt's first choice and each of its other ranked
 //     algorithms; Fallback: rtvd's FMA kernel), and the entry point linear() (Default), against linear_cpu on
@@ -35,13 +35,26 @@ namespace {
 using test::rel_l2;
 using test::silu_ref;
 
+// The activations by their definitions: GELU as PyTorch's F.gelu (erf, no tanh approximation), quick GELU as
+// transformers' QuickGELUActivation.
+double activation_ref(double x, Activation act) {
+  switch (act) {
+    case Activation::None: return x;
+    case Activation::Silu: return silu_ref(x);
+    case Activation::Gelu: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case Activation::QuickGelu: return x / (1.0 + std::exp(-1.702 * x));
+  }
+  ADD_FAILURE() << "unknown activation " << int(act);
+  return x;
+}
+
 constexpr double kTolerance = 1e-5;
 constexpr double kNaiveBudget = 1e8;  // multiply-adds the naive loops may take per case
 
 std::string describe(const LinearCase& c) {
   const char* residual[] = {"", " residual", " residual in place"};
   return cat(c.name, ": ", c.m, "x", c.k, " -> ", c.n, c.bias ? " bias" : "", residual[int(c.residual)],
-             c.silu ? " silu" : "", c.x_misalign_bytes ? cat(" x misaligned by ", c.x_misalign_bytes) : "");
+             c.act != Activation::None ? cat(" ", activation_name(c.act)) : "", c.x_misalign_bytes ? cat(" x misaligned by ", c.x_misalign_bytes) : "");
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -62,7 +75,7 @@ TEST_P(LinearCpu, MatchesNaive) {
     for (int j = 0; j < c.n; ++j) {
       double acc = c.bias ? bias[j] : 0.0;
       for (int l = 0; l < c.k; ++l) acc += double(x[size_t(i) * c.k + l]) * w[size_t(j) * c.k + l];
-      if (c.silu) acc = silu_ref(acc);
+      acc = activation_ref(acc, c.act);
       expected[size_t(i) * c.n + j] = float(acc + (has_residual ? residual[size_t(i) * c.n + j] : 0.0));
     }
   // In place y starts as the residual; otherwise poisoned.
@@ -71,7 +84,7 @@ TEST_P(LinearCpu, MatchesNaive) {
   linear_cpu(p);
   EXPECT_LE(rel_l2(y, expected), kTolerance);
 
-  if (c.residual == LinearResidual::Separate && !c.silu) {  // in place too: h += linear(x)
+  if (c.residual == LinearResidual::Separate && c.act == Activation::None) {  // in place too: h += linear(x)
     y = residual;
     p.y = y.data(), p.residual = y.data();
     linear_cpu(p);
@@ -83,6 +96,29 @@ INSTANTIATE_TEST_SUITE_P(Cases, LinearCpu,
                          testing::ValuesIn(test::cases_where(
                              linear_cases(), [](const LinearCase& c) { return c.flops() / 2 <= kNaiveBudget; })),
                          test::case_name);
+
+// activation.h's functions (the CUDA epilogue's exact GELU among them) against their definitions, over the
+// range where they differ from 0 and x, including the negative tail where 1 + erf cancels. Tolerance abs 1e-7
+// + rel 1e-6: fp32 libm, whose argument rounding the tails magnify; GELU's tanh approximation is off by 5e-4.
+TEST(Activation, MatchesDefinitions) {
+  for (const Activation act : {Activation::None, Activation::Silu, Activation::Gelu, Activation::QuickGelu})
+    for (float x = -12.0f; x <= 12.0f; x += 0.0625f) {
+      const double want = activation_ref(x, act);
+      EXPECT_NEAR(apply_activation(x, act), want, 1e-7 + 1e-6 * std::abs(want)) << activation_name(act) << "(" << x << ")";
+    }
+}
+
+TEST(LinearCpuRequirements, RejectsResidualAliasUnderActivation) {
+  std::vector<float> buffer(64 * 64, 1.0f);
+  LinearParams p;
+  p.x = p.w = p.residual = buffer.data();
+  p.y = buffer.data();
+  p.m = p.n = p.k = 64;
+  for (const Activation act : {Activation::Silu, Activation::Gelu, Activation::QuickGelu}) {
+    p.act = act;
+    EXPECT_THROW(linear_cpu(p), Error) << activation_name(act);
+  }
+}
 
 #if RTVD_HAS_CUDA
 // ---------------------------------------------------------------------------------------------------
@@ -201,8 +237,10 @@ TEST(LinearCudaRequirements, RejectsResidualAliasUnderActivation) {
   p.x = p.w = p.residual = buffer.get();
   p.y = buffer.get();
   p.m = p.n = p.k = 64;
-  p.act = Activation::Silu;
-  EXPECT_THROW(linear(p, host.ctx()), Error);
+  for (const Activation act : {Activation::Silu, Activation::Gelu, Activation::QuickGelu}) {
+    p.act = act;
+    EXPECT_THROW(linear(p, host.ctx()), Error) << activation_name(act);
+  }
 }
 
 #endif  // RTVD_HAS_CUDA

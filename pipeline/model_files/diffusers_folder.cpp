@@ -1,0 +1,97 @@
+// model_index.json checked like every config (config_reader.h), then the files of the components it lists:
+// a missing folder or file is named here rather than failing later in a component's loader.
+#include "pipeline/model_files/diffusers_folder.h"
+
+#include <array>
+#include <filesystem>
+#include <string_view>
+
+#include "kernels/common/error.h"
+#include "pipeline/model_files/config_reader.h"
+
+namespace rtvd {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// A Stable Diffusion pipeline's components, each [library, class] or [null, null] (none); rtvd finds the first
+// five, the others need no files.
+constexpr std::array<std::string_view, 8> kComponents = {
+    "unet", "text_encoder", "tokenizer", "vae", "scheduler", "safety_checker", "feature_extractor", "image_encoder"};
+constexpr std::array<std::string_view, 4> kOtherKeys = {"_class_name", "_diffusers_version", "_name_or_path",
+                                                        "requires_safety_checker"};
+
+// Whether model_index.json lists the component.
+bool listed(const ConfigReader& r, std::string_view component) {
+  const std::string key(component);
+  if (!r.has(key.c_str())) return false;
+  const json& v = r.required(key.c_str(), "");
+  const auto pair_of = [&](auto is) { return v.is_array() && v.size() == 2 && is(v[0]) && is(v[1]); };
+  if (pair_of([](const json& e) { return e.is_null(); })) return false;
+  if (!pair_of([](const json& e) { return e.is_string(); }))
+    r.fail_key(key, "[library, class] or [null, null]", describe_json(v));
+  return true;
+}
+
+// The folder of a component that model_index.json lists: Error naming it when it is missing.
+std::string component_dir(const ConfigReader& r, const std::string& root, std::string_view component) {
+  const std::string dir = cat(root, "/", component);
+  if (!fs::is_directory(dir))
+    fail(r.label(), ": key '", component, "': the pipeline lists this component, but its folder ", dir, " is missing");
+  return dir;
+}
+
+std::string required_file(const std::string& path, std::string_view what) {
+  if (!fs::is_regular_file(path)) fail(path, ": missing (", what, ")");
+  return path;
+}
+
+// The U-Net's weights; diffusers names the fp16 variant diffusion_pytorch_model.fp16.safetensors.
+std::string unet_weights(const std::string& dir) {
+  for (const char* name : {"diffusion_pytorch_model.safetensors", "diffusion_pytorch_model.fp16.safetensors"})
+    if (fs::is_regular_file(cat(dir, "/", name))) return cat(dir, "/", name);
+  for (const char* name : {"diffusion_pytorch_model.bin", "diffusion_pytorch_model.fp16.bin"})
+    if (fs::exists(cat(dir, "/", name)))
+      fail(dir, "/", name, ": the U-Net's weights are a pickle, which rtvd never unpickles (loading one can run code "
+           "from the file): convert them to diffusion_pytorch_model.safetensors");
+  fail(dir, ": expected diffusion_pytorch_model.safetensors or diffusion_pytorch_model.fp16.safetensors (the "
+       "U-Net's weights)");
+}
+
+}  // namespace
+
+bool is_diffusers_folder(const std::string& dir) { return fs::is_regular_file(dir + "/model_index.json"); }
+
+DiffusersFolder open_diffusers_folder(const std::string& dir) {
+  const std::string index = dir + "/model_index.json";
+  const json root = parse_config_object(read_config_file(index), index);
+  const ConfigReader r(root, index);
+  // Pipelines whose U-Net takes latents, a timestep and a text context alone (not SDXL's added embeddings,
+  // nor inpainting's masked latents).
+  r.choice("_class_name", {"StableDiffusionPipeline", "StableDiffusionImg2ImgPipeline"});
+  r.reject_unknown_keys(kComponents, kOtherKeys);
+  bool ignored = false;
+  r.optional_bool("requires_safety_checker", ignored);
+  for (std::string_view component : kComponents) listed(r, component);
+
+  const json& unet = r.required("unet", R"(["diffusers", "UNet2DConditionModel"])");
+  if (unet != json::array({"diffusers", "UNet2DConditionModel"}))
+    r.fail_key("unet", R"(["diffusers", "UNet2DConditionModel"] (rtvd runs the U-Net))", describe_json(unet));
+
+  DiffusersFolder f;
+  f.root = dir;
+  const std::string unet_dir = component_dir(r, dir, "unet");
+  f.unet_config = required_file(unet_dir + "/config.json", "the U-Net's config");
+  f.unet_weights = unet_weights(unet_dir);
+  if (listed(r, "text_encoder")) f.text_encoder_dir = component_dir(r, dir, "text_encoder");
+  if (listed(r, "tokenizer")) f.tokenizer_dir = component_dir(r, dir, "tokenizer");
+  if (listed(r, "vae")) f.vae_dir = component_dir(r, dir, "vae");
+  if (listed(r, "scheduler"))
+    f.scheduler_config = required_file(component_dir(r, dir, "scheduler") + "/scheduler_config.json",
+                                       "the scheduler's config");
+  return f;
+}
+
+}  // namespace rtvd

@@ -1,0 +1,24 @@
+// A diffusers pipeline folder, as Stable Diffusion checkpoints are downloaded: model_index.json, which lists
+// the components, and one folder per component (unet/, vae/, text_encoder/, tokenizer/, scheduler/).
+#pragma once
+#include <string>
+
+namespace rtvd {
+
+struct DiffusersFolder {
+  std::string root;              // the folder
+  std::string unet_config;       // unet/config.json
+  std::string unet_weights;      // unet/diffusion_pytorch_model.safetensors, or its .fp16 variant
+  std::string text_encoder_dir;  // text_encoder/, tokenizer/, vae/: "" when model_index.json lists none
+  std::string tokenizer_dir;
+  std::string vae_dir;
+  std::string scheduler_config;  // scheduler/scheduler_config.json, "" when none is listed
+};
+
+bool is_diffusers_folder(const std::string& dir);  // dir has a model_index.json
+
+// Checks dir/model_index.json (a Stable Diffusion pipeline with a UNet2DConditionModel) and finds the files
+// of the components it lists; Error naming the file and key, or the missing folder or file.
+DiffusersFolder open_diffusers_folder(const std::string& dir);
+
+}  // namespace rtvd

@@ -1,0 +1,35 @@
+// Builds transformers' CLIPTextModel into a Graph, under its own parameter names: token and position
+// embeddings, pre-LayerNorm blocks of causal self-attention (one fused QKV projection) and an MLP, then the
+// final LayerNorm. Used by the text encoder (pipeline/text_encoder.h).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "pipeline/graph/graph.h"
+#include "pipeline/model_files/clip_text_config.h"
+#include "pipeline/model_files/safetensors.h"
+#include "pipeline/model_files/weights.h"
+#include "pipeline/models/graph_emitter.h"
+
+namespace rtvd {
+
+class ClipTextBuilder : GraphEmitter {
+ public:
+  // prefix: what the checkpoint puts before transformers' names ("" as transformers 5 saves a
+  // CLIPTextModel, "text_model." as earlier versions and published checkpoints do).
+  ClipTextBuilder(const ClipTextConfig& cfg, WeightStore& weights, Graph& graph, int act_bytes, std::string prefix);
+
+  // Frame ops: ids (batch, tokens) I32 and positions (batch * tokens) I32, each in [0, tokens) -> the hidden
+  // state after `layers` blocks (all of them, or fewer for clip skip) through the final LayerNorm,
+  // (batch * tokens, hidden_size).
+  Ref forward(Ref ids, Ref positions, int batch, int tokens, int layers);
+
+ private:
+  const ClipTextConfig& cfg_;
+  std::string prefix_;
+};
+
+// Every parameter of the architecture: checkpoint name (with prefix) and PyTorch shape, in dtype.
+std::vector<TensorSpec> clip_text_parameters(const ClipTextConfig& cfg, const std::string& prefix, DType dtype);
+
+}  // namespace rtvd

@@ -1,0 +1,63 @@
+#include "pipeline/prompt_encoder.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/common/error.h"
+
+namespace rtvd {
+
+namespace {
+
+ClipTokenizer open_tokenizer(const std::string& dir) {
+  return dir.empty() ? ClipTokenizer::builtin() : ClipTokenizer::load(dir);
+}
+
+}  // namespace
+
+PromptEncoder::PromptEncoder(const std::string& text_encoder_dir, const std::string& tokenizer_dir,
+                             std::unique_ptr<Backend> backend, int clip_skip)
+    : tokenizer_(open_tokenizer(tokenizer_dir)), backend_(std::move(backend)),
+      encoder_(text_encoder_dir, *backend_, clip_skip) {
+  if (encoder_.tokens() != ClipTokenizer::kContextLength)
+    fail(text_encoder_dir, "/config.json: max_position_embeddings ", encoder_.tokens(), ", expected ",
+         ClipTokenizer::kContextLength, " (the tokens CLIP's tokenizer gives)");
+  if (encoder_.config().vocab_size < int(tokenizer_.tokens().size()))
+    fail(text_encoder_dir, "/config.json: vocab_size ", encoder_.config().vocab_size, ", but the tokenizer has ",
+         tokenizer_.tokens().size(), " tokens");
+}
+
+const std::vector<float>& PromptEncoder::embed(const std::string& prompt, const std::string& flag, std::string* notice) {
+  // Far more than 77 tokens of any text; NFC's time grows quadratically on long runs of unordered combining
+  // marks (0.23 s at 64 KiB), and the encoder would read none of it anyway.
+  constexpr size_t kMaxPromptBytes = 16384;
+  if (prompt.size() > kMaxPromptBytes)
+    fail(flag, ": ", prompt.size(), " bytes, expected at most ", kMaxPromptBytes, " (the text encoder reads 75 tokens)");
+  const ContextTokens t = tokenizer_.encode_context(prompt);
+  if (notice)
+    *notice = t.dropped == 0 ? std::string()
+                             : cat("note: ", flag, " is ", t.dropped + ClipTokenizer::kContextLength - 2, " tokens long; the last ",
+                                   t.dropped, " were dropped (the text encoder takes ", ClipTokenizer::kContextLength - 2,
+                                   ")");
+  auto it = cache_.find(prompt);
+  if (it == cache_.end()) it = cache_.emplace(prompt, encoder_.encode(t.ids, 1)).first;
+  return it->second;
+}
+
+std::vector<float> slerp(const std::vector<float>& a, const std::vector<float>& b, float t) {
+  if (a.size() != b.size()) fail("slerp: embeddings of ", a.size(), " and ", b.size(), " values");
+  double aa = 0, bb = 0, ab = 0;
+  for (size_t i = 0; i < a.size(); ++i) aa += double(a[i]) * a[i], bb += double(b[i]) * b[i], ab += double(a[i]) * b[i];
+  const double cos_omega = aa > 0 && bb > 0 ? std::clamp(ab / std::sqrt(aa * bb), -1.0, 1.0) : 1.0;
+  double wa = 1 - t, wb = t;  // nearly parallel (or zero): the straight line
+  if (std::fabs(cos_omega) < 0.9995) {
+    const double omega = std::acos(cos_omega), so = std::sin(omega);
+    wa = std::sin((1 - t) * omega) / so;
+    wb = std::sin(t * omega) / so;
+  }
+  std::vector<float> out(a.size());
+  for (size_t i = 0; i < a.size(); ++i) out[i] = float(wa * a[i] + wb * b[i]);
+  return out;
+}
+
+}  // namespace rtvd

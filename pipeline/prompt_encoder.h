@@ -1,0 +1,43 @@
+// Prompts -> the U-Net's cross-attention context: CLIP's tokenizer, then the text encoder on a backend of its
+// own. Embeddings are cached by prompt, so a prompt costs an encoder run once, however often it comes back
+// (the GUI's Enter, prompt travel's two ends, the empty negative prompt).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pipeline/backends/backend.h"
+#include "pipeline/text/clip_tokenizer.h"
+#include "pipeline/text_encoder.h"
+
+namespace rtvd {
+
+class PromptEncoder {
+ public:
+  // text_encoder_dir: a diffusers text_encoder/ folder; tokenizer_dir: its tokenizer/ folder, or "" for CLIP's
+  // published vocabulary (single-file checkpoints carry none).
+  PromptEncoder(const std::string& text_encoder_dir, const std::string& tokenizer_dir, std::unique_ptr<Backend> backend,
+                int clip_skip);
+
+  int tokens() const { return encoder_.tokens(); }
+  int width() const { return encoder_.width(); }
+
+  // (tokens(), width()) floats for the prompt. A prompt over the token limit is cut; `notice` then says how
+  // many tokens were dropped (one line naming `flag`), else it is left empty.
+  const std::vector<float>& embed(const std::string& prompt, const std::string& flag, std::string* notice);
+
+ private:
+  ClipTokenizer tokenizer_;
+  std::unique_ptr<Backend> backend_;
+  TextEncoder encoder_;
+  std::map<std::string, std::vector<float>> cache_;
+};
+
+// Spherical interpolation from a (t = 0) to b (t = 1), the whole embedding as one vector (as prompt-travel
+// tools do): a straight line between two embeddings passes through shorter ones, which the U-Net reads as a
+// weaker prompt midway. Nearly parallel embeddings take the straight line.
+std::vector<float> slerp(const std::vector<float>& a, const std::vector<float>& b, float t);
+
+}  // namespace rtvd

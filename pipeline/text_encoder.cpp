@@ -1,0 +1,113 @@
+#include "pipeline/text_encoder.h"
+
+#include <chrono>
+#include <filesystem>
+#include <set>
+
+#include "device.h"
+#include "kernels/common/error.h"
+#include "pipeline/models/clip_text.h"
+
+namespace rtvd {
+
+namespace {
+
+// The weights file of a text_encoder/ folder: diffusers names the fp16 variant model.fp16.safetensors.
+std::string weights_path(const std::string& dir) {
+  for (const char* name : {"model.safetensors", "model.fp16.safetensors"})
+    if (std::filesystem::is_regular_file(dir + "/" + name)) return dir + "/" + name;
+  if (std::filesystem::exists(dir + "/pytorch_model.bin"))
+    fail(dir, ": the text encoder is a pickle (pytorch_model.bin), which rtvd never loads: convert it to "
+              "model.safetensors");
+  fail(dir, ": expected model.safetensors or model.fp16.safetensors (the text encoder's weights)");
+}
+
+// Where the checkpoint's names start: transformers 5 saves a CLIPTextModel without "text_model.", earlier
+// versions and the published SD checkpoints with it.
+std::string name_prefix(const SafeTensorsFile& file) {
+  for (const char* prefix : {"", "text_model."})
+    if (file.find(std::string(prefix) + "embeddings.token_embedding.weight")) return prefix;
+  fail(file.label(), ": no tensor 'embeddings.token_embedding.weight' or 'text_model.embeddings.token_embedding.weight'"
+                     " (not a CLIPTextModel checkpoint)");
+}
+
+}  // namespace
+
+TextEncoder::TextEncoder(const std::string& dir, Backend& backend, int clip_skip)
+    : cfg_(load_clip_text_config(dir + "/config.json")), backend_(backend), clip_skip_(clip_skip) {
+  if (clip_skip < 0 || clip_skip >= cfg_.num_hidden_layers)
+    fail("--clip-skip ", clip_skip, ": expected 0 to ", cfg_.num_hidden_layers - 1, " (the text encoder has ",
+         cfg_.num_hidden_layers, " layers)");
+  SafeTensorsFile file = SafeTensorsFile::open(weights_path(dir));
+  prefix_ = name_prefix(file);
+  const DType dtype = file.find(prefix_ + "embeddings.token_embedding.weight")->dtype;
+  if (dtype != DType::F16 && dtype != DType::F32)
+    fail(file.label(), ": weights in ", dtype_name(dtype), ", expected F16 or F32");
+  // Exactly the architecture's tensors, each of its shape and dtype (older transformers also saved the
+  // position_ids buffer), whatever clip skip leaves unused.
+  std::set<std::string> expected;
+  for (const TensorSpec& s : clip_text_parameters(cfg_, prefix_, dtype)) {
+    file.get(s.name, s.dtype, s.shape);
+    expected.insert(s.name);
+  }
+  for (const TensorView& t : file.tensors())
+    if (!expected.count(t.name) && t.name != prefix_ + "embeddings.position_ids")
+      fail(file.label(), ": unexpected tensor '", t.name, "' (not a parameter of this config's CLIPTextModel)");
+  weights_ = std::make_unique<WeightStore>(std::move(file), dtype);
+}
+
+void TextEncoder::prepare(int batch) {
+  if (batch == batch_) return;
+  graph_ = Graph{};
+  const int T = tokens();
+  ids_ = graph_.add_tensor("input_ids", Elem::I32, {batch, T}, true);
+  positions_ = graph_.add_tensor("position_ids", Elem::I32, {batch * T}, true);
+  ClipTextBuilder builder(cfg_, *weights_, graph_, int(backend_.act_bytes()), prefix_);
+  hidden_ = builder.forward(ids_, positions_, batch, T, cfg_.num_hidden_layers - clip_skip_);
+  graph_.tensors[hidden_.id].persistent = true;  // read after the run
+  if (!uploaded_) backend_.upload_weights(*weights_);
+  uploaded_ = true;
+  backend_.prepare(graph_);
+  std::vector<int32_t> positions(size_t(batch) * T);
+  for (size_t i = 0; i < positions.size(); ++i) positions[i] = int32_t(i % T);
+  backend_.write(positions_, positions.data(), positions.size());
+  batch_ = batch;
+}
+
+void TextEncoder::write_ids(const std::vector<int32_t>& ids, int batch) {
+  if (batch < 1) fail("text encoder: batch ", batch, ", expected at least 1");
+  if (ids.size() != size_t(batch) * tokens())
+    fail("text encoder: expected ", size_t(batch) * tokens(), " ids (", batch, " x ", tokens(), "), got ", ids.size());
+  for (int32_t id : ids)
+    if (id < 0 || id >= cfg_.vocab_size) fail("text encoder: token id ", id, " outside the vocabulary [0, ", cfg_.vocab_size, ")");
+  prepare(batch);
+  backend_.write(ids_, ids.data(), ids.size());
+}
+
+std::vector<float> TextEncoder::encode(const std::vector<int32_t>& ids, int batch) {
+  write_ids(ids, batch);
+  backend_.run_frame();
+  std::vector<float> hidden(size_t(batch) * tokens() * width());
+  backend_.read(hidden_, hidden.data(), hidden.size());
+  return hidden;
+}
+
+std::vector<double> TextEncoder::time_forwards(const std::vector<int32_t>& ids, int batch, int runs) {
+  write_ids(ids, batch);
+  if (backend_.is_cuda()) return cuda_event_times_ms(backend_.device_view(hidden_).stream, runs, [&] { backend_.run_frame(); });
+  std::vector<double> ms;
+  for (int i = 0; i < runs; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    backend_.run_frame();
+    ms.push_back(1e3 * std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return ms;
+}
+
+double TextEncoder::forward_flops() const {
+  double f = 0;
+  for (const Op& op : graph_.frame) f += op.flops;
+  return f;
+}
+
+}  // namespace rtvd
