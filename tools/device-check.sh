@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On the GPU machine: unpack the bundle built here (tools/device-bundle.sh), then run what is asked:
-#   tools/device-check.sh [tests|sanitize|render|bench|kernels|gui|all]...
+#   tools/device-check.sh [tests|sanitize|render|bench|kernels|text|gui|all]...
 # Few files come back from the device, so $OUT gets: summary.txt, logs.tar.gz (every log), the
 # benchmark JSON and the Perfetto trace of a profiled render. The summary is printed last.
 set -uo pipefail
@@ -127,6 +127,45 @@ run_bench() {
   stamp "$LOGS/bench.json" "$OUT/bench_frames_cuda.json"
 }
 
+# The CLIP text encoders at full size (issue 15): random-weight OpenAI CLIP ViT-L/14 (sd15) and OpenCLIP ViT-H/14
+# (sd21) written by transformers on this machine, rtvd's fp16 forward against transformers' fp32 hidden states
+# (every kernel family, clip skip 0-2), then rtvd bench text and transformers' own fp16 forward at batch 1 and 2,
+# in one JSON.
+run_text() {
+  local d=/tmp/rtvd-clip
+  for c in sd15 sd21; do
+    (cd "$root" && python3 tools/reference/export_clip_text.py $d/$c --config $c --bench "$LOGS/text_torch_$c.json") \
+      >"$LOGS/text_export_$c.log" 2>&1 || note "text: export $c failed: $(tail -1 "$LOGS/text_export_$c.log")"
+  done
+  run_test env RTVD_CLIP_PARITY_DIR=$d timeout 300 $dir/tests/text_encoder_cuda_test --gtest_brief=1 >"$LOGS/text_parity.log" 2>&1
+  local rc=$?
+  note "$(printf 'text parity rc=%s %s' $rc "$(grep -E '^\[  (PASSED|FAILED) ' "$LOGS/text_parity.log" | tr '\n' ' ')")"
+  grep -E 'rel_l2' "$LOGS/text_parity.log" | grep -E 'sd(15|21)_auto' | sed 's/^/  /'
+  for c in sd15 sd21; do
+    for b in 1 2; do
+      ./rtvd bench text --device cuda --model $d/$c --batch $b --json "$LOGS/text_rtvd_${c}_b$b.json" >"$LOGS/text_bench_${c}_b$b.txt" 2>&1
+      note "bench text $c batch $b rc=$? $(grep -E '^forward:' "$LOGS/text_bench_${c}_b$b.txt" | cut -c1-60)"
+    done
+  done
+  python3 - "$LOGS" "$OUT/text_encoder_cuda.json" <<'PY'
+import glob, json, os, subprocess, sys
+logs, out = sys.argv[1], sys.argv[2]
+gpu, driver = subprocess.check_output(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], text=True).strip().split(", ")
+rows = []
+for c in ("sd15", "sd21"):
+    torch_ms = json.load(open(f"{logs}/text_torch_{c}.json"))["transformers_fp16_sdpa_ms"]
+    for b in (1, 2):
+        r = json.load(open(f"{logs}/text_rtvd_{c}_b{b}.json"))
+        t = torch_ms[f"batch{b}"]
+        rows.append(dict(config=c, batch=b, rtvd_ms=r["ms_median"], rtvd_tflops=r["tflops"], floor_ms=r["floor_ms"],
+                         transformers_fp16_eager_ms=t, speedup=t / r["ms_median"]))
+        print(f"text {c} batch {b}: rtvd {r['ms_median']:.3f} ms, transformers {t:.3f} ms ({t / r['ms_median']:.1f}x)")
+doc = dict(bench="text", gpu=gpu, driver=driver, commit=r["commit"], date=r["date"], gemm_tflops=r["ceilings"]["gemm_tflops"],
+           rows=rows, parity=[l.strip() for l in open(f"{logs}/text_parity.log") if "rel_l2" in l])
+json.dump(doc, open(out, "w"), indent=1)
+PY
+}
+
 # Every kernel and its library alternative at production shapes.
 run_kernels() {
   ./rtvd bench kernels --runs 50 --json "$LOGS/kernels.json" 2>&1 | tee "$LOGS/kernels.txt"
@@ -154,6 +193,7 @@ for what in "${@:-all}"; do
     render) run_render ;;
     bench) run_bench ;;
     kernels) run_kernels ;;
+    text) run_text ;;
     gui) run_gui ;;
     all) run_tests; run_render; run_bench ;;
   esac
