@@ -223,7 +223,7 @@ int bench_unet_command(const std::vector<std::string>& args) {
     model = random_model(cfg, uint64_t(seed), config_spec);
   } else {
     model.config = cfg;
-    model.weights = std::make_unique<WeightStore>(SafeTensorsFile::open(weights_path), cfg.dtype);
+    model.weights = std::make_unique<WeightStore>(SafeTensorsFile::open(weights_path));
   }
   WeightStore& weights = *model.weights;
   step("weights");

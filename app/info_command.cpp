@@ -29,7 +29,7 @@ const std::vector<cli::FlagSpec>& info_flags() {
 std::string yes_no(bool b) { return b ? "yes" : "no"; }
 
 // Parameter count per top-level module ("down_blocks.0", "mid_block", ...), in checkpoint order.
-std::vector<std::pair<std::string, int64_t>> parameters_by_module(const SafeTensorsFile& file) {
+std::vector<std::pair<std::string, int64_t>> parameters_by_module(const TensorSet& file) {
   std::vector<std::pair<std::string, int64_t>> out;
   for (const TensorView& t : file.tensors()) {
     std::string module = t.name.substr(0, t.name.find('.'));
@@ -96,7 +96,7 @@ int info_command(const std::vector<std::string>& args) {
     std::printf("  classes      %d + null: %s\n", c.num_class_embeds - 1, names.c_str());
   }
   if (c.cross_attention_dim > 0) std::printf("  context      %dx%d\n", c.context_length, c.cross_attention_dim);
-  for (const auto& [module, n] : parameters_by_module(w.file()))
+  for (const auto& [module, n] : parameters_by_module(w.checkpoint()))
     std::printf("    %-16s %10lld\n", module.c_str(), (long long)n);
   std::printf("backend: %s\n", engine.backend().describe().c_str());
   std::printf("  memory       weights %.1f MiB, activations %.1f MiB at %dx%d, batch %d\n",

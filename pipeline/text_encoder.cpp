@@ -24,36 +24,39 @@ std::string weights_path(const std::string& dir) {
 
 // Where the checkpoint's names start: transformers 5 saves a CLIPTextModel without "text_model.", earlier
 // versions and the published SD checkpoints with it.
-std::string name_prefix(const SafeTensorsFile& file) {
+std::string name_prefix(const TensorSet& tensors) {
   for (const char* prefix : {"", "text_model."})
-    if (file.find(std::string(prefix) + "embeddings.token_embedding.weight")) return prefix;
-  fail(file.label(), ": no tensor 'embeddings.token_embedding.weight' or 'text_model.embeddings.token_embedding.weight'"
-                     " (not a CLIPTextModel checkpoint)");
+    if (tensors.find(std::string(prefix) + "embeddings.token_embedding.weight")) return prefix;
+  fail(tensors.label(), ": no tensor 'embeddings.token_embedding.weight' or 'text_model.embeddings.token_embedding.weight'"
+                        " (not a CLIPTextModel checkpoint)");
 }
 
 }  // namespace
 
-TextEncoder::TextEncoder(const std::string& dir, Backend& backend, int clip_skip)
-    : cfg_(load_clip_text_config(dir + "/config.json")), backend_(backend), clip_skip_(clip_skip) {
+TextEncoderCheckpoint load_text_encoder_folder(const std::string& dir) {
+  return {load_clip_text_config(dir + "/config.json"), TensorSet(SafeTensorsFile::open(weights_path(dir)))};
+}
+
+TextEncoder::TextEncoder(TextEncoderCheckpoint checkpoint, Backend& backend, int clip_skip)
+    : cfg_(checkpoint.config), backend_(backend), clip_skip_(clip_skip) {
   if (clip_skip < 0 || clip_skip >= cfg_.num_hidden_layers)
     fail("--clip-skip ", clip_skip, ": expected 0 to ", cfg_.num_hidden_layers - 1, " (the text encoder has ",
          cfg_.num_hidden_layers, " layers)");
-  SafeTensorsFile file = SafeTensorsFile::open(weights_path(dir));
-  prefix_ = name_prefix(file);
-  const DType dtype = file.find(prefix_ + "embeddings.token_embedding.weight")->dtype;
-  if (dtype != DType::F16 && dtype != DType::F32)
-    fail(file.label(), ": weights in ", dtype_name(dtype), ", expected F16 or F32");
-  // Exactly the architecture's tensors, each of its shape and dtype (older transformers also saved the
-  // position_ids buffer), whatever clip skip leaves unused.
+  const TensorSet& tensors = checkpoint.tensors;
+  prefix_ = name_prefix(tensors);
+  // Exactly the architecture's tensors, each of its shape, whatever clip skip leaves unused.
   std::set<std::string> expected;
-  for (const TensorSpec& s : clip_text_parameters(cfg_, prefix_, dtype)) {
-    file.get(s.name, s.dtype, s.shape);
+  for (const TensorSpec& s : clip_text_parameters(cfg_, prefix_, DType::F16)) {
+    tensors.get_float(s.name, s.shape);
     expected.insert(s.name);
   }
-  for (const TensorView& t : file.tensors())
-    if (!expected.count(t.name) && t.name != prefix_ + "embeddings.position_ids")
-      fail(file.label(), ": unexpected tensor '", t.name, "' (not a parameter of this config's CLIPTextModel)");
-  weights_ = std::make_unique<WeightStore>(std::move(file), dtype);
+  for (const TensorView& t : tensors.tensors())
+    if (!expected.count(t.name) && t.name != prefix_ + "embeddings.position_ids") {
+      const std::string source = tensors.source_name(t.name);
+      fail(tensors.label(), ": unexpected tensor '", source.empty() ? t.name : source,
+           "' (not a parameter of this config's CLIPTextModel)");
+    }
+  weights_ = std::make_unique<WeightStore>(std::move(checkpoint.tensors));
 }
 
 void TextEncoder::prepare(int batch) {

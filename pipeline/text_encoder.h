@@ -14,12 +14,24 @@
 
 namespace rtvd {
 
+// A text encoder's config and checkpoint tensors, under transformers' CLIPTextModel names (with or without
+// "text_model.", which transformers 5 leaves out), F16, BF16 or F32.
+struct TextEncoderCheckpoint {
+  ClipTextConfig config;
+  TensorSet tensors;
+};
+
+// A diffusers text_encoder/ folder: config.json and model.safetensors (or model.fp16.safetensors).
+TextEncoderCheckpoint load_text_encoder_folder(const std::string& dir);
+
 class TextEncoder {
  public:
-  // dir: a diffusers text_encoder/ folder: config.json and model.safetensors (or model.fp16.safetensors),
-  // F16 or F32. clip_skip N: the hidden state N layers before the last, through the final LayerNorm (as
-  // diffusers' clip_skip); 0 = the last hidden state.
-  TextEncoder(const std::string& dir, Backend& backend, int clip_skip = 0);
+  // Exactly the architecture's tensors, each of its shape (older transformers also saved the position_ids
+  // buffer, which is ignored), else an Error naming the tensor. clip_skip N: the hidden state N layers before
+  // the last, through the final LayerNorm (as diffusers' clip_skip); 0 = the last hidden state.
+  TextEncoder(TextEncoderCheckpoint checkpoint, Backend& backend, int clip_skip = 0);
+  TextEncoder(const std::string& dir, Backend& backend, int clip_skip = 0)
+      : TextEncoder(load_text_encoder_folder(dir), backend, clip_skip) {}
 
   const ClipTextConfig& config() const { return cfg_; }
   int tokens() const { return cfg_.max_position_embeddings; }  // ids per prompt (77)

@@ -36,7 +36,7 @@ struct BuiltGraph {
 
   explicit BuiltGraph(const std::string& name) : cfg(builtin_model_config(name)) {
     weights = std::make_unique<WeightStore>(
-        SafeTensorsFile::build("zeros", unet_parameters(cfg), [](size_t, uint8_t*) {}), cfg.dtype);
+        SafeTensorsFile::build("zeros", unet_parameters(cfg), [](size_t, uint8_t*) {}));
     const int s = cfg.sample_size;
     Ref x = graph.add_tensor("x", Elem::Act, {2, s, s, cfg.in_channels}, true);
     Ref context = graph.add_tensor("context", Elem::Act, {2, cfg.context_length, cfg.cross_attention_dim}, true);

@@ -60,11 +60,11 @@ configure() {
 
 # What the fuzzers compile of the tree (tests/fuzz/CMakeLists.txt), and the headers that hold their checks.
 fuzzed_sources=(pipeline/model_files/json_text.cpp pipeline/model_files/config_reader.cpp pipeline/model_files/safetensors.cpp
-                pipeline/model_files/model_config.cpp pipeline/model_files/weights.cpp
+                pipeline/model_files/model_config.cpp pipeline/model_files/weights.cpp pipeline/model_files/tensor_set.cpp
                 pipeline/models/unet_parameters.cpp pipeline/io/png.cpp pipeline/text/clip_tokenizer.cpp
                 pipeline/text/unicode_text.cpp pipeline/model_files/json_text.h
                 pipeline/model_files/config_reader.h pipeline/model_files/safetensors.h pipeline/model_files/model_config.h
-                pipeline/model_files/weights.h pipeline/io/png.h pipeline/text/clip_tokenizer.h
+                pipeline/model_files/weights.h pipeline/model_files/tensor_set.h pipeline/io/png.h pipeline/text/clip_tokenizer.h
                 pipeline/text/unicode_text.h kernels/common/checked_math.h)
 
 parser_of() { local t=${1%_fuzzer}; echo "${t%_structured}"; }

@@ -1,8 +1,9 @@
-// Model weights on the host, by name. Checkpoint tensors are checked for the config's dtype and the exact
-// shape the architecture expects, then described rather than copied: an engine weight is a list of
+// Model weights on the host, by name. Checkpoint tensors (a TensorSet: F16, BF16 or F32) are checked for the
+// exact shape the architecture expects, then described rather than copied: an engine weight is a list of
 // checkpoint tensors (views into the mapped file) in an engine layout, or per-channel floats computed at
 // load. A backend writes each weight once, straight into its own memory in its own element type, so an
-// fp16 checkpoint reaches an fp16 GPU without an fp32 round trip or a second host copy.
+// fp16 checkpoint reaches an fp16 GPU without an fp32 round trip or a second host copy; a tensor with LoRA
+// updates goes through one fp32 buffer of its own size, where they are merged.
 #pragma once
 #include <functional>
 #include <map>
@@ -11,6 +12,7 @@
 
 #include "pipeline/graph/graph.h"
 #include "pipeline/model_files/safetensors.h"
+#include "pipeline/model_files/tensor_set.h"
 
 namespace rtvd {
 
@@ -21,6 +23,7 @@ struct WeightTensor {
   // Act: checkpoint tensors stacked along their first dimension (q, k, v into one QKV matrix)...
   std::vector<TensorView> parts;
   bool oihw_to_ohwi = false;   // ...each a conv weight (o, i, kh, kw) stored as (o, kh, kw, i)
+  std::vector<std::vector<LowRankDelta>> part_deltas;  // per part: its LoRA updates (views too)
   std::vector<float> values;   // F32: the values
 
   // A weight made of checkpoint tensors, and one of floats computed at load.
@@ -28,16 +31,18 @@ struct WeightTensor {
   static WeightTensor floats(std::vector<int64_t> shape, std::vector<float> values);
 
   int64_t numel() const;
-  // Writes the numel() elements to dst: Act weights as `act` (F32 or F16), F32 weights as float. Large
-  // weights are written by all OpenMP threads.
+  // Writes the numel() elements to dst: Act weights as `act` (F32 or F16), F32 weights as float, each part
+  // with its LoRA updates merged. Large weights are written by all OpenMP threads.
   void write(void* dst, DType act) const;
 };
 
 class WeightStore {
  public:
-  WeightStore(SafeTensorsFile file, DType dtype);
+  explicit WeightStore(TensorSet tensors);
+  explicit WeightStore(SafeTensorsFile file) : WeightStore(TensorSet(std::move(file))) {}
 
-  // A checkpoint tensor as fp32 in PyTorch layout; Error when missing or of another dtype/shape.
+  // A checkpoint tensor as fp32 in PyTorch layout, LoRA updates merged; Error when missing, of another
+  // shape or not a float.
   std::vector<float> read(const std::string& name, const std::vector<int64_t>& shape);
   // The same check, then the tensor itself (a view into the file, valid while the store lives).
   const TensorView& view(const std::string& name, const std::vector<int64_t>& shape);
@@ -49,12 +54,11 @@ class WeightStore {
   void check_all_read() const;
 
   const std::vector<WeightTensor>& tensors() const { return tensors_; }
-  const SafeTensorsFile& file() const { return file_; }
-  int64_t checkpoint_parameters() const;  // elements in the checkpoint
+  const TensorSet& checkpoint() const { return set_; }
+  int64_t checkpoint_parameters() const { return set_.parameters(); }
 
  private:
-  SafeTensorsFile file_;
-  DType dtype_;
+  TensorSet set_;
   std::map<std::string, int> read_;
   std::map<std::string, int> index_;
   std::vector<WeightTensor> tensors_;

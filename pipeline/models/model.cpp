@@ -26,7 +26,7 @@ Model load_diffusers_model(const std::string& dir) {
   m.source = dir;
   m.config = parse_diffusers_unet_config(read_config_file(f.unet_config), f.unet_config, conv_in->dtype);
   m.config.name = std::filesystem::canonical(dir).filename().string();
-  m.weights = std::make_unique<WeightStore>(std::move(file), m.config.dtype);
+  m.weights = std::make_unique<WeightStore>(std::move(file));
   m.text_encoder_dir = f.text_encoder_dir;
   m.tokenizer_dir = f.tokenizer_dir;
   return m;
@@ -47,7 +47,7 @@ Model load_model(const std::string& dir) {
   Model m;
   m.source = dir;
   m.config = load_model_config(dir + "/config.json");
-  m.weights = std::make_unique<WeightStore>(SafeTensorsFile::open(dir + "/weights.safetensors"), m.config.dtype);
+  m.weights = std::make_unique<WeightStore>(SafeTensorsFile::open(dir + "/weights.safetensors"));
   return m;
 }
 
@@ -57,8 +57,7 @@ Model load_embedded_model() {
   m.source = "embedded default model";
   m.config = parse_model_config(std::string(e.config), "embedded default model config.json");
   m.weights = std::make_unique<WeightStore>(
-      SafeTensorsFile::from_memory(e.weights.data(), e.weights.size(), "embedded default model weights.safetensors"),
-      m.config.dtype);
+      SafeTensorsFile::from_memory(e.weights.data(), e.weights.size(), "embedded default model weights.safetensors"));
   return m;
 }
 
@@ -66,7 +65,7 @@ Model random_model(const ModelConfig& cfg, uint64_t seed, const std::string& sou
   Model m;
   m.source = source;
   m.config = cfg;
-  m.weights = std::make_unique<WeightStore>(random_checkpoint(cfg, seed), cfg.dtype);
+  m.weights = std::make_unique<WeightStore>(random_checkpoint(cfg, seed));
   return m;
 }
 

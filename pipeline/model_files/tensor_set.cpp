@@ -1,0 +1,176 @@
+#include "pipeline/model_files/tensor_set.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/common/checked_math.h"
+#include "kernels/common/error.h"
+#include "pipeline/model_files/half.h"
+
+namespace rtvd {
+
+namespace {
+
+bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+
+// A float is NaN or infinite exactly when its exponent bits are all ones; then adding the exponent's lowest
+// bit to them carries into the top bit, which no finite value reaches. An OR of that over a block (adds, ands
+// and ors, no branch) vectorises: one thread checks ~10 GB/s (a 1.7 GB checkpoint in 0.15 s, the default
+// model in 1 ms), so no parallel region, whose threads may spin on a busy machine, is worth starting.
+template <class Bits, Bits kExponent>
+Bits exponent_carry(const uint8_t* data, int64_t i) {
+  Bits b;
+  std::memcpy(&b, data + i * int64_t(sizeof(Bits)), sizeof(Bits));  // offsets in the file need not be aligned
+  return Bits((b & kExponent) + (kExponent & (~kExponent + 1)));
+}
+
+// The index of the first NaN or infinity among n elements, or n; only a block that has one is searched.
+template <class Bits, Bits kExponent>
+int64_t first_non_finite(const uint8_t* data, int64_t n) {
+  constexpr Bits kTop = Bits(Bits(1) << (8 * sizeof(Bits) - 1));
+  constexpr int64_t kBlock = 4096;
+  for (int64_t begin = 0; begin < n; begin += kBlock) {
+    const int64_t end = std::min(n, begin + kBlock);
+    Bits any = 0;
+    for (int64_t i = begin; i < end; ++i) any |= exponent_carry<Bits, kExponent>(data, i);
+    if (!(any & kTop)) continue;
+    for (int64_t i = begin; i < end; ++i)
+      if (exponent_carry<Bits, kExponent>(data, i) & kTop) return i;
+  }
+  return n;
+}
+
+// Whether a delta's factors fit the weight: up (out, r[, 1, 1]), down (r, in[, kh, kw]).
+bool delta_fits(const TensorView& w, const LowRankDelta& d) {
+  const auto& ws = w.shape;
+  const auto& u = d.up.shape;
+  const auto& v = d.down.shape;
+  if (ws.size() != 2 && ws.size() != 4) return false;
+  if (u.size() != ws.size() || v.size() != ws.size() || u[0] != ws[0] || u[1] != v[0] || v[1] != ws[1]) return false;
+  if (ws.size() == 4) return u[2] == 1 && u[3] == 1 && v[2] == ws[2] && v[3] == ws[3];
+  return true;
+}
+
+}  // namespace
+
+float float_element(const TensorView& t, int64_t i) {
+  switch (t.dtype) {
+    case DType::F64: { double d; std::memcpy(&d, t.data + 8 * i, 8); return float(d); }
+    case DType::F32: { float f; std::memcpy(&f, t.data + 4 * i, 4); return f; }
+    case DType::F16: { uint16_t h; std::memcpy(&h, t.data + 2 * i, 2); return half_to_float(h); }
+    case DType::BF16: {  // the top half of a float
+      uint16_t h;
+      std::memcpy(&h, t.data + 2 * i, 2);
+      const uint32_t bits = uint32_t(h) << 16;
+      float f;
+      std::memcpy(&f, &bits, 4);
+      return f;
+    }
+    default: fail("tensor '", t.name, "': ", dtype_name(t.dtype), " is not a float dtype");
+  }
+}
+
+TensorView row_slice(const TensorView& t, int64_t begin, int64_t end, std::string name) {
+  if (t.shape.empty() || begin < 0 || end > t.shape[0] || begin >= end)
+    fail("tensor '", t.name, "': rows [", begin, ", ", end, ") of shape ", shape_string(t.shape));
+  const int64_t row_bytes = t.shape[0] > 0 ? int64_t(t.bytes) / t.shape[0] : 0;
+  TensorView v = t;
+  v.name = std::move(name);
+  v.shape[0] = end - begin;
+  v.data = t.data + begin * row_bytes;
+  v.bytes = size_t((end - begin) * row_bytes);
+  return v;
+}
+
+TensorSet::TensorSet(SafeTensorsFile file) : label_(file.label()) {
+  auto shared = std::make_shared<const SafeTensorsFile>(std::move(file));
+  for (const TensorView& t : shared->tensors()) add(t.name, t, "", shared);
+}
+
+void TensorSet::keep(std::shared_ptr<const SafeTensorsFile> file) {
+  if (file && std::find(files_.begin(), files_.end(), file) == files_.end()) files_.push_back(std::move(file));
+}
+
+void TensorSet::add(std::string name, const TensorView& view, std::string source,
+                    std::shared_ptr<const SafeTensorsFile> file) {
+  if (index_.count(name)) fail(label_, ": tensor '", name, "' given twice", source.empty() ? "" : cat(" (by '", source, "')"));
+  keep(std::move(file));
+  index_.emplace(name, tensors_.size());
+  TensorView v = view;
+  v.name = std::move(name);
+  tensors_.push_back(std::move(v));
+  entries_.push_back(Entry{source == tensors_.back().name ? "" : std::move(source), {}});
+}
+
+const TensorSet::Entry* TensorSet::entry(std::string_view name) const {
+  const auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &entries_[it->second];
+}
+
+const TensorView* TensorSet::find(std::string_view name) const {
+  const auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &tensors_[it->second];
+}
+
+std::string TensorSet::source_name(std::string_view name) const {
+  const Entry* e = entry(name);
+  return e ? e->source : "";
+}
+
+const TensorView& TensorSet::get_float(std::string_view name, std::span<const int64_t> shape) const {
+  const TensorView* t = find(name);
+  if (!t) fail(label_, ": tensor '", name, "' is missing");
+  const std::string source = source_name(name);
+  const std::string called = source.empty() ? cat("'", name, "'") : cat("'", source, "' (", name, ")");
+  if (!is_float(t->dtype)) fail(label_, ": tensor ", called, ": expected dtype F16, BF16 or F32, got ", dtype_name(t->dtype));
+  if (!std::ranges::equal(t->shape, shape))
+    fail(label_, ": tensor ", called, ": expected shape ", shape_string(shape), ", got ", shape_string(t->shape));
+  return *t;
+}
+
+void TensorSet::add_delta(std::string_view name, const LowRankDelta& delta, std::shared_ptr<const SafeTensorsFile> file) {
+  const auto it = index_.find(name);
+  if (it == index_.end()) fail(label_, ": no tensor '", name, "' for a LoRA update");
+  const TensorView& w = tensors_[it->second];
+  if (!delta_fits(w, delta))
+    fail(delta.up.name, " and ", delta.down.name, ": shapes ", shape_string(delta.up.shape), " and ",
+         shape_string(delta.down.shape), " do not make an update of '", name, "' ", shape_string(w.shape));
+  if (!is_float(delta.up.dtype) || !is_float(delta.down.dtype))
+    fail(delta.up.name, ": LoRA factors must be F16, BF16 or F32, got ", dtype_name(delta.up.dtype), " and ",
+         dtype_name(delta.down.dtype));
+  keep(std::move(file));
+  entries_[it->second].deltas.push_back(delta);
+}
+
+const std::vector<LowRankDelta>* TensorSet::deltas(std::string_view name) const {
+  const Entry* e = entry(name);
+  return e && !e->deltas.empty() ? &e->deltas : nullptr;
+}
+
+void TensorSet::check_finite() const {
+  for (const TensorView& t : tensors_) {
+    const int64_t n = t.numel();
+    int64_t bad = n;
+    switch (t.dtype) {
+      case DType::F64: bad = first_non_finite<uint64_t, 0x7ff0000000000000ull>(t.data, n); break;
+      case DType::F32: bad = first_non_finite<uint32_t, 0x7f800000u>(t.data, n); break;
+      case DType::F16: bad = first_non_finite<uint16_t, 0x7c00>(t.data, n); break;
+      case DType::BF16: bad = first_non_finite<uint16_t, 0x7f80>(t.data, n); break;
+      default: break;  // integer tensors are finite
+    }
+    if (bad == n) continue;
+    const float v = float_element(t, bad);
+    const std::string source = source_name(t.name);
+    fail(label_, ": tensor '", source.empty() ? t.name : source, "' holds ", std::isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf",
+         " at element ", bad, " of ", shape_string(t.shape), ", expected finite weights");
+  }
+}
+
+int64_t TensorSet::parameters() const {
+  int64_t n = 0;
+  for (const TensorView& t : tensors_) n = checked_add(n, t.numel(), label_);
+  return n;
+}
+
+}  // namespace rtvd

@@ -1,0 +1,73 @@
+// A model component's checkpoint tensors under the names its graph builder asks for (diffusers'), as views
+// into mapped safetensors files that the set keeps alive. A diffusers folder's component file is one set as it
+// stands; a single-file checkpoint gives each component the tensors under its prefix, renamed, with OpenCLIP's
+// fused attention projections split into row ranges: views all, no copy of a weight on the host. LoRA's
+// low-rank updates are attached here by name and merged when a weight is written (weights.h).
+#pragma once
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pipeline/model_files/safetensors.h"
+
+namespace rtvd {
+
+// W += scale * up down: up (out, rank) or (out, rank, 1, 1), down (rank, in) or (rank, in, kh, kw), for a
+// weight (out, in) or (out, in, kh, kw).
+struct LowRankDelta {
+  TensorView up, down;
+  float scale = 1.0f;
+};
+
+class TensorSet {
+ public:
+  explicit TensorSet(std::string label) : label_(std::move(label)) {}
+  // Every tensor of the file under its own name.
+  explicit TensorSet(SafeTensorsFile file);
+
+  // Adds `view` (a tensor of `file`, or rows of one: row_slice) under `name`; source names it in errors
+  // ("model.diffusion_model.out.2.weight"). Error on a name added twice.
+  void add(std::string name, const TensorView& view, std::string source, std::shared_ptr<const SafeTensorsFile> file);
+
+  const std::string& label() const { return label_; }
+  const std::vector<TensorView>& tensors() const { return tensors_; }  // each named as added
+  const TensorView* find(std::string_view name) const;
+  // The tensor in a float dtype (F16, BF16 or F32) and exactly this shape, else an Error naming the file,
+  // the tensor (its name in the file too, where that differs) and what was expected.
+  const TensorView& get_float(std::string_view name, std::span<const int64_t> shape) const;
+  // The name in the file of a tensor of the set ("" if it has none).
+  std::string source_name(std::string_view name) const;
+
+  // Low-rank updates of a tensor, merged when it is written; shapes are checked here.
+  void add_delta(std::string_view name, const LowRankDelta& delta, std::shared_ptr<const SafeTensorsFile> file);
+  const std::vector<LowRankDelta>* deltas(std::string_view name) const;
+
+  // Every float tensor finite, else an Error naming the tensor and the first bad element.
+  void check_finite() const;
+  int64_t parameters() const;  // elements of every tensor
+
+ private:
+  struct Entry {
+    std::string source;
+    std::vector<LowRankDelta> deltas;
+  };
+  std::string label_;
+  std::vector<TensorView> tensors_;
+  std::vector<Entry> entries_;
+  std::map<std::string, size_t, std::less<>> index_;
+  std::vector<std::shared_ptr<const SafeTensorsFile>> files_;
+
+  const Entry* entry(std::string_view name) const;
+  void keep(std::shared_ptr<const SafeTensorsFile> file);
+};
+
+// Rows [begin, end) of a row-major tensor (dimension 0), as a view named `name`.
+TensorView row_slice(const TensorView& t, int64_t begin, int64_t end, std::string name);
+
+// Element i of a float tensor (F64, F32, F16 or BF16) as a float.
+float float_element(const TensorView& t, int64_t i);
+
+}  // namespace rtvd
