@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Here: pack what tools/device-check.sh runs on the GPU machine (git-ignored, sent with the device tool's
 # carry), with the BLAS and ICU libraries rtvd links, which that machine lacks:
-#   tools/device-bundle.sh       .device/bundle.tar.xz: rtvd and the test binaries of build-device
+#   tools/device-bundle.sh       .device/bundle.tar.xz: rtvd and the GPU test binaries of build-device
 #                                (CUDA for sm_90, no OpenCV, no GUI), with the data the build copies beside
 #                                them (tests/data/ and assets/: 1.1 + 6.8 MB), so they run from wherever
 #                                the bundle is unpacked
@@ -22,9 +22,12 @@ if [[ $what == gui ]]; then
 else
   mkdir -p "$stage/tests"
   cp "$root/build-device/rtvd" "$stage/"
-  # The test binaries ctest knows in this build (not whatever an older tree left in the folder).
+  # The test binaries that tools/device-check.sh runs there (the GPU suites, one per op folder, the engine and
+  # golden tests), among those ctest knows in this build (not whatever an older tree left in the folder): the
+  # CPU-only suites would take the bundle past what a call may carry.
+  gpu_tests="_cuda_test|/engine_test|/unet_golden_test$(for f in "$root"/tests/ops/*_test.cpp; do printf '|/%s' "$(basename "$f" .cpp)"; done)"
   ctest --test-dir "$root/build-device" --show-only=json-v1 | grep -o '"/[^"]*/tests/[a-z0-9_]*_test"' | tr -d '"' |
-    sort -u | xargs -I{} cp {} "$stage/tests/"
+    sort -u | grep -E "($gpu_tests)\$" | xargs -I{} cp {} "$stage/tests/"
   for d in data assets; do
     if [[ ! -d $root/build-device/tests/$d ]]; then
       echo "build-device/tests/$d is missing: rebuild build-device (the build copies the tests' data beside them)"

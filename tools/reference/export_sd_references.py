@@ -368,7 +368,7 @@ def export_single_files(tiny_sd, out, diffusers_root):
         for d, o in (("self_attn.out_proj", "attn.out_proj"), ("layer_norm1", "ln_1"), ("layer_norm2", "ln_2"),
                      ("mlp.fc1", "mlp.c_fc"), ("mlp.fc2", "mlp.c_proj")):
             oc[b + o + ".weight"] = te[a + d + ".weight"] * (1.5 if i == layers else 1)
-            oc[b + o + ".bias"] = te[a + d + ".bias"]
+            oc[b + o + ".bias"] = te[a + d + ".bias"].clone()  # save_file refuses tensors that share memory
     rest = {k: v for k, v in sd.items() if not k.startswith("cond_stage_model.")}
     rest.update(oc)
     save_file({k: v.contiguous() for k, v in rest.items()}, os.path.join(out, "tiny_sd_openclip.safetensors"),
