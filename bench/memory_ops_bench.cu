@@ -126,10 +126,14 @@ void bench_memory_ops(Table& t) {
     if (!c.production) continue;
     Buffers b;
     float* x = b.float_random(c.count);
-    void* model_in = c.model_in ? b.raw(size_t(c.batch) * c.count * 2) : nullptr;
-    const double bytes = c.count * (2.0 * c.batch + 8.0 + (c.model_in ? 2.0 * c.batch : 0.0));
+    const float* noise = c.noise ? b.float_random(c.count) : nullptr;
+    const int copies = c.copies > 0 ? c.copies : c.batch;
+    void* model_in = c.model_in ? b.raw(size_t(copies) * c.count * 2) : nullptr;
+    const double bytes = c.count * ((c.v ? 2.0 * c.batch : 0.0) + 8.0 + (c.noise ? 4.0 : 0.0) +
+                                    (c.model_in ? 2.0 * copies : 0.0));
+    const StepScalars s{.guidance = 3.0f, .x_coef = 0.98f, .out_coef = -0.25f, .noise_coef = 0.1f, .input_scale = 0.7f};
     timed(t, "guidance_step", c.name, size_t(c.batch) * c.count, bytes, [&](const void* v, const CudaContext& ctx) {
-      guidance_step(guidance_step_params(c, v, x, model_in, 3.0f, 0.25f), ctx);
+      guidance_step(guidance_step_params(c, v, x, noise, model_in, s), ctx);
     });
   }
   for (const DenoiseBlendCase& c : denoise_blend_cases()) {
@@ -139,9 +143,10 @@ void bench_memory_ops(Table& t) {
     float* x = b.float_random(count);
     float* prev = b.float_random(count);
     auto* rgba = c.rgba ? static_cast<uint8_t*>(b.raw(size_t(c.h) * c.w * 4)) : nullptr;
-    const double bytes = count * (2.0 * c.batch + 8.0 + (c.first ? 4.0 : 8.0)) + (c.rgba ? c.h * c.w * 4.0 : 0.0);
+    const double bytes = count * (2.0 * c.batch + (c.x ? 8.0 : 0.0) + (c.first ? 4.0 : 8.0)) + (c.rgba ? c.h * c.w * 4.0 : 0.0);
+    const StepScalars s{.guidance = 3.0f, .x_coef = 1.0f, .out_coef = -0.25f};
     timed(t, "denoise_blend", c.name, size_t(c.batch) * count, bytes, [&](const void* v, const CudaContext& ctx) {
-      denoise_blend(denoise_blend_params(c, v, x, prev, rgba, 3.0f, 0.25f, 0.5f), ctx);
+      denoise_blend(denoise_blend_params(c, v, x, prev, rgba, s, 0.5f), ctx);
     });
   }
 }

@@ -7,29 +7,31 @@
 #include "pipeline/device.h"
 #include "kernels/common/error.h"
 #include "pipeline/io/noise_walk.h"
+#include "pipeline/latent_frame_plan.h"
 
 namespace rtvd {
 
-Engine::Engine(const EngineOptions& o) : model_(load_model(o.model_dir)) {
+Engine::Engine(const EngineOptions& o) : model_(load_model(o.model)) {
   const ModelConfig& c = model_.config;
-  width_ = o.width > 0 ? o.width : c.sample_size;
-  height_ = o.height > 0 ? o.height : c.sample_size;
+  width_ = o.width > 0 ? o.width : model_.native_size();
+  height_ = o.height > 0 ? o.height : model_.native_size();
   if (width_ > kMaxFrameSide || height_ > kMaxFrameSide)
     fail("--size ", width_, "x", height_, ": width and height must be at most ", kMaxFrameSide);
-  const int m = c.size_multiple();
+  const int m = model_.size_multiple();
   if (width_ % m || height_ % m)
     fail("--size ", width_, "x", height_, ": width and height must be multiples of ", m, " for this model");
   backend_ = make_backend(o.device, o.threads, o.kernels, &device_note_);
-  if (!model_.text_encoder_dir.empty()) {
+  if (model_.text_encoder) {
     // The text encoder gets a backend of its own (its graph is prepared once, beside the frame's), on the
     // device the frames run on.
     const DeviceKind where = backend_->is_cuda() ? DeviceKind::Cuda : DeviceKind::Cpu;
-    prompt_encoder_ = std::make_unique<PromptEncoder>(model_.text_encoder_dir, model_.tokenizer_dir,
+    const std::string label = model_.text_encoder->tensors.label();
+    prompt_encoder_ = std::make_unique<PromptEncoder>(std::move(*model_.text_encoder), model_.tokenizer_dir,
                                                       make_backend(where, o.threads, o.kernels, nullptr), o.clip_skip);
+    model_.text_encoder.reset();
     if (prompt_encoder_->width() != c.cross_attention_dim || prompt_encoder_->tokens() != c.context_length)
-      fail(model_.text_encoder_dir, ": the text encoder gives ", prompt_encoder_->tokens(), " x ",
-           prompt_encoder_->width(), " embeddings, but the U-Net's cross-attention takes ", c.context_length, " x ",
-           c.cross_attention_dim);
+      fail(label, ": the text encoder gives ", prompt_encoder_->tokens(), " x ", prompt_encoder_->width(),
+           " embeddings, but the U-Net's cross-attention takes ", c.context_length, " x ", c.cross_attention_dim);
     set_prompts(PromptSettings{});
   } else if (o.clip_skip != 0) {
     fail("--clip-skip ", o.clip_skip, ": this model has no text encoder");
@@ -50,12 +52,20 @@ void Engine::configure(const FrameSettings& s, bool img2img) {
   // Keep the blend history across re-plans so a settings change doesn't flash.
   std::vector<float> previous;
   if (configured_ && !first_frame_) {
-    previous.resize(size_t(width_) * height_ * model_.config.in_channels);
+    previous.resize(size_t(width_) * height_ * model_.image_channels());
     backend_->read(plan_.prev, previous.data(), previous.size());
   }
   settings_ = s;
   img2img_ = img2img;
-  plan_ = build_frame_plan(model_.config, *model_.weights, s, img2img, width_, height_, int(backend_->act_bytes()));
+  const int act_bytes = int(backend_->act_bytes());
+  if (model_.latent()) {
+    sampler_ = make_sampler_plan(*model_.scheduler, s.sampler.value_or(model_.scheduler->native_sampler()), s.steps,
+                                 img2img ? s.strength : 1.0f);
+    plan_ = build_latent_frame_plan({model_.config, *model_.autoencoder, sampler_}, *model_.weights, s, img2img, width_,
+                                    height_, act_bytes);
+  } else {
+    plan_ = build_frame_plan(model_.config, *model_.weights, s, img2img, width_, height_, act_bytes);
+  }
   backend_->upload_weights(*model_.weights);
   backend_->prepare(plan_.graph);
   if (plan_.class_ids) {
@@ -126,15 +136,19 @@ void Engine::write_context(float t) {
 
 void Engine::step(const std::vector<float>* image) {
   write_context(travel_position());
-  const size_t count = size_t(width_) * height_ * model_.config.in_channels;
-  sample_.resize(count);
-  noise_walk(settings_.seed, frame_, settings_.noise_period, sample_.data(), count);
-  if (img2img_) {
-    if (!image || image->size() != count) fail("img2img frame: expected ", count, " values, got ", image ? image->size() : 0);
-    const float s = plan_.start_t;
-    for (size_t i = 0; i < count; ++i) sample_[i] = (1.0f - s) * (*image)[i] + s * sample_[i];
+  if (plan_.latent()) {
+    write_latent_inputs(image);
+  } else {
+    const size_t count = size_t(width_) * height_ * model_.config.in_channels;
+    sample_.resize(count);
+    noise_walk(settings_.seed, frame_, settings_.noise_period, sample_.data(), count);
+    if (img2img_) {
+      if (!image || image->size() != count) fail("img2img frame: expected ", count, " values, got ", image ? image->size() : 0);
+      const float s = plan_.start_t;
+      for (size_t i = 0; i < count; ++i) sample_[i] = (1.0f - s) * (*image)[i] + s * sample_[i];
+    }
+    backend_->write(plan_.sample, sample_.data(), count);
   }
-  backend_->write(plan_.sample, sample_.data(), count);
   auto& blend = std::get<DenoiseBlendOp>(plan_.graph.frame[plan_.blend_op].body);
   if (blend.p.first != first_frame_) {
     blend.p.first = first_frame_;
@@ -147,6 +161,27 @@ void Engine::step(const std::vector<float>* image) {
   first_frame_ = false;
   image_current_ = false;
   ++frame_;
+}
+
+// A latent frame's host inputs: the noise walk in latent space, each noise-adding step's own walk (seeded
+// apart, so that consecutive frames stay close at every step), and the source image for img2img.
+void Engine::write_latent_inputs(const std::vector<float>* image) {
+  const size_t count = size_t(plan_.latent_width) * plan_.latent_height * model_.config.in_channels;
+  sample_.resize(count);
+  noise_walk(settings_.seed, frame_, settings_.noise_period, sample_.data(), count);
+  backend_->write(plan_.sample, sample_.data(), count);
+  if (!plan_.noise_steps.empty()) {
+    noise_.resize(count * plan_.noise_steps.size());
+    for (size_t j = 0; j < plan_.noise_steps.size(); ++j)
+      noise_walk(settings_.seed + 1 + uint64_t(plan_.noise_steps[j]), frame_, settings_.noise_period,
+                 noise_.data() + j * count, count);
+    backend_->write(plan_.noise, noise_.data(), noise_.size());
+  }
+  if (img2img_) {
+    const size_t pixels = size_t(width_) * height_ * 3;
+    if (!image || image->size() != pixels) fail("img2img frame: expected ", pixels, " values, got ", image ? image->size() : 0);
+    backend_->write(plan_.image, image->data(), pixels);
+  }
 }
 
 void Engine::restart() {

@@ -12,12 +12,13 @@
 #include "pipeline/models/model.h"
 #include "pipeline/prompt_encoder.h"
 #include "pipeline/prompt_settings.h"
+#include "pipeline/samplers/sampler_plan.h"
 
 namespace rtvd {
 
 // Where and what the engine runs; the CLI reads its flags straight into these (app/cli.h).
 struct EngineOptions {
-  std::string model_dir;                        // --model; empty: the embedded default model
+  ModelOptions model;                           // --model --vae --lora --prediction-type --config
   DeviceKind device = DeviceKind::Auto;         // --device
   int threads = 0;                              // --threads: CPU threads, 0 = follow the load (cpu_threads.h)
   KernelFamily kernels = KernelFamily::Auto;    // --kernels: which CUDA kernels the heavy ops choose from
@@ -47,8 +48,8 @@ class Engine {
   const PromptSettings& prompts() const { return prompts_; }
   bool has_text_encoder() const { return prompt_encoder_ != nullptr; }
 
-  // One frame, left on the backend. image: (height, width, in_channels) in [-1, 1] for img2img, or null
-  // for the noise walk.
+  // One frame, left on the backend. image: (height, width, in_channels) in [-1, 1] for img2img (latent
+  // models: RGB, encoded by the autoencoder), or null for the noise walk.
   void step(const std::vector<float>* image);
   // The last frame on the host (read back at the first call after a step).
   const ImageRgba8& image();
@@ -85,12 +86,14 @@ class Engine {
   float context_t_ = -1;  // travel position of the context on the backend; -1 = not written
   bool img2img_ = false, configured_ = false, first_frame_ = true, image_current_ = false;
   FramePlan plan_;
+  SamplerPlan sampler_;  // latent models: the sampler's steps for the current settings
   int64_t frame_ = 0;
   std::vector<float> sample_, noise_;
   ImageRgba8 image_, taken_;
   int queued_ = 0;
 
   void check_memory(const FrameSettings& s) const;
+  void write_latent_inputs(const std::vector<float>* image);
   float travel_position() const;
   void write_context(float t);
 };

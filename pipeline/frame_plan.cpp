@@ -106,8 +106,9 @@ FramePlan build_frame_plan(const ModelConfig& cfg, WeightStore& weights, const F
       GuidanceStepOp step;
       step.p.count = count;
       step.p.batch = B;
+      step.p.copies = B;
       step.p.guidance = s.guidance;
-      step.p.dt = dt;
+      step.p.out_coef = -dt;  // rectified flow's Euler step: x - dt v
       step.v = v;
       step.x = plan.sample;
       step.model_in = model_in;
@@ -121,7 +122,7 @@ FramePlan build_frame_plan(const ModelConfig& cfg, WeightStore& weights, const F
     last.p.c = C;
     last.p.batch = B;
     last.p.guidance = s.guidance;
-    last.p.dt = dt;
+    last.p.out_coef = -dt;
     last.p.blend = s.blend;
     last.v = v;
     last.x = plan.sample;

@@ -27,11 +27,16 @@ struct FrameSettings {
 
 struct FramePlan {
   Graph graph;
-  int batch = 2, width = 0, height = 0;
-  float start_t = 1.0f;        // flow time of the initial sample
-  std::vector<float> times;    // t_0 > t_1 > ... > t_k = 0
+  int batch = 2, width = 0, height = 0;  // width x height: the image
+  int latent_width = 0, latent_height = 0;  // latent models: the sample's size; 0 for pixel models
+  float start_t = 1.0f;        // pixel models: flow time of the initial sample
+  std::vector<float> times;    // pixel models: t_0 > t_1 > ... > t_k = 0
   Ref sample, prev, rgba, class_ids, context;
-  size_t blend_op = 0;         // index of the last step's denoise_blend in graph.frame (`first` is per frame)
+  Ref image;                   // latent img2img: the source image (1, height, width, 3), written by the host
+  Ref noise;                   // latent models: fresh noise of the steps in noise_steps, one sample each
+  std::vector<int> noise_steps;
+  size_t blend_op = 0;         // index of the frame's denoise_blend in graph.frame (`first` is per frame)
+  bool latent() const { return latent_width > 0; }
 };
 
 // Images per U-Net pass: 2 (conditional and unconditional) with guidance, 1 without (guidance 1).

@@ -19,14 +19,24 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// v = v_u + guidance (v_c - v_u) for batch 2, v_c for batch 1; x <- x - dt v.
+// v = v_u + guidance (v_c - v_u) for batch 2, v_c for batch 1; x' = x_coef x + out_coef v.
 struct StepMath {
   int batch;
-  float guidance, dt;
-  __device__ float operator()(float x, float v_cond, float v_uncond) const {
-    const float v = batch == 2 ? __fadd_rn(v_uncond, __fmul_rn(guidance, __fsub_rn(v_cond, v_uncond))) : v_cond;
-    return __fsub_rn(x, __fmul_rn(dt, v));
+  float guidance, x_coef, out_coef;
+  __device__ float guided(float v_cond, float v_uncond) const {
+    return batch == 2 ? __fadd_rn(v_uncond, __fmul_rn(guidance, __fsub_rn(v_cond, v_uncond))) : v_cond;
   }
+  __device__ float operator()(float x, float v_cond, float v_uncond) const {
+    return __fadd_rn(__fmul_rn(x_coef, x), __fmul_rn(out_coef, guided(v_cond, v_uncond)));
+  }
+  // With no x (a decoded image): x' = out_coef v.
+  __device__ float no_x(float v_cond, float v_uncond) const { return __fmul_rn(out_coef, guided(v_cond, v_uncond)); }
+};
+
+// guidance_step's extra terms: + noise_coef noise, and the model input input_scale x'.
+struct StepExtras {
+  float noise_coef, input_scale;
+  int copies;
 };
 
 // out = keep prev + (1 - keep) x, or x on the first frame (prev is then not read: it may hold anything).
@@ -59,29 +69,46 @@ __device__ __forceinline__ void store_rgba_pixel(uint8_t* p, uint32_t word) {
 
 __device__ __forceinline__ uint32_t thread_index() { return blockIdx.x * kThreads + threadIdx.x; }
 
-// Thread i < groups: elements [8 i, 8 i + 8); the next `tail` threads: one element each after them.
+// Thread i < groups: elements [8 i, 8 i + 8); the next `tail` threads: one element each after them. v and noise
+// may be null (no such term); x' = x_coef x (+ out_coef v) (+ noise_coef noise), in that order.
 __global__ void __launch_bounds__(kThreads)
-    guidance_step_kernel(const __half* __restrict__ v, float* __restrict__ x, __half* __restrict__ model_in,
-                         int64_t count, uint32_t groups, uint32_t tail, StepMath step) {
+    guidance_step_kernel(const __half* __restrict__ v, float* __restrict__ x, const float* __restrict__ noise,
+                         __half* __restrict__ model_in, int64_t count, uint32_t groups, uint32_t tail, StepMath step,
+                         StepExtras extra) {
   const uint32_t i = thread_index();
   if (i < groups) {
     const int64_t e = int64_t(i) * 8;
-    float vc[8], vu[8], xs[8];
-    load_vec<8>(v + e, vc);
-    if (step.batch == 2) load_vec<8>(v + count + e, vu);
+    float xs[8], vc[8], vu[8], ns[8];
     load_vec<8>(x + e, xs);
+    if (v) {
+      load_vec<8>(v + e, vc);
+      if (step.batch == 2) load_vec<8>(v + count + e, vu);
+    }
+    if (noise) load_vec<8>(noise + e, ns);
 #pragma unroll
-    for (int k = 0; k < 8; ++k) xs[k] = step(xs[k], vc[k], step.batch == 2 ? vu[k] : vc[k]);
+    for (int k = 0; k < 8; ++k) {
+      float y = __fmul_rn(step.x_coef, xs[k]);
+      if (v) y = __fadd_rn(y, __fmul_rn(step.out_coef, step.guided(vc[k], step.batch == 2 ? vu[k] : vc[k])));
+      if (noise) y = __fadd_rn(y, __fmul_rn(extra.noise_coef, ns[k]));
+      xs[k] = y;
+    }
     store_vec<8>(x + e, xs);
-    if (model_in)
-      for (int b = 0; b < step.batch; ++b) store_vec<8>(model_in + b * count + e, xs);
+    if (model_in) {
+#pragma unroll
+      for (int k = 0; k < 8; ++k) vc[k] = __fmul_rn(extra.input_scale, xs[k]);
+      for (int b = 0; b < extra.copies; ++b) store_vec<8>(model_in + b * count + e, vc);
+    }
   } else if (i - groups < tail) {
     const int64_t e = int64_t(groups) * 8 + (i - groups);
-    const float vc = __half2float(v[e]);
-    const float xe = step(x[e], vc, step.batch == 2 ? __half2float(v[count + e]) : vc);
-    x[e] = xe;
+    float y = __fmul_rn(step.x_coef, x[e]);
+    if (v) {
+      const float vc = __half2float(v[e]);
+      y = __fadd_rn(y, __fmul_rn(step.out_coef, step.guided(vc, step.batch == 2 ? __half2float(v[count + e]) : vc)));
+    }
+    if (noise) y = __fadd_rn(y, __fmul_rn(extra.noise_coef, noise[e]));
+    x[e] = y;
     if (model_in)
-      for (int b = 0; b < step.batch; ++b) model_in[b * count + e] = __float2half_rn(xe);
+      for (int b = 0; b < extra.copies; ++b) model_in[b * count + e] = __float2half_rn(__fmul_rn(extra.input_scale, y));
   }
 }
 
@@ -109,7 +136,7 @@ __global__ void __launch_bounds__(kThreads)
       const int64_t e = base + int64_t(k * kThreads + threadIdx.x) * 4;
       load_vec<4>(v + e, vc[k]);
       if (step.batch == 2) load_vec<4>(v + count + e, vu[k]);
-      load_vec<4>(x + e, xs[k]);
+      if (x) load_vec<4>(x + e, xs[k]);
       if (!blend.first) load_vec<4>(prev + e, ps[k]);
     }
 #pragma unroll
@@ -117,10 +144,11 @@ __global__ void __launch_bounds__(kThreads)
       const int64_t e = base + int64_t(k * kThreads + threadIdx.x) * 4;
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        xs[k][j] = step(xs[k][j], vc[k][j], step.batch == 2 ? vu[k][j] : vc[k][j]);
+        const float uncond = step.batch == 2 ? vu[k][j] : vc[k][j];
+        xs[k][j] = x ? step(xs[k][j], vc[k][j], uncond) : step.no_x(vc[k][j], uncond);
         ps[k][j] = blend(ps[k][j], xs[k][j]);
       }
-      store_vec<4>(x + e, xs[k]);
+      if (x) store_vec<4>(x + e, xs[k]);
       store_vec<4>(prev + e, ps[k]);
       if constexpr (kRgba) tile[k * kThreads + threadIdx.x] = make_float4(ps[k][0], ps[k][1], ps[k][2], ps[k][3]);
     }
@@ -137,9 +165,9 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int ch = 0; ch < C; ++ch) {
       const int64_t e = px * C + ch;
-      const float vc = __half2float(v[e]);
-      const float xe = step(x[e], vc, step.batch == 2 ? __half2float(v[count + e]) : vc);
-      x[e] = xe;
+      const float vc = __half2float(v[e]), vu = step.batch == 2 ? __half2float(v[count + e]) : vc;
+      const float xe = x ? step(x[e], vc, vu) : step.no_x(vc, vu);
+      if (x) x[e] = xe;
       out[ch] = blend(blend.first ? 0.0f : prev[e], xe);
       prev[e] = out[ch];
     }
@@ -162,9 +190,9 @@ Split split(int64_t units, int per_group, bool vec, const char* op) {
   return s;
 }
 
-StepMath step_math(int batch, float guidance, float dt, const char* op) {
+StepMath step_math(int batch, float guidance, float x_coef, float out_coef, const char* op) {
   if (batch != 1 && batch != 2) fail(op, ": batch ", batch, ", expected 1 or 2");
-  return StepMath{batch, guidance, dt};
+  return StepMath{batch, guidance, x_coef, out_coef};
 }
 
 BlendMath blend_math(float blend, bool first) { return BlendMath{blend, 1.0f - blend, first}; }
@@ -174,13 +202,15 @@ BlendMath blend_math(float blend, bool first) { return BlendMath{blend, 1.0f - b
 void guidance_step(const GuidanceStepParams& p, const CudaContext& ctx) {
   nvtx3::scoped_range range{"guidance_step"};
   if (p.count < 0) fail("guidance_step: negative count ", p.count);
-  const StepMath step = step_math(p.batch, p.guidance, p.dt, "guidance_step");
+  const StepMath step = step_math(p.batch, p.guidance, p.x_coef, p.out_coef, "guidance_step");
+  if (p.model_in && p.copies != 1 && p.copies != 2) fail("guidance_step: copies ", p.copies, ", expected 1 or 2");
   // The second image of v and of model_in starts `count` elements in: 16-byte aligned when count % 8 == 0.
-  const bool vec = p.count % 8 == 0 && aligned16(p.v) && aligned16(p.x) && aligned16(p.model_in);
+  const bool vec = p.count % 8 == 0 && aligned16(p.v) && aligned16(p.x) && aligned16(p.noise) && aligned16(p.model_in);
   const Split s = split(p.count, 8, vec, "guidance_step");
   if (s.groups + s.tail == 0) return;
   guidance_step_kernel<<<s.blocks(), kThreads, 0, ctx.stream>>>(
-      static_cast<const __half*>(p.v), p.x, static_cast<__half*>(p.model_in), p.count, s.groups, s.tail, step);
+      static_cast<const __half*>(p.v), p.x, p.noise, static_cast<__half*>(p.model_in), p.count, s.groups, s.tail, step,
+      StepExtras{p.noise_coef, p.input_scale, p.copies});
   RTVD_CHECK_LAUNCH("guidance_step");
 }
 
@@ -189,7 +219,7 @@ void denoise_blend(const DenoiseBlendParams& p, const CudaContext& ctx) {
   if (p.h < 0 || p.w < 0 || p.c < 0) fail("denoise_blend: negative shape");
   if (p.rgba && p.c != 1 && p.c != 3 && p.c != 4)
     fail("denoise_blend: RGBA8 output needs 1, 3 or 4 channels, got ", p.c);
-  const StepMath step = step_math(p.batch, p.guidance, p.dt, "denoise_blend");
+  const StepMath step = step_math(p.batch, p.guidance, p.x_coef, p.out_coef, "denoise_blend");
   const BlendMath blend = blend_math(p.blend, p.first);
   const int64_t count = int64_t(p.h) * p.w * p.c;
   // count % 4 == 0 keeps the unconditional half of v 8-byte aligned.

@@ -1,6 +1,5 @@
 // The sampler's ops on the GPU: guidance_step for every step but the last, and denoise_blend: the last
-// step, the temporal blend and the RGBA8 conversion in one pass over the frame (the separate blend and
-// conversion exist only as CPU references, which denoise_blend_cpu composes). The arithmetic is the CPU
+// step (or a decoded image), the temporal blend and the RGBA8 conversion in one pass over the frame. The arithmetic is the CPU
 // reference's, operation for operation with no fused multiply-adds, so x, prev and the bytes match it
 // exactly.
 #pragma once

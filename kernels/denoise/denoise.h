@@ -1,31 +1,29 @@
-// The sampler's per-step ops: classifier-free guidance + rectified-flow Euler step, the temporal blend
-// with the previous frame and the conversion to RGBA8 for display. The CUDA backend fuses the last
-// step with blend and conversion into one pass (denoise_blend); the CPU runs them one after another.
+// The sampler's per-step ops: classifier-free guidance and one sampler step, the temporal blend with the
+// previous frame and the conversion to RGBA8 for display. Every sampler rtvd runs takes linear steps:
+// rectified flow's Euler step (x - dt v) and the DDPM samplers' (Euler, LCM, DDIM: pipeline/samplers/).
+// The CUDA backend fuses the last step with blend and conversion into one pass (denoise_blend), which also
+// blends and converts a decoded image (no x); the CPU runs them one after another.
 #pragma once
 #include "kernels/common/activation.h"
 
 namespace rtvd {
 
-// v = v_u + guidance (v_c - v_u) (v = v_c for batch 1); x <- x - dt v; the next model input gets x
-// in each of its `batch` images. x is the fp32 sample; v and model_in are activations.
+// With v = v_u + guidance (v_c - v_u) (v = v_c for batch 1):
+//   x <- x_coef x + out_coef v + noise_coef noise      (v null: no v term; noise null: no noise term)
+// and the next model input gets input_scale x in each of its `copies` images. x and noise are fp32; v and
+// model_in are activations. Rounded in that order, one operation at a time (no fused multiply-add), so
+// rectified flow's x_coef 1, out_coef -dt gives x - dt v exactly.
 struct GuidanceStepParams {
-  const void* v = nullptr;     // (batch, count): conditional image first, unconditional second
-  float* x = nullptr;          // (count), updated in place
-  void* model_in = nullptr;    // (batch, count) or null on the last step
+  const void* v = nullptr;       // (batch, count): conditional image first, unconditional second; or null
+  float* x = nullptr;            // (count), updated in place
+  const float* noise = nullptr;  // (count) or null
+  void* model_in = nullptr;      // (copies, count) or null on the last step
   int64_t count = 0;
-  int batch = 2;
+  int batch = 2;                 // images of v: 1 or 2
+  int copies = 2;                // images of model_in: 1 or 2
   float guidance = 1.0f;
-  float dt = 0.0f;
-};
-
-// out = blend * prev + (1 - blend) * x; prev <- out. On the first frame (first) out = prev = x.
-struct TemporalBlendParams {
-  const float* x = nullptr;
-  float* prev = nullptr;
-  float* out = nullptr;
-  int64_t count = 0;
-  float blend = 0.0f;
-  bool first = false;
+  float x_coef = 1.0f, out_coef = 0.0f, noise_coef = 0.0f;
+  float input_scale = 1.0f;
 };
 
 // [-1, 1] -> [0, 255], clamped, rounded to nearest; channels 3 -> RGB + opaque alpha, 1 -> grey, 4 -> the
@@ -37,26 +35,25 @@ struct ToRgba8Params {
 };
 
 void guidance_step_cpu(const GuidanceStepParams& p);
-void temporal_blend_cpu(const TemporalBlendParams& p);
 void to_rgba8_cpu(const ToRgba8Params& p);
 
-// The last step of a frame in one pass: guidance_step (no model input), temporal_blend of the new x into
-// prev (prev <- blend * prev + (1 - blend) x, or x when first), then to_rgba8 of prev. With rgba null the
-// conversion is skipped (latent models decode prev first). x and prev are updated in place.
+// The last op of a frame, in one pass: x' = x_coef x + out_coef v (v guided as in guidance_step; x null: x'
+// = out_coef v, a decoded image to show, and nothing is written back to x), then the temporal blend of x'
+// into prev (prev <- blend * prev + (1 - blend) x', or x' when first: prev is then not read), then to_rgba8
+// of prev. With rgba null the conversion is skipped. x and prev are updated in place.
 struct DenoiseBlendParams {
   const void* v = nullptr;   // (batch, h * w * c): conditional image first, unconditional second
-  float* x = nullptr;        // (h, w, c)
+  float* x = nullptr;        // (h, w, c) or null
   float* prev = nullptr;     // (h, w, c)
   uint8_t* rgba = nullptr;   // (h, w, 4) or null; needs c = 1, 3 or 4 (as to_rgba8)
   int h = 0, w = 0, c = 0;
   int batch = 2;
   float guidance = 1.0f;
-  float dt = 0.0f;
+  float x_coef = 1.0f, out_coef = 0.0f;
   float blend = 0.0f;
   bool first = false;
 };
 
-// Composes guidance_step_cpu, temporal_blend_cpu and to_rgba8_cpu.
 void denoise_blend_cpu(const DenoiseBlendParams& p);
 
 }  // namespace rtvd

@@ -1,28 +1,27 @@
-// denoise_blend on the CPU: the three sampler ops it fuses on the GPU, run one after another.
+// denoise_blend on the CPU: the step, the temporal blend and the RGBA8 conversion it fuses on the GPU, in the
+// same order of operations (no fused multiply-adds), one pass for the first two.
+#include <algorithm>
+
+#include "kernels/common/cpu_threading.h"
+#include "kernels/common/error.h"
 #include "kernels/denoise/denoise.h"
 
 namespace rtvd {
 
 void denoise_blend_cpu(const DenoiseBlendParams& p) {
+  if (p.batch != 1 && p.batch != 2) fail("denoise_blend_cpu: batch ", p.batch, ", expected 1 or 2");
   const int64_t count = int64_t(p.h) * p.w * p.c;
-  GuidanceStepParams step;
-  step.v = p.v;
-  step.x = p.x;
-  step.count = count;
-  step.batch = p.batch;
-  step.guidance = p.guidance;
-  step.dt = p.dt;
-  guidance_step_cpu(step);
-
-  TemporalBlendParams blend;
-  blend.x = p.x;
-  blend.prev = p.prev;
-  blend.out = p.prev;
-  blend.count = count;
-  blend.blend = p.blend;
-  blend.first = p.first;
-  temporal_blend_cpu(blend);
-
+  const auto* v = static_cast<const float*>(p.v);
+  // On the first frame prev holds nothing yet (possibly NaN), so it is not even multiplied by zero.
+  const float keep = p.blend, take = 1.0f - p.blend;
+#pragma omp parallel for schedule(dynamic, cpu::chunk_for(1)) if (count >= cpu::kParallelElements)
+  for (int64_t i = 0; i < count; ++i) {
+    const float guided = p.batch == 2 ? v[count + i] + p.guidance * (v[i] - v[count + i]) : v[i];
+    const float step = p.out_coef * guided;
+    const float x = p.x ? p.x_coef * p.x[i] + step : step;
+    if (p.x) p.x[i] = x;
+    p.prev[i] = p.first ? x : keep * p.prev[i] + take * x;
+  }
   if (!p.rgba) return;
   ToRgba8Params convert;
   convert.x = p.prev;

@@ -14,6 +14,15 @@ const std::vector<GuidanceStepCase>& guidance_step_cases() {
       {.name = "ragged_1001", .count = 1001, .hostile = "count % 4 != 0"},
       {.name = "ragged_1001_last_step", .count = 1001, .model_in = false, .hostile = "count % 4 != 0"},
       {.name = "ragged_1003", .count = 1003, .hostile = "count % 4 != 0"},
+      {.name = "sd_latent_batch1", .count = 4 * 64 * 64, .batch = 1, .production = true},
+      {.name = "sd_latent_lcm_noise", .count = 4 * 64 * 64, .batch = 1, .noise = true, .production = true},
+      {.name = "sd_latent_to_decoder", .count = 4 * 64 * 64, .copies = 1, .production = true},
+      {.name = "sd_latent_img2img_start", .count = 4 * 64 * 64, .batch = 1, .copies = 2, .production = true},
+      {.name = "txt2img_start", .count = 1001, .batch = 1, .copies = 2, .v = false,
+       .hostile = "no model output: the sample from noise alone"},
+      {.name = "noise_ragged", .count = 1003, .noise = true, .hostile = "noise, count % 8 != 0"},
+      {.name = "noise_no_v_one_copy", .count = 4096, .batch = 1, .copies = 1, .v = false, .noise = true,
+       .hostile = "noise without a model output, one copy"},
   };
   return cases;
 }
@@ -36,24 +45,30 @@ const std::vector<DenoiseBlendCase>& denoise_blend_cases() {
       {.name = "latent_shown_tail", .h = 33, .w = 7, .c = 4, .first = true, .hostile = "a latent to RGBA8, per pixel"},
       {.name = "count_not_4", .h = 33, .w = 7, .hostile = "count % 4 != 0: the per-pixel path"},
       {.name = "first_8x8", .h = 8, .w = 8, .first = true, .hostile = "the first frame"},
+      {.name = "decoded_512", .h = 512, .w = 512, .batch = 1, .x = false, .production = true},
+      {.name = "decoded_first", .h = 64, .w = 64, .batch = 1, .first = true, .x = false,
+       .hostile = "a decoded image, the first frame"},
+      {.name = "decoded_tail", .h = 33, .w = 7, .batch = 1, .x = false, .hostile = "a decoded image, per pixel"},
   };
   return cases;
 }
 
-GuidanceStepParams guidance_step_params(const GuidanceStepCase& c, const void* v, float* x, void* model_in,
-                                        float guidance, float dt) {
+GuidanceStepParams guidance_step_params(const GuidanceStepCase& c, const void* v, float* x, const float* noise,
+                                        void* model_in, const StepScalars& s) {
   GuidanceStepParams p;
-  p.v = v, p.x = x, p.model_in = c.model_in ? model_in : nullptr;
-  p.count = c.count, p.batch = c.batch, p.guidance = guidance, p.dt = dt;
+  p.v = c.v ? v : nullptr, p.x = x, p.noise = c.noise ? noise : nullptr, p.model_in = c.model_in ? model_in : nullptr;
+  p.count = c.count, p.batch = c.batch, p.copies = c.copies > 0 ? c.copies : c.batch;
+  p.guidance = s.guidance, p.x_coef = s.x_coef, p.out_coef = s.out_coef, p.noise_coef = s.noise_coef;
+  p.input_scale = s.input_scale;
   return p;
 }
 
 DenoiseBlendParams denoise_blend_params(const DenoiseBlendCase& c, const void* v, float* x, float* prev,
-                                        uint8_t* rgba, float guidance, float dt, float blend) {
+                                        uint8_t* rgba, const StepScalars& s, float blend) {
   DenoiseBlendParams p;
-  p.v = v, p.x = x, p.prev = prev, p.rgba = c.rgba ? rgba : nullptr;
+  p.v = v, p.x = c.x ? x : nullptr, p.prev = prev, p.rgba = c.rgba ? rgba : nullptr;
   p.h = c.h, p.w = c.w, p.c = c.c, p.batch = c.batch;
-  p.guidance = guidance, p.dt = dt, p.blend = blend, p.first = c.first;
+  p.guidance = s.guidance, p.x_coef = s.x_coef, p.out_coef = s.out_coef, p.blend = blend, p.first = c.first;
   return p;
 }
 

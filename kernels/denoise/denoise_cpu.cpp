@@ -1,4 +1,4 @@
-// The sampler's per-step ops on the CPU, one pass each: guidance + Euler step, temporal blend, RGBA8.
+// The sampler's per-step ops on the CPU: guidance + a linear sampler step, and the RGBA8 conversion.
 #include "kernels/denoise/denoise.h"
 
 #include <algorithm>
@@ -13,26 +13,16 @@ void guidance_step_cpu(const GuidanceStepParams& p) {
   const auto* v = static_cast<const float*>(p.v);
   auto* model_in = static_cast<float*>(p.model_in);
   const int64_t count = p.count;
-  if (p.batch != 1 && p.batch != 2)
-    fail("guidance_step_cpu: batch ", p.batch, ", expected 1 or 2");
+  if (p.batch != 1 && p.batch != 2) fail("guidance_step_cpu: batch ", p.batch, ", expected 1 or 2");
+  if (model_in && p.copies != 1 && p.copies != 2) fail("guidance_step_cpu: copies ", p.copies, ", expected 1 or 2");
 #pragma omp parallel for schedule(dynamic, cpu::chunk_for(1)) if (count >= cpu::kParallelElements)
   for (int64_t i = 0; i < count; ++i) {
-    const float velocity = p.batch == 2 ? v[count + i] + p.guidance * (v[i] - v[count + i]) : v[i];
-    const float x = p.x[i] - p.dt * velocity;
+    float x = p.x_coef * p.x[i];
+    if (v) x += p.out_coef * (p.batch == 2 ? v[count + i] + p.guidance * (v[i] - v[count + i]) : v[i]);
+    if (p.noise) x += p.noise_coef * p.noise[i];
     p.x[i] = x;
     if (model_in)
-      for (int b = 0; b < p.batch; ++b) model_in[b * count + i] = x;
-  }
-}
-
-void temporal_blend_cpu(const TemporalBlendParams& p) {
-  // On the first frame prev holds nothing yet (possibly NaN), so it is not even multiplied by zero.
-  const float keep = p.blend;
-#pragma omp parallel for simd schedule(dynamic, cpu::chunk_for(1)) if (p.count >= cpu::kParallelElements)
-  for (int64_t i = 0; i < p.count; ++i) {
-    const float out = p.first ? p.x[i] : keep * p.prev[i] + (1.0f - keep) * p.x[i];
-    p.out[i] = out;
-    p.prev[i] = out;
+      for (int b = 0; b < p.copies; ++b) model_in[b * count + i] = p.input_scale * x;
   }
 }
 
