@@ -21,25 +21,25 @@ struct ClassDefaults {
   double beta_start, beta_end;
   BetaSchedule beta_schedule;
   TimestepSpacing spacing;
-  bool clip_sample, set_alpha_to_one;
 };
 
 const ClassDefaults& class_defaults(SamplerKind kind) {
-  static const ClassDefaults euler = {"EulerDiscreteScheduler",  0.0001, 0.02, BetaSchedule::Linear,
-                                      TimestepSpacing::Linspace, false,  true};
-  static const ClassDefaults lcm = {"LCMScheduler",           0.00085, 0.012, BetaSchedule::ScaledLinear,
-                                    TimestepSpacing::Leading, false,   true};
-  static const ClassDefaults ddim = {"DDIMScheduler",          0.0001, 0.02, BetaSchedule::Linear,
-                                     TimestepSpacing::Leading, true,   true};
+  static const ClassDefaults euler{"EulerDiscreteScheduler", 0.0001, 0.02, BetaSchedule::Linear,
+                                   TimestepSpacing::Linspace};
+  static const ClassDefaults lcm{"LCMScheduler", 0.00085, 0.012, BetaSchedule::ScaledLinear, TimestepSpacing::Leading};
+  static const ClassDefaults ddim{"DDIMScheduler", 0.0001, 0.02, BetaSchedule::Linear, TimestepSpacing::Leading};
   return kind == SamplerKind::Euler ? euler : kind == SamplerKind::Lcm ? lcm : ddim;
 }
+
+// StableDiffusionPipeline and StableDiffusionImg2ImgPipeline set every scheduler's steps_offset to 1 and its
+// clip_sample to false, whatever its config says (scheduler_config.h); the latter leaves nothing to compute.
+constexpr int kStepsOffset = 1;
 
 // The config as the sampler's class reads it (diffusers' from_config), with the training schedule.
 struct Schedule {
   const SchedulerConfig& cfg;
   int train_steps;  // num_train_timesteps
   TimestepSpacing spacing;
-  bool alpha_to_one;
   std::vector<double> alphas_cumprod;  // [t], t in [0, train_steps)
 };
 
@@ -68,10 +68,6 @@ void check_variants(const SchedulerConfig& cfg, SamplerKind kind) {
     return;
   }
   if (cfg.thresholding) refuse(cfg, kind, "thresholding", "threshold the predicted x0 dynamically", "false", "true");
-  const bool default_clip = class_defaults(kind).clip_sample;
-  if (cfg.clip_sample.value_or(default_clip))
-    refuse(cfg, kind, "clip_sample", "clip the predicted x0 to [-clip_sample_range, clip_sample_range]", "false",
-           cfg.clip_sample ? "true" : "nothing (the class's default is true)");
 }
 
 // The double that the shortest decimal of f denotes: strength as it was written (0.7f -> 0.7, not 0.69999999).
@@ -96,9 +92,9 @@ int first_step(int steps, float strength) {
 }
 
 // EulerDiscreteScheduler's and DDIMScheduler's set_timesteps, descending. "leading": multiples of
-// train_steps / steps (integer division) plus steps_offset; "trailing": train_steps - 1 down in steps of
-// train_steps / steps, rounded; "linspace": steps values from train_steps - 1 down to 0, which Euler keeps
-// fractional (as fp32) and DDIM rounds.
+// train_steps / steps (integer division) plus steps_offset, which the SD pipelines set to 1 (kStepsOffset);
+// "trailing": train_steps - 1 down in steps of train_steps / steps, rounded; "linspace": steps values from
+// train_steps - 1 down to 0, which Euler keeps fractional (as fp32) and DDIM rounds.
 std::vector<double> spaced_timesteps(const Schedule& s, int steps, bool round_linspace) {
   const int n = s.train_steps;
   std::vector<double> t;
@@ -108,7 +104,7 @@ std::vector<double> spaced_timesteps(const Schedule& s, int steps, bool round_li
       std::reverse(t.begin(), t.end());
       break;
     case TimestepSpacing::Leading:
-      for (int i = steps - 1; i >= 0; --i) t.push_back(double(i) * (n / steps) + s.cfg.steps_offset);
+      for (int i = steps - 1; i >= 0; --i) t.push_back(double(i) * (n / steps) + kStepsOffset);
       break;
     case TimestepSpacing::Trailing:
       for (double v : numpy_arange_down(n, double(n) / steps)) t.push_back(numpy_round(v) - 1);
@@ -118,9 +114,11 @@ std::vector<double> spaced_timesteps(const Schedule& s, int steps, bool round_li
              "), the last one -1: choose another step count");
       break;
   }
+  // "leading" at num_train_timesteps steps ends one past the last training timestep, where diffusers' DDIM
+  // would index past alphas_cumprod.
   if (t.front() > n - 1)
-    fail(s.cfg.label, ": key 'steps_offset': ", s.cfg.steps_offset, " puts the first timestep at ", t.front(),
-         ", past num_train_timesteps - 1 = ", n - 1, " at --steps ", steps);
+    fail("--steps ", steps, ": \"leading\" timesteps reach ", t.front(), ", past num_train_timesteps - 1 = ", n - 1,
+         " (", s.cfg.label, ")");
   return t;
 }
 
@@ -156,13 +154,13 @@ SamplerPlan euler_plan(const Schedule& s, int steps, int first, bool txt2img) {
   return plan;
 }
 
-// DDIMScheduler, eta 0, from t to t' = t - train_steps / steps (integer division; a' = 1 or alphas_cumprod[0]
-// past the start, by set_alpha_to_one): x' = sqrt(a') x0 + sqrt(1 - a') eps, where
+// DDIMScheduler, eta 0, from t to t' = t - train_steps / steps (integer division; below t' = 0, a' is 1 or
+// alphas_cumprod[0], by set_alpha_to_one): x' = sqrt(a') x0 + sqrt(1 - a') eps, where
 //   epsilon: x0 = (x - sqrt(1 - a) out) / sqrt(a), eps = out;
 //   v:       x0 = sqrt(a) x - sqrt(1 - a) out,     eps = sqrt(a) out + sqrt(1 - a) x.
 SamplerPlan ddim_plan(const Schedule& s, int steps, int first) {
   const std::vector<double> t = spaced_timesteps(s, steps, true);
-  const double final_alpha = s.alpha_to_one ? 1.0 : s.alphas_cumprod[0];
+  const double final_alpha = s.cfg.set_alpha_to_one ? 1.0 : s.alphas_cumprod[0];
   SamplerPlan plan;
   for (int i = first; i < steps; ++i) {
     const int prev = int(t[i]) - s.train_steps / steps;
@@ -182,12 +180,12 @@ SamplerPlan ddim_plan(const Schedule& s, int steps, int first) {
 }
 
 // LCMScheduler: steps of the original_inference_steps timesteps (k - 1, 2k - 1, ..., k = train_steps /
-// original_inference_steps), picked at floor(i * original / steps) from the top; spacing and steps_offset
-// play no part. The consistency function's boundary condition, with c = t * timestep_scaling:
+// original_inference_steps), picked at floor(i * original / steps) from the top; timestep_spacing and
+// steps_offset play no part. The consistency function's boundary condition, with c = t * timestep_scaling:
 // c_skip = 0.25 / (c^2 + 0.25), c_out = c / sqrt(c^2 + 0.25), denoised = c_out x0 + c_skip x, where
 //   epsilon: x0 = (x - sqrt(1 - a) out) / sqrt(a);  v: x0 = sqrt(a) x - sqrt(1 - a) out.
 // Every step but the schedule's last goes on to x' = sqrt(a') denoised + sqrt(1 - a') noise, a' that of the
-// next timestep (never past the start, so set_alpha_to_one plays no part); the last returns denoised.
+// next timestep (never below 0, so set_alpha_to_one plays no part); the last returns denoised.
 SamplerPlan lcm_plan(const Schedule& s, int steps, int first) {
   const int original = s.cfg.original_inference_steps;
   if (original > s.train_steps)
@@ -228,7 +226,7 @@ SamplerPlan make_sampler_plan(const SchedulerConfig& cfg, SamplerKind kind, int 
     fail("--steps ", steps, ": expected 1 to num_train_timesteps = ", n, " (", cfg.label, ")");
   const int first = first_step(steps, strength);
   const bool txt2img = strength == 1.0f;
-  const Schedule s{cfg, n, cfg.timestep_spacing.value_or(d.spacing), cfg.set_alpha_to_one.value_or(d.set_alpha_to_one),
+  const Schedule s{cfg, n, cfg.timestep_spacing.value_or(d.spacing),
                    alphas_cumprod(cfg.beta_schedule.value_or(d.beta_schedule), cfg.beta_start.value_or(d.beta_start),
                                   cfg.beta_end.value_or(d.beta_end), n)};
 

@@ -27,14 +27,15 @@ struct SamplerPlan {
   float start_latent_coef, start_noise_coef;
 };
 
+// The steps of kind from cfg as diffusers' StableDiffusionPipeline (txt2img) and StableDiffusionImg2ImgPipeline
+// run them: the scheduler's class made by from_config(cfg), with the pipelines' steps_offset 1 and no clipping.
 // steps: the --steps count, the schedule's length before truncation, in [1, num_train_timesteps] (LCM: at most
-// original_inference_steps). strength in (0, 1]: 1 is txt2img; below 1 is img2img, whose schedule diffusers'
-// StableDiffusionImg2ImgPipeline.get_timesteps truncates to its last int(steps * strength) steps, strength
-// taken as the decimal it was written as (so that 10 steps at 0.7 run 7, as Python's 10 * 0.7 does, not 6 as
-// the float nearest 0.7 would give). Errors, one line each: a config value the sampler's diffusers class
-// would compute something else with, naming the config's label and key (e.g. DDIM from a config without
-// clip_sample, whose default clips); steps out of range, or a strength that leaves no step, naming --steps
-// and --strength.
+// original_inference_steps). strength in (0, 1]: 1 is txt2img; below 1 is img2img, whose schedule
+// get_timesteps truncates to its last int(steps * strength) steps, strength taken as the decimal it was
+// written as (so that 10 steps at 0.7 run 7, as Python's 10 * 0.7 does, not 6 as the float nearest 0.7
+// would give). Errors, one line each: a config value with which the sampler's class would compute something
+// rtvd does not (Karras sigmas for Euler, thresholding for LCM and DDIM, ...), naming the config's label and
+// key; steps out of range, or a strength that leaves no step, naming --steps and --strength.
 SamplerPlan make_sampler_plan(const SchedulerConfig& cfg, SamplerKind kind, int steps, float strength);
 
 }  // namespace rtvd

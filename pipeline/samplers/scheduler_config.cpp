@@ -54,7 +54,8 @@ constexpr std::array<std::string_view, 20> kReadKeys = {
     "timestep_scaling",    "clip_sample",       "thresholding",    "rescale_betas_zero_snr", "use_karras_sigmas",
     "use_exponential_sigmas", "use_beta_sigmas", "interpolation_type", "final_sigmas_type",  "timestep_type",
 };
-// Read only by the variants refused (clipping, thresholding, Karras-style sigmas): checked for type only.
+// Read only by variants that are refused (thresholding, Karras-style sigmas) or that the SD pipelines turn off
+// (clipping): checked for type only.
 constexpr std::array<std::string_view, 5> kVariantParameterKeys = {
     "clip_sample_range", "dynamic_thresholding_ratio", "sample_max_value", "sigma_min", "sigma_max"};
 // Read only by the other classes (PNDM, DDPM, DPM-Solver, DEIS, UniPC), or by diffusers 0.2 and 0.3 (tensor_format,
@@ -117,13 +118,6 @@ void read_number(const ConfigReader& r, const json& root, const char* key, InRan
 }
 
 bool is_beta(double b) { return b >= 0 && b < 1; }
-
-void read_bool(const ConfigReader& r, const char* key, std::optional<bool>& out) {
-  if (!r.has(key)) return;
-  bool b = false;
-  r.optional_bool(key, b);
-  out = b;
-}
 
 // A key only a refused variant reads: a number, or null where diffusers' default is None.
 void check_number_or_null(const ConfigReader& r, const json& root, const char* key, bool null_allowed) {
@@ -215,8 +209,7 @@ SchedulerConfig parse_scheduler_config(const std::string& json_text, const std::
   if (r.has("timestep_spacing"))
     c.timestep_spacing = std::array{TimestepSpacing::Leading, TimestepSpacing::Trailing, TimestepSpacing::Linspace}
         [r.choice("timestep_spacing", {"leading", "trailing", "linspace"})];
-  r.optional_integer("steps_offset", 0, kMaxTrainTimesteps, c.steps_offset);
-  read_bool(r, "set_alpha_to_one", c.set_alpha_to_one);
+  r.optional_bool("set_alpha_to_one", c.set_alpha_to_one);
   r.optional_integer("original_inference_steps", 1, kMaxTrainTimesteps, c.original_inference_steps);
   std::optional<double> scaling;
   read_number(r, root, "timestep_scaling", [](double s) { return s > 0 && std::isfinite(s); },
@@ -227,7 +220,6 @@ SchedulerConfig parse_scheduler_config(const std::string& json_text, const std::
   r.optional_bool("rescale_betas_zero_snr", rescale);
   if (rescale)
     r.fail_key("rescale_betas_zero_snr", "false (rtvd does not rescale the betas to zero terminal SNR)", "true");
-  read_bool(r, "clip_sample", c.clip_sample);
   r.optional_bool("thresholding", c.thresholding);
   r.optional_bool("use_karras_sigmas", c.use_karras_sigmas);
   r.optional_bool("use_exponential_sigmas", c.use_exponential_sigmas);
@@ -235,6 +227,11 @@ SchedulerConfig parse_scheduler_config(const std::string& json_text, const std::
   c.interpolation_type = choice_string(r, "interpolation_type", {"linear", "log_linear"}, c.interpolation_type);
   c.final_sigmas_type = choice_string(r, "final_sigmas_type", {"zero", "sigma_min"}, c.final_sigmas_type);
   c.timestep_type = choice_string(r, "timestep_type", {"discrete", "continuous"}, c.timestep_type);
+  // Set to 1 and false by the SD pipelines whatever they are (scheduler_config.h).
+  int ignored_offset = 0;
+  r.optional_integer("steps_offset", 0, kMaxTrainTimesteps, ignored_offset);
+  bool ignored_clip = false;
+  r.optional_bool("clip_sample", ignored_clip);
   for (const char* key : {"clip_sample_range", "dynamic_thresholding_ratio", "sample_max_value"})
     check_number_or_null(r, root, key, false);
   for (const char* key : {"sigma_min", "sigma_max"}) check_number_or_null(r, root, key, true);
@@ -255,9 +252,7 @@ SchedulerConfig default_scheduler_config(PredictionType prediction) {
   c.beta_schedule = BetaSchedule::ScaledLinear;
   c.prediction = prediction;
   c.timestep_spacing = TimestepSpacing::Leading;
-  c.steps_offset = 1;
   c.set_alpha_to_one = false;
-  c.clip_sample = false;
   return c;
 }
 

@@ -47,18 +47,19 @@ struct SchedulerConfig {
 
   PredictionType prediction = PredictionType::Epsilon;  // prediction_type
   std::optional<TimestepSpacing> timestep_spacing;      // Euler: linspace, DDIM: leading; LCM ignores it
-  int steps_offset = 0;                                 // added to "leading" timesteps (SD: 1); LCM ignores it
-  // DDIM's last step goes to alphas_cumprod = 1 (true) or to alphas_cumprod[0] (false; SD's). Default true.
-  std::optional<bool> set_alpha_to_one;
+  bool set_alpha_to_one = true;  // DDIM's last step goes to alphas_cumprod 1 (true) or alphas_cumprod[0] (SD's)
   // LCM: its timesteps are picked from original_inference_steps evenly spaced ones; its boundary
   // condition scales t by timestep_scaling.
   int original_inference_steps = 50;
   double timestep_scaling = 10.0;
 
-  // Variants rtvd does not compute, refused by make_sampler_plan for a sampler whose class reads them
-  // (a missing clip_sample is true for DDIMScheduler, false for LCMScheduler):
-  std::optional<bool> clip_sample;  // DDIM, LCM: the predicted x0 clamped to clip_sample_range
-  bool thresholding = false;        // DDIM, LCM: dynamic thresholding of the predicted x0
+  // Not kept: steps_offset and clip_sample, whose values change nothing in Stable Diffusion's pipelines.
+  // diffusers' StableDiffusionPipeline and StableDiffusionImg2ImgPipeline set any scheduler's steps_offset to 1
+  // (added to "leading" timesteps) and clip_sample to false (DDIM's and LCM's clamp of the predicted x0), with a
+  // warning that the config is outdated; rtvd's samplers run as those pipelines do.
+
+  // Variants rtvd does not compute, refused by make_sampler_plan for a sampler whose class reads them:
+  bool thresholding = false;  // DDIM, LCM: dynamic thresholding of the predicted x0
   // Euler's sigmas: Karras, exponential or beta-distributed; interpolated log-linearly; a last sigma other
   // than zero; "continuous" timesteps (0.25 log sigma) for v-prediction.
   bool use_karras_sigmas = false, use_exponential_sigmas = false, use_beta_sigmas = false;
@@ -81,10 +82,9 @@ struct SchedulerConfig {
 SchedulerConfig parse_scheduler_config(const std::string& json_text, const std::string& label);
 SchedulerConfig load_scheduler_config(const std::string& path);  // the file at path, labelled by it
 
-// SD's schedule (scaled_linear 0.00085 to 0.012, 1000 steps, "leading" with steps_offset 1, DDIM's last step
-// to alphas_cumprod[0], no clipping) with the given prediction type, as diffusers' single-file loader sets
-// it up: for single-file checkpoints, which carry no scheduler config. Its class is PNDMScheduler (SD 1.x's), so
-// its native sampler is DDIM.
+// SD's schedule (scaled_linear 0.00085 to 0.012, 1000 steps, "leading", DDIM's last step to alphas_cumprod[0])
+// with the given prediction type, as diffusers' single-file loader sets it up: for single-file checkpoints,
+// which carry no scheduler config. Its class is PNDMScheduler (SD 1.x's), so its native sampler is DDIM.
 SchedulerConfig default_scheduler_config(PredictionType prediction);
 
 }  // namespace rtvd
