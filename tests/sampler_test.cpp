@@ -1,0 +1,414 @@
+// The samplers (pipeline/samplers/) against diffusers' own step traces, and the scheduler configs they read.
+// tests/data/sd_refs/schedulers.json is written by tools/reference/export_sd_references.py on the GPU machine:
+// for EulerDiscreteScheduler, LCMScheduler and DDIMScheduler under each spacing, prediction type, step count and
+// strength (1 and 0.5), diffusers' timesteps, start sample, and per step the U-Net input (scale_model_input), a
+// random model output, the injected noise (LCM) and prev_sample (copied unchanged from the export's output).
+// Each case's plan must give the same timesteps, and its coefficients applied to the trace's own inputs must give
+// the trace's outputs; a case where img2img keeps no step (1 step at strength 0.5) must be refused.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <tuple>
+
+#include "kernels/common/error.h"
+#include "pipeline/samplers/sampler_plan.h"
+#include "pipeline/samplers/scheduler_config.h"
+#include "support/test_util.h"
+
+namespace rtvd {
+namespace {
+
+using nlohmann::json;
+using test::error_of;
+using testing::IsSubstring;
+
+// Relative L2 allowed between a plan's step and diffusers'. Both sides are fp32 arithmetic over fp32 inputs;
+// rtvd's coefficients come from a double-precision schedule rounded once to fp32, diffusers' from fp32 tensors
+// (alphas_cumprod, sigmas) and several fp32 operations per step, so each side is within a few ulps (~1e-7
+// relative) of the exact step, more where terms partly cancel: the traces differ by under 1e-6 (but below).
+// 1e-5 leaves a margin, and a wrong coefficient (the sigma of a neighbouring timestep is 0.1% to 10% off) is
+// far beyond it.
+constexpr double kStepTolerance = 1e-5;
+
+// Where diffusers' own schedule is further off: its Euler sigma = sqrt((1 - a) / a) from an fp32
+// a = alphas_cumprod[t] loses 2^-24 / (1 - a) of 1 - a, which is 0.00085 at t = 0, so up to
+// 2^-25 / sigma^2 = 3.5e-5 of sigma there (1.28e-5 in the traces, where "linspace" at one step runs t = 0;
+// rtvd's sigma, from a double schedule, is the exact one). An Euler case's tolerance adds that for its
+// smallest sigma; it is under 1e-7 for sigma above 0.6.
+double euler_allowance(const json& sigmas) {
+  double smallest = HUGE_VAL;
+  for (double s : sigmas.get<std::vector<double>>())
+    if (s > 0) smallest = std::min(smallest, s);
+  return std::ldexp(1.0, -25) / (smallest * smallest);
+}
+
+std::vector<float> floats(const json& v) { return v.get<std::vector<float>>(); }
+
+// a * x + b * y + c * z, in fp32 as the engine's step op computes it; z may be empty when c is 0.
+std::vector<float> combine(float a, const std::vector<float>& x, float b, const std::vector<float>& y, float c = 0,
+                           const std::vector<float>& z = {}) {
+  std::vector<float> out = test::poisoned(x.size());
+  for (size_t i = 0; i < x.size(); ++i) out[i] = a * x[i] + b * y[i] + (z.empty() ? 0.0f : c * z[i]);
+  return out;
+}
+
+const json& traces() {
+  static const json j = [] {
+    const std::string path = test::test_data("sd_refs/schedulers.json");
+    std::ifstream f(path);
+    if (!f) fail(path, ": cannot open (written by tools/reference/export_sd_references.py)");
+    return json::parse(f);
+  }();
+  return j;
+}
+
+const char* class_of(const std::string& sampler) {
+  return sampler == "euler" ? "EulerDiscreteScheduler" : sampler == "lcm" ? "LCMScheduler" : "DDIMScheduler";
+}
+
+// The config diffusers ran the case with, as the scheduler_config.json it would save (the export drops the
+// "_" keys): so every key diffusers writes for these classes goes through the parser too.
+SchedulerConfig case_config(const json& c, const std::string& label) {
+  json config = c["config"];
+  config["_class_name"] = class_of(c["sampler"].get<std::string>());
+  return parse_scheduler_config(config.dump(), label);
+}
+
+struct Worst {
+  double start = 0, input = 0, step = 0, chained = 0;
+};
+
+TEST(SamplerTraces, EveryDiffusersCaseGivesItsTimestepsAndSteps) {
+  const json& cases = traces()["cases"];
+  ASSERT_FALSE(cases.empty());
+  std::map<std::string, Worst> worst;                            // by sampler
+  std::set<std::tuple<std::string, std::string, bool>> covered;  // sampler, prediction, img2img
+  int refused = 0;                                               // cases that leave no step
+  for (const json& c : cases) {
+    const std::string sampler = c["sampler"],
+                      name = cat(sampler, " ", c["timestep_spacing"].get<std::string>(), " ",
+                                 c["prediction_type"].get<std::string>(), " steps ", c["steps"].get<int>(),
+                                 " strength ", c["strength"].get<double>());
+    SCOPED_TRACE(name);
+    const float strength = c["strength"].get<float>();
+    const SchedulerConfig cfg = case_config(c, name);
+    const std::vector<double> timesteps = c["timesteps"].get<std::vector<double>>();
+    if (timesteps.empty()) {  // diffusers' img2img keeps int(steps * strength) = 0 steps and runs none
+      const std::string e =
+          error_of([&] { make_sampler_plan(cfg, sampler_named(sampler), c["steps"].get<int>(), strength); });
+      EXPECT_PRED_FORMAT2(IsSubstring, "--strength", e);
+      ++refused;
+      continue;
+    }
+    const SamplerPlan plan = make_sampler_plan(cfg, sampler_named(sampler), c["steps"].get<int>(), strength);
+    covered.insert({sampler, c["prediction_type"], strength < 1});
+    Worst& w = worst[sampler];
+    const double tolerance = kStepTolerance + (sampler == "euler" ? euler_allowance(c["sigmas"]) : 0.0);
+
+    ASSERT_EQ(plan.steps.size(), timesteps.size());
+    for (size_t i = 0; i < timesteps.size(); ++i) EXPECT_EQ(plan.steps[i].timestep, timesteps[i]) << "step " << i;
+
+    const std::vector<float> noise = floats(c["noise"]), start = floats(c["start"]);
+    const std::vector<float> latent = strength < 1 ? floats(c["image_latent"]) : std::vector<float>(noise.size(), 0.0f);
+    if (strength == 1) EXPECT_EQ(plan.start_latent_coef, 0.0f);
+    const double e_start = test::rel_l2(combine(plan.start_latent_coef, latent, plan.start_noise_coef, noise), start);
+    EXPECT_LE(e_start, tolerance);
+    w.start = std::max(w.start, e_start);
+
+    const json& trace = c["steps_trace"];
+    ASSERT_EQ(trace.size(), plan.steps.size());
+    std::vector<float> x = start, chained = start;
+    for (size_t i = 0; i < trace.size(); ++i) {
+      SCOPED_TRACE(cat("step ", i, " t ", timesteps[i]));
+      const SamplerStep& p = plan.steps[i];
+      const json& t = trace[i];
+      const std::vector<float> out = floats(t["model_output"]), prev = floats(t["prev_sample"]);
+      const bool injects = t.contains("injected_noise");
+      EXPECT_EQ(injects, p.noise_coef != 0.0f);
+      const std::vector<float> fresh = injects ? floats(t["injected_noise"]) : std::vector<float>{};
+      const double e_in = test::rel_l2(combine(p.input_scale, x, 0.0f, x), floats(t["model_input"]));
+      const double e_step = test::rel_l2(combine(p.x_coef, x, p.out_coef, out, p.noise_coef, fresh), prev);
+      EXPECT_LE(e_in, tolerance);
+      EXPECT_LE(e_step, tolerance);
+      w.input = std::max(w.input, e_in);
+      w.step = std::max(w.step, e_step);
+      // The whole run from the start, as the engine makes it: rtvd's own samples, diffusers' outputs and noise.
+      chained = combine(p.x_coef, chained, p.out_coef, out, p.noise_coef, fresh);
+      x = prev;
+    }
+    const double e_chain = test::rel_l2(chained, x);
+    EXPECT_LE(e_chain, tolerance);
+    w.chained = std::max(w.chained, e_chain);
+  }
+  for (const char* sampler : {"euler", "lcm", "ddim"})
+    for (const char* prediction : {"epsilon", "v_prediction"})
+      for (bool img2img : {false, true})
+        EXPECT_TRUE(covered.count({sampler, prediction, img2img}))
+            << "no case of " << sampler << " " << prediction << (img2img ? " img2img" : " txt2img");
+  RecordProperty("cases", int(cases.size()));
+  RecordProperty("cases_without_steps", refused);
+  for (const auto& [sampler, w] : worst)
+    RecordProperty(cat("worst_rel_l2_", sampler),
+                   cat("start ", w.start, " input ", w.input, " step ", w.step, " chained ", w.chained));
+}
+
+// ------------------------------------------------------------------------------------------------ configs
+
+// An error message: one line, naming the config's label and the key.
+void expect_config_error(const std::string& message, const std::string& label, const std::string& key) {
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+  EXPECT_PRED_FORMAT2(IsSubstring, label, message);
+  EXPECT_PRED_FORMAT2(IsSubstring, "'" + key + "'", message);
+}
+
+void parse_error(const std::string& text, const std::string& key) {
+  const std::string label = "scheduler/scheduler_config.json";
+  expect_config_error(error_of([&] { parse_scheduler_config(text, label); }), label, key);
+}
+
+// The config parses, and a 4-step plan of the sampler is refused.
+void plan_error(const std::string& text, SamplerKind kind, const std::string& key) {
+  const std::string label = "scheduler/scheduler_config.json";
+  const SchedulerConfig cfg = parse_scheduler_config(text, label);
+  expect_config_error(error_of([&] { make_sampler_plan(cfg, kind, 4, 1.0f); }), label, key);
+}
+
+json base_config(const char* class_name) {
+  return {{"_class_name", class_name}, {"beta_schedule", "scaled_linear"},
+          {"beta_start", 0.00085},     {"beta_end", 0.012},
+          {"clip_sample", false},      {"set_alpha_to_one", false},
+          {"steps_offset", 1},         {"num_train_timesteps", 1000}};
+}
+
+json with(json j, const char* key, json value) {
+  j[key] = std::move(value);
+  return j;
+}
+
+void expect_same_plan(const SamplerPlan& a, const SamplerPlan& b) {
+  ASSERT_EQ(a.steps.size(), b.steps.size());
+  for (size_t i = 0; i < a.steps.size(); ++i) {
+    EXPECT_EQ(a.steps[i].timestep, b.steps[i].timestep);
+    EXPECT_EQ(a.steps[i].input_scale, b.steps[i].input_scale);
+    EXPECT_EQ(a.steps[i].x_coef, b.steps[i].x_coef);
+    EXPECT_EQ(a.steps[i].out_coef, b.steps[i].out_coef);
+    EXPECT_EQ(a.steps[i].noise_coef, b.steps[i].noise_coef);
+  }
+  EXPECT_EQ(a.start_latent_coef, b.start_latent_coef);
+  EXPECT_EQ(a.start_noise_coef, b.start_noise_coef);
+}
+
+SamplerPlan plan_of(const json& config, SamplerKind kind, int steps, float strength = 1.0f) {
+  return make_sampler_plan(parse_scheduler_config(config.dump(), "config"), kind, steps, strength);
+}
+
+// tests/data/tiny_sd's config, as diffusers' save_pretrained wrote it: SD-Turbo's schedule (Euler, "trailing").
+TEST(SchedulerConfig, TinySdConfigLoads) {
+  const std::string path = test::test_data("tiny_sd/scheduler/scheduler_config.json");
+  const SchedulerConfig cfg = load_scheduler_config(path);
+  EXPECT_EQ(cfg.class_name, "EulerDiscreteScheduler");
+  EXPECT_EQ(cfg.native_sampler(), SamplerKind::Euler);
+  EXPECT_EQ(cfg.prediction, PredictionType::Epsilon);
+  EXPECT_EQ(cfg.timestep_spacing, TimestepSpacing::Trailing);
+  EXPECT_EQ(cfg.beta_schedule, BetaSchedule::ScaledLinear);
+  // "trailing" starts every schedule at the last training timestep, the one SD-Turbo's single step needs.
+  for (int steps : {1, 2, 4}) {
+    const SamplerPlan plan = make_sampler_plan(cfg, SamplerKind::Euler, steps, 1.0f);
+    ASSERT_EQ(int(plan.steps.size()), steps);
+    EXPECT_EQ(plan.steps[0].timestep, cfg.num_train_timesteps - 1);
+  }
+  EXPECT_EQ(make_sampler_plan(cfg, SamplerKind::Lcm, 4, 1.0f).steps.size(), 4u);
+  // The file has no clip_sample: DDIMScheduler.from_config would clip (its default), but the SD pipelines
+  // turn clipping off, as diffusers' run of this folder with DDIM did (export_sd_references.py, pipelines).
+  EXPECT_EQ(make_sampler_plan(cfg, SamplerKind::Ddim, 4, 1.0f).steps.size(), 4u);
+}
+
+// StableDiffusionPipeline and StableDiffusionImg2ImgPipeline set steps_offset to 1 and clip_sample to false,
+// whatever the config says.
+TEST(SchedulerConfig, PipelinesSetStepsOffsetAndClipSample) {
+  const json base = base_config("DDIMScheduler");
+  for (SamplerKind k : {SamplerKind::Euler, SamplerKind::Lcm, SamplerKind::Ddim}) {
+    SCOPED_TRACE(sampler_name(k));
+    json bare = base;
+    bare.erase("steps_offset");
+    bare.erase("clip_sample");
+    for (const json& variant :
+         {bare, with(base, "steps_offset", 0), with(base, "steps_offset", 7), with(base, "clip_sample", true)})
+      expect_same_plan(plan_of(variant, k, 4, 0.75f), plan_of(base, k, 4, 0.75f));
+  }
+}
+
+TEST(SchedulerConfig, MissingKeysTakeTheDefaultsOfTheSamplersClass) {
+  // SD 1.5's scheduler_config.json as diffusers' documentation prints it: a PNDMScheduler without
+  // timestep_spacing, which EulerDiscreteScheduler reads as "linspace" and DDIMScheduler as "leading".
+  const json sd15 = R"({"_class_name": "PNDMScheduler", "_diffusers_version": "0.8.0.dev0", "beta_end": 0.012,
+    "beta_schedule": "scaled_linear", "beta_start": 0.00085, "clip_sample": false, "num_train_timesteps": 1000,
+    "set_alpha_to_one": false, "skip_prk_steps": true, "steps_offset": 1, "trained_betas": null})"_json;
+  EXPECT_EQ(parse_scheduler_config(sd15.dump(), "sd15").native_sampler(), SamplerKind::Ddim);
+  expect_same_plan(plan_of(sd15, SamplerKind::Euler, 4),
+                   plan_of(with(sd15, "timestep_spacing", "linspace"), SamplerKind::Euler, 4));
+  expect_same_plan(plan_of(sd15, SamplerKind::Ddim, 4),
+                   plan_of(with(sd15, "timestep_spacing", "leading"), SamplerKind::Ddim, 4));
+  // Betas: Euler's and DDIM's defaults are linear 0.0001 to 0.02, LCM's SD's own.
+  json bare = {{"_class_name", "LCMScheduler"}};
+  expect_same_plan(
+      plan_of(bare, SamplerKind::Lcm, 4),
+      plan_of(with(with(with(bare, "beta_schedule", "scaled_linear"), "beta_start", 0.00085), "beta_end", 0.012),
+              SamplerKind::Lcm, 4));
+  expect_same_plan(plan_of(bare, SamplerKind::Ddim, 4),
+                   plan_of(with(with(with(bare, "beta_schedule", "linear"), "beta_start", 0.0001), "beta_end", 0.02),
+                           SamplerKind::Ddim, 4));
+  // LCM does not read the spacing.
+  expect_same_plan(plan_of(with(sd15, "timestep_spacing", "trailing"), SamplerKind::Lcm, 4),
+                   plan_of(sd15, SamplerKind::Lcm, 4));
+}
+
+// DDIM's last step goes past t = 0, to alphas_cumprod 1 or alphas_cumprod[0]; LCM never steps past its timesteps.
+TEST(SchedulerConfig, SetAlphaToOneMovesOnlyDdimsLastStep) {
+  const json config = base_config("DDIMScheduler");  // set_alpha_to_one false
+  const SamplerPlan ddim = plan_of(config, SamplerKind::Ddim, 4),
+                    ddim_one = plan_of(with(config, "set_alpha_to_one", true), SamplerKind::Ddim, 4);
+  for (size_t i = 0; i + 1 < ddim.steps.size(); ++i) EXPECT_EQ(ddim.steps[i].x_coef, ddim_one.steps[i].x_coef);
+  EXPECT_NE(ddim.steps.back().x_coef, ddim_one.steps.back().x_coef);
+  expect_same_plan(plan_of(config, SamplerKind::Lcm, 4),
+                   plan_of(with(config, "set_alpha_to_one", true), SamplerKind::Lcm, 4));
+}
+
+TEST(SchedulerConfig, UseDefaultValuesCountAsMissing) {
+  const json turbo = with(base_config("EulerDiscreteScheduler"), "timestep_spacing", "trailing");
+  const json defaulted = with(turbo, "_use_default_values", {"timestep_spacing"});
+  expect_same_plan(plan_of(defaulted, SamplerKind::Euler, 2),
+                   plan_of(with(turbo, "timestep_spacing", "linspace"), SamplerKind::Euler, 2));
+}
+
+TEST(SchedulerConfig, DefaultConfigIsSdsSchedule) {
+  for (PredictionType p : {PredictionType::Epsilon, PredictionType::VPrediction}) {
+    const SchedulerConfig cfg = default_scheduler_config(p);
+    EXPECT_EQ(cfg.prediction, p);
+    EXPECT_EQ(cfg.native_sampler(), SamplerKind::Ddim);
+    const json same = with(with(base_config("PNDMScheduler"), "timestep_spacing", "leading"), "prediction_type",
+                           prediction_type_name(p));
+    for (SamplerKind k : {SamplerKind::Euler, SamplerKind::Lcm, SamplerKind::Ddim})
+      expect_same_plan(make_sampler_plan(cfg, k, 4, 1.0f), plan_of(same, k, 4));
+  }
+}
+
+TEST(SchedulerConfig, NativeSamplers) {
+  const std::pair<const char*, SamplerKind> expected[] = {
+      {"EulerDiscreteScheduler", SamplerKind::Euler}, {"EulerAncestralDiscreteScheduler", SamplerKind::Euler},
+      {"LMSDiscreteScheduler", SamplerKind::Euler},   {"LCMScheduler", SamplerKind::Lcm},
+      {"DDIMScheduler", SamplerKind::Ddim},           {"PNDMScheduler", SamplerKind::Ddim},
+      {"DDPMScheduler", SamplerKind::Ddim},           {"DPMSolverMultistepScheduler", SamplerKind::Ddim}};
+  for (const auto& [name, kind] : expected)
+    EXPECT_EQ(parse_scheduler_config(base_config(name).dump(), name).native_sampler(), kind) << name;
+}
+
+// diffusers saves DPMSolverMultistepScheduler's lambda_min_clipped = -inf as Python's json writes it.
+TEST(SchedulerConfig, PythonInfinityIsAccepted) {
+  const std::string dpm = R"({"_class_name": "DPMSolverMultistepScheduler", "algorithm_type": "dpmsolver++",
+    "beta_schedule": "scaled_linear", "lambda_min_clipped": -Infinity, "solver_order": 2,
+    "use_karras_sigmas": true, "_diffusers_version": "0.29.0"})";
+  const SchedulerConfig cfg = parse_scheduler_config(dpm, "dpm");
+  EXPECT_EQ(cfg.native_sampler(), SamplerKind::Ddim);
+  // Karras sigmas are DPM-Solver's here; of rtvd's samplers only Euler's class reads them.
+  EXPECT_NO_THROW(make_sampler_plan(cfg, SamplerKind::Lcm, 4, 1.0f));
+  plan_error(dpm, SamplerKind::Euler, "use_karras_sigmas");
+  // Inside a string the token is text, and a read key holding one is refused by name.
+  parse_error(R"({"_class_name": "DDIMScheduler", "prediction_type": "NaN"})", "prediction_type");
+  parse_error(R"({"_class_name": "DDIMScheduler", "beta_end": Infinity})", "beta_end");
+}
+
+TEST(SchedulerConfig, ParseErrorsNameTheKey) {
+  const json base = base_config("EulerDiscreteScheduler");
+  parse_error(with(base, "beta_strat", 0.001).dump(), "beta_strat");
+  parse_error(with(base, "_class_name", "FlowMatchEulerDiscreteScheduler").dump(), "_class_name");
+  parse_error(R"({"beta_end": 0.012})", "_class_name");
+  parse_error(with(base, "trained_betas", {0.1, 0.2}).dump(), "trained_betas");
+  parse_error(with(base, "rescale_betas_zero_snr", true).dump(), "rescale_betas_zero_snr");
+  parse_error(with(base, "beta_schedule", "squaredcos_cap_v2").dump(), "beta_schedule");
+  parse_error(with(base, "prediction_type", "sample").dump(), "prediction_type");
+  parse_error(with(base, "timestep_spacing", "uniform").dump(), "timestep_spacing");
+  parse_error(with(base, "num_train_timesteps", 0).dump(), "num_train_timesteps");
+  parse_error(with(base, "beta_start", -0.1).dump(), "beta_start");
+  parse_error(with(base, "beta_end", 1.0).dump(), "beta_end");
+  parse_error(with(base, "steps_offset", "1").dump(), "steps_offset");
+  parse_error(with(base, "clip_sample", "no").dump(), "clip_sample");
+  parse_error(with(base, "set_alpha_to_one", 1).dump(), "set_alpha_to_one");
+  parse_error(with(base, "timestep_scaling", 0).dump(), "timestep_scaling");
+  parse_error(with(base, "original_inference_steps", 0).dump(), "original_inference_steps");
+  parse_error(with(base, "interpolation_type", "cubic").dump(), "interpolation_type");
+  parse_error(with(base, "sigma_min", "small").dump(), "sigma_min");
+  parse_error(with(base, "clip_sample_range", nullptr).dump(), "clip_sample_range");
+  parse_error(with(base, "_use_default_values", "timestep_spacing").dump(), "_use_default_values");
+  parse_error(R"({"_class_name": "DDIMScheduler", "steps_offset": 1, "steps_offset": 0})", "steps_offset");
+}
+
+TEST(SchedulerConfig, MalformedJsonIsOneLineNamingTheFile) {
+  for (const char* text : {R"({"_class_name": "DDIMScheduler",)", "[1, 2]", "", R"({"_class_name": DDIM})"}) {
+    const std::string e = error_of([&] { parse_scheduler_config(text, "scheduler/scheduler_config.json"); });
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+    EXPECT_PRED_FORMAT2(IsSubstring, "scheduler/scheduler_config.json", e) << text;
+    EXPECT_NE(e, "<no error thrown>") << text;
+  }
+  const std::string missing = error_of([] { load_scheduler_config("/nonexistent/scheduler_config.json"); });
+  EXPECT_PRED_FORMAT2(IsSubstring, "/nonexistent/scheduler_config.json", missing);
+}
+
+TEST(SchedulerConfig, VariantsAreRefusedForTheSamplersThatReadThem) {
+  const json base = base_config("EulerDiscreteScheduler");
+  for (const char* key : {"use_karras_sigmas", "use_exponential_sigmas", "use_beta_sigmas"}) {
+    const json config = with(base, key, true);
+    plan_error(config.dump(), SamplerKind::Euler, key);
+    EXPECT_NO_THROW(plan_of(config, SamplerKind::Ddim, 4)) << key;  // DDIMScheduler does not read it
+  }
+  plan_error(with(base, "interpolation_type", "log_linear").dump(), SamplerKind::Euler, "interpolation_type");
+  plan_error(with(base, "final_sigmas_type", "sigma_min").dump(), SamplerKind::Euler, "final_sigmas_type");
+  plan_error(with(base, "timestep_type", "continuous").dump(), SamplerKind::Euler, "timestep_type");
+  for (SamplerKind k : {SamplerKind::Lcm, SamplerKind::Ddim})
+    plan_error(with(base, "thresholding", true).dump(), k, "thresholding");
+  EXPECT_NO_THROW(plan_of(with(base, "thresholding", true), SamplerKind::Euler, 4));
+}
+
+TEST(SamplerPlan, StepsAndStrengthOutOfRange) {
+  const SchedulerConfig cfg = parse_scheduler_config(base_config("DDIMScheduler").dump(), "config");
+  for (SamplerKind k : {SamplerKind::Euler, SamplerKind::Lcm, SamplerKind::Ddim}) {
+    SCOPED_TRACE(sampler_name(k));
+    // img2img keeps int(steps * strength) steps: 4 * 0.2 leaves none.
+    const std::string none = error_of([&] { make_sampler_plan(cfg, k, 4, 0.2f); });
+    EXPECT_PRED_FORMAT2(IsSubstring, "--strength", none);
+    EXPECT_PRED_FORMAT2(IsSubstring, "--steps", none);
+    EXPECT_EQ(none.find('\n'), std::string::npos);
+    for (float bad : {0.0f, -0.5f, 1.5f, std::nanf("")})
+      EXPECT_PRED_FORMAT2(IsSubstring, "--strength", error_of([&] { make_sampler_plan(cfg, k, 4, bad); }));
+    for (int bad : {0, -1, 1001})
+      EXPECT_PRED_FORMAT2(IsSubstring, "--steps", error_of([&] { make_sampler_plan(cfg, k, bad, 1.0f); }));
+    // strength as written: int(10 * 0.7) = 7 in Python, while the float nearest 0.7 times 10 is 6.99999988.
+    EXPECT_EQ(make_sampler_plan(cfg, k, 10, 0.7f).steps.size(), 7u);
+    EXPECT_EQ(make_sampler_plan(cfg, k, 4, 0.5f).steps.size(), 2u);
+  }
+  // LCM picks its steps from original_inference_steps (50) timesteps.
+  EXPECT_PRED_FORMAT2(IsSubstring, "--steps", error_of([&] { make_sampler_plan(cfg, SamplerKind::Lcm, 51, 1.0f); }));
+  // numpy's arange gives "trailing" one timestep too many at 61 of 1000 steps; diffusers' last is then -1.
+  const SchedulerConfig trailing =
+      parse_scheduler_config(with(base_config("DDIMScheduler"), "timestep_spacing", "trailing").dump(), "config");
+  expect_config_error(error_of([&] { make_sampler_plan(trailing, SamplerKind::Euler, 61, 1.0f); }), "config",
+                      "timestep_spacing");
+  EXPECT_EQ(make_sampler_plan(trailing, SamplerKind::Euler, 60, 1.0f).steps.size(), 60u);
+  // "leading" at every training timestep ends past the range (999 + steps_offset 1).
+  EXPECT_PRED_FORMAT2(IsSubstring, "--steps", error_of([&] { make_sampler_plan(cfg, SamplerKind::Ddim, 1000, 1.0f); }));
+}
+
+TEST(SamplerNames, RoundTripAndRefusal) {
+  for (const std::string& name : sampler_names()) EXPECT_EQ(sampler_name(sampler_named(name)), name);
+  EXPECT_EQ(sampler_names(), (std::vector<std::string>{"euler", "lcm", "ddim"}));
+  const std::string e = error_of([] { sampler_named("dpm++"); });
+  EXPECT_PRED_FORMAT2(IsSubstring, "--sampler", e);
+  EXPECT_PRED_FORMAT2(IsSubstring, "dpm++", e);
+}
+
+}  // namespace
+}  // namespace rtvd
