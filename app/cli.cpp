@@ -119,6 +119,11 @@ std::string Flags::get_string(const std::string& name, const std::string& fallba
   return it == values_.end() ? fallback : it->second;
 }
 
+std::vector<std::string> Flags::get_all(const std::string& name) const {
+  const auto it = repeated_.find(name);
+  return it == repeated_.end() ? std::vector<std::string>{} : it->second;
+}
+
 std::string Flags::get_choice(const std::string& name, const std::string& fallback,
                               const std::vector<std::string>& choices) const {
   const std::string v = get_string(name, fallback);
@@ -159,6 +164,7 @@ Flags parse_flags(const std::string& command, const std::vector<FlagSpec>& specs
     }
     check_kind(*spec, value);
     flags.values_[spec->name] = value;
+    if (spec->repeatable) flags.repeated_[spec->name].push_back(value);
   }
   return flags;
 }
@@ -209,7 +215,19 @@ const std::vector<FlagSpec>& generation_flags() {
       {"travel-frames", 0, K::Int, "frames of prompt travel, >= 1", "48", "N"},
       {"clip-skip", 0, K::Int, "text encoder layers skipped from the end (as diffusers' clip_skip)", "0", "N"},
       {"source", 0, K::String, "noise, image:PATH, video:PATH, webcam or webcam:N", "noise", "SPEC"},
-      {"model", 0, K::String, "model directory: diffusers' layout, or config.json + weights.safetensors", "the embedded model", "DIR"},
+      {"model", 0, K::String,
+       "a diffusers folder, a single-file .safetensors checkpoint (SD 1.x, 2.x, Turbo), or config.json + "
+       "weights.safetensors", "the embedded model", "PATH"},
+      {"vae", 0, K::String, "latent models: the autoencoder: the checkpoint's (full), TAESD (tiny: a taesd/ folder "
+       "beside the model or in the cache folder) or a diffusers AutoencoderKL/AutoencoderTiny folder", "full",
+       "full|tiny|DIR"},
+      {"sampler", 0, K::String, "latent models: the sampler", "the checkpoint's scheduler", "euler|lcm|ddim"},
+      {"lora", 0, K::String, "merge a LoRA (diffusers/PEFT or kohya .safetensors) into the weights at load, "
+       "scaled; repeatable", "", "FILE[:SCALE]", true},
+      {"prediction-type", 0, K::String, "latent models: what the U-Net predicts, for checkpoints that do not say",
+       "the checkpoint's", "epsilon|v_prediction"},
+      {"config", 0, K::String, "single-file checkpoints: a diffusers folder whose unet/, vae/ and text_encoder/ "
+       "configs to use instead of inferring them from tensor shapes", "", "DIR"},
     };
     s.insert(s.end(), backend_flags().begin(), backend_flags().end());
     return s;
@@ -275,6 +293,15 @@ void read_backend_flags(const Flags& flags, EngineOptions& o) {
   o.kernels = kernel_family_named(flags.get_choice("kernels", kernel_family_name(o.kernels), kernel_family_names()));
 }
 
+void read_model_flags(const Flags& flags, ModelOptions& o) {
+  o.path = get_path(flags, "model", o.path);
+  o.vae = get_path(flags, "vae", o.vae);
+  for (const std::string& spec : flags.get_all("lora")) o.loras.push_back(parse_lora_spec(spec));
+  if (flags.has("prediction-type"))
+    o.prediction_type = flags.get_choice("prediction-type", "", {"epsilon", "v_prediction"});
+  o.config = get_path(flags, "config", o.config);
+}
+
 void read_generation_flags(const Flags& flags, GenerationOptions& o) {
   if (const auto size = get_size(flags, "size")) {
     if (size->width > kMaxFrameSide || size->height > kMaxFrameSide)
@@ -297,7 +324,8 @@ void read_generation_flags(const Flags& flags, GenerationOptions& o) {
     fail("flag '--travel-frames': only with --prompt-to (the prompt to travel to)");
   o.engine.clip_skip = flags.get_int("clip-skip", o.engine.clip_skip, 0);
   o.source = flags.get_string("source", o.source);
-  o.engine.model_dir = flags.get_string("model", o.engine.model_dir);
+  read_model_flags(flags, o.engine.model);
+  if (flags.has("sampler")) o.frame.sampler = sampler_named(flags.get_choice("sampler", "", sampler_names()));
   read_backend_flags(flags, o.engine);
 }
 

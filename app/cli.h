@@ -24,6 +24,7 @@ struct FlagSpec {
   std::string help;
   std::string default_text;  // shown as "(default ...)" in the help; "" shows none
   std::string value_name;    // placeholder in the help; "" derives one from the kind
+  bool repeatable = false;   // may be given more than once, each value kept (--lora); else a later one wins
 };
 
 // Bounds of a number flag; an open end excludes its bound (fps > 0, blend < 1).
@@ -45,16 +46,19 @@ class Flags {
   std::string get_string(const std::string& name, const std::string& fallback) const;
   std::string get_choice(const std::string& name, const std::string& fallback,
                          const std::vector<std::string>& choices) const;
+  // Every value of a repeatable flag, in the order given (empty when not given).
+  std::vector<std::string> get_all(const std::string& name) const;
   const std::vector<std::string>& positional() const { return positional_; }
 
  private:
   friend Flags parse_flags(const std::string&, const std::vector<FlagSpec>&, const std::vector<std::string>&);
-  std::map<std::string, std::string> values_;  // "" for flags without a value
+  std::map<std::string, std::string> values_;  // "" for flags without a value; the last of a repeatable flag
+  std::map<std::string, std::vector<std::string>> repeated_;
   std::vector<std::string> positional_;
 };
 
 // args: what follows the subcommand. Accepts --name value, --name=value, -n value; a later repeat of a
-// flag wins. command names the subcommand in errors ("render": "... for 'rtvd render' ...").
+// flag wins, but for repeatable flags, which keep every value. command names the subcommand in errors ("render": "... for 'rtvd render' ...").
 Flags parse_flags(const std::string& command, const std::vector<FlagSpec>& specs,
                   const std::vector<std::string>& args);
 
@@ -83,6 +87,7 @@ std::vector<FlagSpec> generation_flags(const std::vector<std::string>& names);
 // The values of backend_flags() / generation_flags(); a flag that is not given, or not in the command's
 // table, leaves its field as it was. Not for a command whose own flag shares a name (bench unet's --size).
 void read_backend_flags(const Flags& flags, EngineOptions& o);
+void read_model_flags(const Flags& flags, ModelOptions& o);  // --model --vae --lora --prediction-type --config
 void read_generation_flags(const Flags& flags, GenerationOptions& o);
 
 const std::vector<FlagSpec>& render_flags();

@@ -9,7 +9,6 @@
 #include "kernels/common/error.h"
 #include "pipeline/device.h"
 #include "pipeline/engine.h"
-#include "pipeline/model_files/diffusers_folder.h"
 
 namespace rtvd {
 
@@ -19,7 +18,8 @@ namespace {
 const std::vector<cli::FlagSpec>& info_flags() {
   using K = cli::ValueKind;
   static const std::vector<cli::FlagSpec> specs = [] {
-    std::vector<cli::FlagSpec> s = cli::generation_flags({"model", "device"});
+    std::vector<cli::FlagSpec> s =
+        cli::generation_flags({"model", "vae", "lora", "prediction-type", "config", "sampler", "device"});
     s.push_back({"help", 'h', K::None, "show this help", "", ""});
     return s;
   }();
@@ -67,21 +67,27 @@ int info_command(const std::vector<std::string>& args) {
     std::printf("cuda:    #%d %s, sm_%d, %.1f GiB\n", g.index, g.name.c_str(), g.sm, g.memory_bytes / 1073741824.0);
 
   const ModelConfig& c = engine.config();
-  const WeightStore& w = *engine.model().weights;
-  std::printf("\nmodel:   %s (%s)\n", c.name.c_str(), engine.model().source.c_str());
-  std::printf("  weights      %lld parameters, %s\n", (long long)w.checkpoint_parameters(), dtype_name(c.dtype));
-  if (!o.engine.model_dir.empty() && is_diffusers_folder(o.engine.model_dir)) {
-    // The engine runs the U-Net; the other components are found, not loaded.
-    const DiffusersFolder f = open_diffusers_folder(o.engine.model_dir);
-    std::printf("  components   diffusers folder\n");
-    std::printf("    %-16s %lld parameters, %s\n", "unet", (long long)w.checkpoint_parameters(), dtype_name(c.dtype));
-    const std::pair<const char*, std::string> others[] = {
-        {"text_encoder", f.text_encoder_dir}, {"tokenizer", f.tokenizer_dir}, {"vae", f.vae_dir},
-        {"scheduler", f.scheduler_config}};
-    for (const auto& [name, path] : others)
-      std::printf("    %-16s %s\n", name, yes_no(!path.empty()).c_str());
+  const Model& m = engine.model();
+  std::printf("\nmodel:   %s (%s, %s)\n", c.name.c_str(), m.source.c_str(), m.format.c_str());
+  std::printf("  weights      %lld parameters\n", (long long)m.weights->checkpoint_parameters());
+  if (!m.components.empty()) {
+    std::printf("  components\n");
+    for (const ModelComponent& k : m.components)
+      std::printf("    %-14s %11lld parameters, %-9s %s\n", k.name.c_str(), (long long)k.parameters, k.dtypes.c_str(),
+                  k.source.c_str());
   }
-  std::printf("  frame        %dx%dx%d (multiples of %d)\n", c.sample_size, c.sample_size, c.in_channels, c.size_multiple());
+  if (m.latent()) {
+    const SchedulerConfig& sc = *m.scheduler;
+    const FrameSettings s = frame_settings(o, engine);
+    std::printf("  scheduler    %s: %s prediction, %s spacing; sampler %s%s\n", sc.class_name.c_str(),
+                prediction_type_name(sc.prediction), sc.timestep_spacing ? timestep_spacing_name(*sc.timestep_spacing) : "default",
+                sampler_name(s.sampler.value_or(sc.native_sampler())), s.sampler ? " (--sampler)" : " (the scheduler's)");
+    std::printf("  autoencoder  %s, %d latent channels, 1 latent pixel per %dx%d, scaling factor %g\n",
+                m.autoencoder->kind_name(), m.autoencoder->latent_channels, m.autoencoder->scale_factor(),
+                m.autoencoder->scale_factor(), m.autoencoder->scaling_factor);
+  }
+  std::printf("  frame        %dx%dx%d (multiples of %d)%s\n", m.native_size(), m.native_size(), m.image_channels(),
+              m.size_multiple(), m.latent() ? cat(", latents ", c.sample_size, "x", c.sample_size, "x", c.in_channels).c_str() : "");
   std::string channels;
   for (size_t i = 0; i < c.block_out_channels.size(); ++i) {
     if (i) channels += '/';
@@ -96,7 +102,7 @@ int info_command(const std::vector<std::string>& args) {
     std::printf("  classes      %d + null: %s\n", c.num_class_embeds - 1, names.c_str());
   }
   if (c.cross_attention_dim > 0) std::printf("  context      %dx%d\n", c.context_length, c.cross_attention_dim);
-  for (const auto& [module, n] : parameters_by_module(w.checkpoint()))
+  for (const auto& [module, n] : parameters_by_module(m.weights->checkpoint()))
     std::printf("    %-16s %10lld\n", module.c_str(), (long long)n);
   std::printf("backend: %s\n", engine.backend().describe().c_str());
   std::printf("  memory       weights %.1f MiB, activations %.1f MiB at %dx%d, batch %d\n",

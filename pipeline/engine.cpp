@@ -82,7 +82,10 @@ void Engine::configure(const FrameSettings& s, bool img2img) {
 // Before the plan is built: a size the backend cannot hold is refused with the numbers, not allocated.
 void Engine::check_memory(const FrameSettings& s) const {
   const int batch = frame_batch(s), act_bytes = int(backend_->act_bytes());
-  const FrameMemory need = frame_memory(model_.config, width_, height_, batch, s.steps, act_bytes);
+  const FrameMemory need = model_.latent()
+                               ? latent_frame_memory(model_.config, *model_.autoencoder, *model_.weights, width_, height_,
+                                                     batch, s.steps, act_bytes)
+                               : frame_memory(model_.config, width_, height_, batch, s.steps, act_bytes);
   MemoryAvailable available = backend_->memory_available();
   available.bytes += int64_t(backend_->arena_bytes() + backend_->weight_bytes());  // the new plan reuses them
   require_memory(cat(model_.config.name, " at --size ", width_, "x", height_), need.total(),

@@ -5,12 +5,14 @@
 // The per-step time embeddings and FiLM depend only on the settings: they are setup ops, run once per plan.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "pipeline/graph/graph.h"
 #include "pipeline/model_files/model_config.h"
 #include "pipeline/model_files/weights.h"
+#include "pipeline/samplers/scheduler_config.h"
 
 namespace rtvd {
 
@@ -22,6 +24,7 @@ struct FrameSettings {
   float blend = 0.5f;      // weight of the previous frame
   int class_id = 0;        // for class-conditional models
   int noise_period = 24;   // frames between key noises of the walk
+  std::optional<SamplerKind> sampler;  // latent models: nullopt = the checkpoint's scheduler's own
   bool operator==(const FrameSettings&) const = default;
 };
 

@@ -1,5 +1,8 @@
 #include "pipeline/latent_frame_plan.h"
 
+#include <algorithm>
+
+#include "kernels/common/checked_math.h"
 #include "kernels/common/error.h"
 #include "pipeline/models/autoencoder.h"
 #include "pipeline/models/unet.h"
@@ -28,6 +31,19 @@ GuidanceStepOp sampler_step(Ref v, int batch, float guidance, Ref x, Ref noise, 
 }
 
 }  // namespace
+
+FrameMemory latent_frame_memory(const ModelConfig& unet, const AutoencoderConfig& autoencoder, const WeightStore& weights,
+                                int width, int height, int batch, int steps, int act_bytes) {
+  const int f = autoencoder.scale_factor();
+  FrameMemory m = frame_memory(unet, std::max(1, width / f), std::max(1, height / f), batch, steps, act_bytes);
+  const std::string what = cat(unet.name, " at ", width, "x", height);
+  m.weights = checked_mul(weights.checkpoint_parameters(), act_bytes, what);
+  const int64_t pixels = checked_mul(width, height, what);
+  const int64_t widest = checked_mul(pixels, autoencoder.widest_channels(), what);
+  m.activations = checked_add(m.activations, checked_mul(3 * widest, act_bytes, what), what);
+  m.activations = checked_add(m.activations, checked_mul(pixels, 3 * act_bytes + 3 * 4 + 4, what), what);
+  return m;
+}
 
 FramePlan build_latent_frame_plan(const LatentModel& m, WeightStore& weights, const FrameSettings& s, bool img2img,
                                   int width, int height, int act_bytes) {

@@ -20,6 +20,13 @@ struct LatentModel {
   const SamplerPlan& sampler;
 };
 
+// A lower bound of what a latent frame takes, from the configs and the store alone, before anything is
+// built: every weight of the store in the activation type, the U-Net's activations at the latent size (as
+// frame_memory), and the autoencoder's at the image size: the decoder's widest activations, three alive at
+// once (a ResNet's input, its hidden state and its output), and the frame's image, blend and RGBA8 buffers.
+FrameMemory latent_frame_memory(const ModelConfig& unet, const AutoencoderConfig& autoencoder, const WeightStore& weights,
+                                int width, int height, int batch, int steps, int act_bytes);
+
 // width x height: the image, a multiple of the autoencoder's scale factor times the U-Net's size multiple.
 FramePlan build_latent_frame_plan(const LatentModel& m, WeightStore& weights, const FrameSettings& s, bool img2img,
                                   int width, int height, int act_bytes);

@@ -1,28 +1,65 @@
-// A model = its config and its weights: from a directory (config.json + weights.safetensors), a diffusers
-// Stable Diffusion folder (model_index.json, unet/ and the other components), or the default model embedded
-// in the binary.
+// A model = its configs and weights: the embedded default model, a directory of config.json +
+// weights.safetensors (rtvd's pixel-space U-Nets), a diffusers Stable Diffusion folder (model_index.json,
+// unet/, vae/, text_encoder/, tokenizer/, scheduler/) or a single-file checkpoint in the original layout.
+// Latent (SD-class) models add the autoencoder, the scheduler and the text encoder to the U-Net.
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
+#include "pipeline/model_files/autoencoder_config.h"
+#include "pipeline/model_files/lora.h"
 #include "pipeline/model_files/model_config.h"
 #include "pipeline/model_files/weights.h"
+#include "pipeline/models/clip_text.h"
+#include "pipeline/samplers/scheduler_config.h"
 
 namespace rtvd {
 
-struct Model {
-  std::string source;  // the directory, or "embedded default model"
-  ModelConfig config;
-  std::unique_ptr<WeightStore> weights;
-  // A diffusers folder's text encoder and tokenizer folders (text_encoder/, tokenizer/); empty when the model
-  // has none. The engine turns prompts into the U-Net's context with them (prompt_encoder.h).
-  std::string text_encoder_dir, tokenizer_dir;
+// What --model, --vae, --lora, --prediction-type and --config ask for.
+struct ModelOptions {
+  std::string path;                 // "" = the embedded default model
+  std::string vae;                  // "" or "full": the checkpoint's; "tiny": TAESD (taesd_folder()); else a folder
+  std::vector<LoraSpec> loras;      // merged in order
+  std::string prediction_type;      // "" = the checkpoint's (scheduler config or metadata); else overrides it
+  std::string config;               // single files: a diffusers folder whose component configs to use
 };
 
-Model load_model(const std::string& dir);  // either layout; empty dir = the embedded default
+// A component as rtvd info shows it: "unet", "vae", "text_encoder", ...; where it came from.
+struct ModelComponent {
+  std::string name, source, dtypes;  // dtypes: "F16", "F16, F32"
+  int64_t parameters = 0;
+};
+
+struct Model {
+  std::string source;  // the path, or "embedded default model"
+  std::string format;  // "rtvd", "diffusers folder", "single file (SD 1.x)", ...
+  ModelConfig config;  // the U-Net
+  // The U-Net's tensors and the autoencoder's, in one store (their names do not collide: diffusers' unet/
+  // and vae/ names), so that one frame graph reads both.
+  std::unique_ptr<WeightStore> weights;
+  std::optional<TextEncoderCheckpoint> text_encoder;  // moved out by the engine
+  std::string tokenizer_dir;                          // "" = CLIP's vocabulary shipped in assets/
+  std::optional<AutoencoderConfig> autoencoder;       // latent models
+  std::optional<SchedulerConfig> scheduler;           // latent models
+  std::vector<ModelComponent> components;
+
+  bool latent() const { return autoencoder.has_value(); }
+  int image_channels() const { return latent() ? 3 : config.in_channels; }
+  // The image size it was trained at, and the multiple every image side must be.
+  int native_size() const;
+  int size_multiple() const;
+};
+
+Model load_model(const ModelOptions& options);
 Model load_embedded_model();
 // cfg's architecture with the weights of random_checkpoint(cfg, seed) (random_weights.h).
 Model random_model(const ModelConfig& cfg, uint64_t seed, const std::string& source);
+
+// Where --vae tiny looks for TAESD (diffusers' AutoencoderTiny folder, madebyollin/taesd): a taesd/ folder
+// beside the model, else $RTVD_CACHE_DIR/taesd (or $XDG_CACHE_HOME/rtvd/taesd, ~/.cache/rtvd/taesd).
+std::vector<std::string> taesd_folders(const std::string& model_path);
 
 }  // namespace rtvd
