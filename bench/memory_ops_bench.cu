@@ -83,6 +83,14 @@ void bench_memory_ops(Table& t) {
       concat(concat_params(c, a, other, y), ctx);
     });
   }
+  for (const ScaleActivationCase& c : scale_activation_cases()) {
+    if (!c.production) continue;
+    Buffers b;
+    void* y = b.raw(c.count * 2);
+    timed(t, "scale_activation", c.name, c.count, c.count * 4.0, [&](const void* x, const CudaContext& ctx) {
+      scale_activation(scale_activation_params(c, x, y), ctx);
+    });
+  }
   for (const TimestepEmbeddingCase& c : timestep_embedding_cases()) {
     if (!c.production) continue;
     Buffers b;

@@ -29,6 +29,9 @@ std::vector<AttentionCase> make_cases() {
        .production = true},
       {.name = "clip_h_text", .heads = 16, .q_len = 77, .kv_len = 77, .fused_qkv = true, .causal = true,
        .production = true},
+      // The SD VAE's mid-block attention at 512x512, batch 1: one head of dim 512 over the 64x64 latent.
+      {.name = "sd_vae_mid_64x64_d512", .batch = 1, .heads = 1, .head_dim = 512, .q_len = 4096, .kv_len = 4096,
+       .fused_qkv = true, .production = true},
 
       // ---- the production shapes scaled down
       {.name = "sd21_64x64_scaled", .heads = 5, .q_len = 512, .kv_len = 512, .fused_qkv = true},
@@ -56,6 +59,8 @@ std::vector<AttentionCase> make_cases() {
        .fused_qkv = true, .hostile = "head dim 128"},
       {.name = "d136_len67_pad", .batch = 1, .heads = 2, .head_dim = 136, .q_len = 67, .kv_len = 67,
        .fused_qkv = true, .o_pad = 8, .hostile = "head dim 136, padded output rows"},
+      {.name = "d512_len150", .batch = 1, .heads = 1, .head_dim = 512, .q_len = 150, .kv_len = 150,
+       .fused_qkv = true, .hostile = "head dim 512 (the SD VAE's mid block)"},
       {.name = "fused_d64_len45", .heads = 2, .q_len = 45, .kv_len = 45, .fused_qkv = true, .hostile = "45 tokens"},
       {.name = "self_d64_len37", .heads = 2, .q_len = 37, .kv_len = 37,
        .hostile = "self-attention in the cross layout, 37 tokens"},

@@ -46,6 +46,12 @@ struct Pieces {
   }
 };
 
+// y[r, cols] += the residual's row r.
+void add_residual(const float* residual, int64_t r, int64_t stride, float* yr, Range cols) {
+  const float* res = residual + r * stride;
+  for (int64_t c = cols.begin; c < cols.end; ++c) yr[c] += res[c];
+}
+
 // scale, bias, activation and the residual the GEMM did not accumulate, on y[rows, cols] of the tile.
 // One short loop per step rather than one loop with branches inside: each vectorises and the row stays
 // in L1 between them.
@@ -63,20 +69,22 @@ void finish_tile(const GemmEpilogue& e, float* y, Range rows, Range cols) {
       const float* b = e.bias + image * e.bias_stride;
       for (int64_t c = cols.begin; c < cols.end; ++c) yr[c] += b[c];
     }
+    if (residual && e.act_after_residual) add_residual(residual, r, e.cols, yr, cols);
     if (e.act == Activation::Silu) {
 #pragma omp simd
       for (int64_t c = cols.begin; c < cols.end; ++c) yr[c] = silu_fast(yr[c]);
     } else if (e.act == Activation::QuickGelu) {
 #pragma omp simd
       for (int64_t c = cols.begin; c < cols.end; ++c) yr[c] = quick_gelu_fast(yr[c]);
-    } else if (e.act == Activation::Gelu) {
-      // erfc is a scalar libm call: fine for the CLIP MLPs (77-154 rows), which are all that use it.
-      for (int64_t c = cols.begin; c < cols.end; ++c) yr[c] = gelu(yr[c]);
+    } else if (e.act == Activation::Relu) {
+#pragma omp simd
+      for (int64_t c = cols.begin; c < cols.end; ++c) yr[c] = std::max(yr[c], 0.0f);
+    } else if (e.act != Activation::None) {
+      // GELU's erfc and tanh are scalar libm calls: fine for the CLIP MLPs (77-154 rows), which are all that
+      // use them in a GEMM.
+      for (int64_t c = cols.begin; c < cols.end; ++c) yr[c] = apply_activation(yr[c], e.act);
     }
-    if (residual) {
-      const float* res = residual + r * e.cols;
-      for (int64_t c = cols.begin; c < cols.end; ++c) yr[c] += res[c];
-    }
+    if (residual && !e.act_after_residual) add_residual(residual, r, e.cols, yr, cols);
   }
 }
 

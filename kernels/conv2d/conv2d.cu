@@ -15,6 +15,8 @@
 // ctx.workspace and a second kernel sums them in a fixed order and runs the epilogue.
 // Direct fallback (c_in % 8 != 0, e.g. the 3- or 4-channel input conv, or unaligned pointers): one thread
 // per output element, fp32.
+// Both check every tap against the input's bounds, so the padding after the input may be one row or column
+// wider than before it (diffusers' Downsample2D: h_out and w_out say so, conv2d.h).
 #include "kernels/conv2d/conv2d.cuh"
 
 #include <algorithm>
@@ -261,7 +263,7 @@ __global__ void conv2d_direct_kernel(const __grid_constant__ Conv2dParams p, Gem
       }
     }
     const float r = p.residual ? __half2float(static_cast<const __half*>(p.residual)[idx]) : 0.0f;
-    y[idx] = __float2half_rn(epilogue_value(p, o.img, co, acc) + r);
+    y[idx] = __float2half_rn(output_value(p, o.img, co, acc, r));
   }
 }
 
@@ -369,16 +371,17 @@ void conv2d_detail::check_params(const Conv2dParams& p, const char* op) {
   else if (p.x == p.y) unmet = "y must not alias x";
   else if (p.n <= 0 || p.h <= 0 || p.w <= 0 || p.c_in <= 0 || p.c_out <= 0) unmet = "n, h, w, c_in, c_out must be positive";
   else if (p.kh <= 0 || p.kw <= 0 || p.stride <= 0 || p.pad < 0) unmet = "kh, kw, stride must be positive and pad non-negative";
-  else if (p.h_out <= 0 || p.w_out <= 0 || p.h_out != conv2d_out_size(p.h, p.kh, p.stride, p.pad) ||
-           p.w_out != conv2d_out_size(p.w, p.kw, p.stride, p.pad))
-    unmet = "h_out, w_out must be (h + 2 pad - kh) / stride + 1, positive";
+  else if (!conv2d_out_size_ok(p.h, p.kh, p.stride, p.pad, p.h_out) ||
+           !conv2d_out_size_ok(p.w, p.kw, p.stride, p.pad, p.w_out))
+    unmet = "h_out, w_out must be (h + pad + pad_end - kh) / stride + 1 with pad_end = pad or pad + 1, positive";
   else if (m >= (int64_t(1) << 31) || k >= (int64_t(1) << 31) || int64_t(p.h) * p.w >= (int64_t(1) << 31))
     unmet = "n h_out w_out, kh kw c_in and h w must fit in 31 bits";
   else if ((p.scale && p.scale_batch_stride < 0) || (p.bias && p.bias_batch_stride < 0))
     unmet = "scale and bias batch strides must be non-negative";
   else if (p.gn_stats && (!p.gn_gamma || !p.gn_beta || p.gn_groups <= 0 || p.c_in % p.gn_groups != 0))
     unmet = "the GroupNorm prologue needs gn_gamma, gn_beta and gn_groups > 0 dividing c_in";
-  else if (p.act != Activation::None && p.act != Activation::Silu) unmet = "act must be None or Silu";
+  else if (p.act != Activation::None && p.act != Activation::Silu && p.act != Activation::Relu)
+    unmet = "act must be None, Silu or Relu";
   if (unmet) fail(op, ": ", unmet);
 }
 

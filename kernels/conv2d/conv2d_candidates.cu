@@ -69,8 +69,10 @@ Conv2dCandidate cudnn_candidate(const Conv2dParams& p) {
   c.can_implement = [](const Conv2dParams& q, const CudaContext& ctx, std::string* why) {
     const char* unmet = !ctx.cudnn || !ctx.plans ? "no cuDNN handle and plan cache in the context"
                         : q.residual && q.residual == q.y ? "residual must not alias y (the epilogue runs in place on y)"
-                        : !cudnn_plan(q, ctx)                ? "cuDNN has no algorithm for the shape"
-                                                             : nullptr;
+                        : !conv2d_symmetric(q)
+                            ? "cuDNN pads both sides alike: h_out and w_out must be (h + 2 pad - kh) / stride + 1"
+                        : !cudnn_plan(q, ctx) ? "cuDNN has no algorithm for the shape"
+                                              : nullptr;
     if (unmet && why) *why = unmet;
     return unmet == nullptr;
   };
@@ -91,8 +93,10 @@ Conv2dCandidate cudnn_candidate(const Conv2dParams& p) {
 
 std::string conv2d_shape_key(const Conv2dParams& p) {
   return cat(p.n, "x", p.h, "x", p.w, "x", p.c_in, " -> ", p.c_out, " k", p.kh, "x", p.kw, " s", p.stride, " p", p.pad,
+             conv2d_symmetric(p) ? std::string() : cat(" out ", p.h_out, "x", p.w_out),
              p.gn_stats ? cat(" gn", p.gn_groups) : std::string(), p.residual ? " res" : "",
-             p.act == Activation::Silu ? " silu" : "", p.scale_batch_stride ? " film" : "");
+             p.act != Activation::None ? cat(" ", activation_name(p.act)) : std::string(),
+             p.residual && p.act_after_residual ? " act after res" : "", p.scale_batch_stride ? " film" : "");
 }
 
 std::vector<Conv2dCandidate> conv2d_candidates(const Conv2dParams& p, const CudaContext& ctx) {

@@ -1,7 +1,9 @@
 // conv2d's cases: the one table that the correctness tests (tests/ops/conv2d_test.cpp) and the kernel
 // benchmark both run. Production shapes (DESIGN.md's hot shapes at batch 2, the default model's convs) and
 // hostile ones (c_in or c_out not a multiple of 8, odd sizes, stride 2, 1x1 and 5x5, misaligned x, y in
-// place of the residual). Plain C++: the CPU build and the tests include it without the CUDA toolkit.
+// place of the residual), and the autoencoders' (TAESD's ReLU after the residual, the VAE's Downsample2D
+// with its extra row and column of padding after the input). Plain C++: the CPU build and the tests include
+// it without the CUDA toolkit.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -19,17 +21,20 @@ struct Conv2dCase {
   std::string name;  // unique, [A-Za-z0-9_] (a test and a benchmark row are named after it)
   int n = 2, h = 0, w = 0, c_in = 0, c_out = 0;
   int k = 3, stride = 1, pad = 1;  // square kernel
-  bool residual = false;           // + residual after the activation
+  int pad_end = -1;                // zeros after the input: -1 = pad; pad + 1 for diffusers' Downsample2D
+  bool residual = false;           // + residual after the activation...
+  bool act_after_residual = false;  // ...or before it
   ConvRows scale = ConvRows::None, bias = ConvRows::None;
-  bool silu = false;
+  Activation act = Activation::None;  // None, Silu or Relu
   int gn_groups = 0;          // > 0: the GroupNorm+SiLU prologue with that many groups
   int x_misalign_bytes = 0;   // x starts this many bytes past a 16-byte boundary (the caller offsets it)
   bool in_place = false;      // y is the residual's buffer (needs residual)
   bool production = false;    // a shape the shipped models run
   std::string hostile = "";   // what makes it hard, "" for none
 
-  int h_out() const { return conv2d_out_size(h, k, stride, pad); }
-  int w_out() const { return conv2d_out_size(w, k, stride, pad); }
+  int end() const { return pad_end < 0 ? pad : pad_end; }
+  int h_out() const { return conv2d_out_size(h, k, stride, pad, end()); }
+  int w_out() const { return conv2d_out_size(w, k, stride, pad, end()); }
   double flops() const { return 2.0 * n * h_out() * w_out() * double(c_out) * k * k * c_in; }
 };
 

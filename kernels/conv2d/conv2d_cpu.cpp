@@ -6,6 +6,8 @@
 // element is normalised once rather than kh kw times) and its per-channel coefficients; then one chunk
 // of im2col rows.
 // A 1x1, stride 1, unpadded conv needs no im2col: the GEMM reads x (or pre(x)) itself.
+// Padding: p.pad zeros before the first row and column, and after the last as many as h_out and w_out reach
+// (one more than p.pad for diffusers' Downsample2D): im2col writes zeros for every tap outside the input.
 #include "kernels/conv2d/conv2d.h"
 
 #include <algorithm>
@@ -40,7 +42,7 @@ Plan plan_for(const Conv2dParams& p) {
   plan.m = int64_t(p.n) * p.h_out * p.w_out;
   plan.k = int64_t(p.kh) * p.kw * p.c_in;
   if (p.gn_stats) plan.prologue = int64_t(p.n) * (int64_t(p.h) * p.w + 2) * p.c_in;
-  const bool pointwise = p.kh == 1 && p.kw == 1 && p.stride == 1 && p.pad == 0;
+  const bool pointwise = p.kh == 1 && p.kw == 1 && p.stride == 1 && p.pad == 0 && p.h_out == p.h && p.w_out == p.w;
   if (!pointwise) {
     const int64_t most = std::max(kMinChunkRows, kChunkFloats / std::max<int64_t>(plan.k, 1));
     const int64_t chunks = std::max<int64_t>((plan.m + most - 1) / most, 1);
@@ -102,11 +104,16 @@ void im2col(const Conv2dParams& p, const float* src, int64_t row0, int64_t rows,
 size_t conv2d_cpu_workspace_bytes(const Conv2dParams& p) { return plan_for(p).workspace_bytes(); }
 
 void conv2d_cpu(const Conv2dParams& p) {
+  // As the CUDA kernels (conv2d.cu): the activations their epilogues have, and the sizes they take.
+  if (p.act != Activation::None && p.act != Activation::Silu && p.act != Activation::Relu)
+    fail("conv2d_cpu: act must be None, Silu or Relu, not ", activation_name(p.act));
+  if (!conv2d_out_size_ok(p.h, p.kh, p.stride, p.pad, p.h_out) ||
+      !conv2d_out_size_ok(p.w, p.kw, p.stride, p.pad, p.w_out))
+    fail("conv2d_cpu: h_out ", p.h_out, ", w_out ", p.w_out,
+         " must be (h + pad + pad_end - kh) / stride + 1 with pad_end = pad or pad + 1");
   const Plan plan = plan_for(p);
   if (p.workspace_bytes < plan.workspace_bytes())
     fail("conv2d_cpu: workspace of ", p.workspace_bytes, " bytes, needs ", plan.workspace_bytes());
-  if (p.act != Activation::None && p.act != Activation::Silu)  // as the CUDA kernels (conv2d.cu)
-    fail("conv2d_cpu: act must be None or Silu, not ", activation_name(p.act));
   const auto* x = static_cast<const float*>(p.x);
   const auto* w = static_cast<const float*>(p.weight);  // (c_out, K) row-major
   auto* y = static_cast<float*>(p.y);
@@ -121,6 +128,7 @@ void conv2d_cpu(const Conv2dParams& p) {
   epilogue.bias_stride = p.bias_batch_stride;
   epilogue.act = p.act;
   epilogue.residual = static_cast<const float*>(p.residual);
+  epilogue.act_after_residual = p.act_after_residual;
   epilogue.rows_per_image = int64_t(p.h_out) * p.w_out;
   epilogue.cols = p.c_out;
   epilogue.check_output(y);

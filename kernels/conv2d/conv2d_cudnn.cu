@@ -22,7 +22,7 @@ using namespace conv2d_detail;
 
 // ---- kernels ----
 
-// y = act(y * scale + bias) + residual in place, 8 channels of one output pixel per thread.
+// y = conv2d.h's epilogue of y, in place, 8 channels of one output pixel per thread.
 __global__ void epilogue_kernel(const __grid_constant__ Conv2dParams p, bool vec) {
   const auto* y = static_cast<const __half*>(p.y);
   const int hw_out = p.h_out * p.w_out, chunks_n = (p.c_out + 7) / 8;
@@ -65,7 +65,8 @@ void destroy_descriptors(Conv2dCudnnPlan& plan) {
 
 bool same_shape(const Conv2dParams& a, const Conv2dParams& b) {
   return a.n == b.n && a.h == b.h && a.w == b.w && a.c_in == b.c_in && a.c_out == b.c_out && a.kh == b.kh &&
-         a.kw == b.kw && a.stride == b.stride && a.pad == b.pad && (a.gn_stats != nullptr) == (b.gn_stats != nullptr);
+         a.kw == b.kw && a.stride == b.stride && a.pad == b.pad && a.h_out == b.h_out && a.w_out == b.w_out &&
+         (a.gn_stats != nullptr) == (b.gn_stats != nullptr);
 }
 
 }  // namespace
@@ -93,6 +94,8 @@ Conv2dCudnnPlan::~Conv2dCudnnPlan() { destroy_descriptors(*this); }
 Conv2dCudnnPlan make_conv2d_cudnn_plan(const Conv2dParams& p, cudnnHandle_t handle, size_t max_workspace_bytes) {
   check_params(p, "conv2d_cudnn");
   if (!handle) fail("conv2d_cudnn: the cuDNN handle must be set");
+  if (!conv2d_symmetric(p))
+    fail("conv2d_cudnn: cuDNN pads both sides alike: h_out and w_out must be (h + 2 pad - kh) / stride + 1");
   Conv2dCudnnPlan plan;
   plan.handle = handle;
   plan.shape = p;

@@ -147,14 +147,18 @@ __device__ __forceinline__ float2 gn_fold(const Conv2dParams& p, int img, int c)
   return make_float2(a, __ldg(p.gn_beta + c) - __ldg(stats) * a);
 }
 
-// act(acc * scale[img, c] + bias[img, c]): everything before the residual.
-__device__ __forceinline__ float epilogue_value(const Conv2dParams& p, int img, int c, float acc) {
+// y's value from the accumulator and the residual (0 without one), in fp32: conv2d.h's epilogue,
+// act(acc * scale[img, c] + bias[img, c]) + residual, or act(... + residual) with act_after_residual.
+__device__ __forceinline__ float output_value(const Conv2dParams& p, int img, int c, float acc, float residual) {
   if (p.scale) acc *= __ldg(p.scale + int64_t(img) * p.scale_batch_stride + c);
   if (p.bias) acc += __ldg(p.bias + int64_t(img) * p.bias_batch_stride + c);
-  return p.act == Activation::Silu ? fast_silu(acc) : acc;
+  if (p.act_after_residual) acc += residual;
+  if (p.act == Activation::Silu) acc = fast_silu(acc);
+  else if (p.act == Activation::Relu) acc = fmaxf(acc, 0.0f);
+  return p.act_after_residual ? acc : acc + residual;
 }
 
-// y[m, c + j] = epilogue(acc[j]) + residual[m, c + j] for j < count (<= 8), in fp32, rounded once.
+// y[m, c + j] = output_value(acc[j], residual[m, c + j]) for j < count (<= 8), rounded once to fp16.
 // vec: 16-byte residual loads and y stores (c_out % 8 == 0, y and residual 16-byte aligned, count == 8).
 // The residual is read before y is written by the same thread: residual may alias y.
 __device__ __forceinline__ void store_outputs8(const Conv2dParams& p, int hw_out, int m, int c, int count,
@@ -170,8 +174,8 @@ __device__ __forceinline__ void store_outputs8(const Conv2dParams& p, int hw_out
     auto* o2 = reinterpret_cast<__half2*>(&out);
 #pragma unroll
     for (int j = 0; j < 4; ++j)
-      o2[j] = __floats2half2_rn(epilogue_value(p, img, c + 2 * j, acc[2 * j]) + r[2 * j],
-                                epilogue_value(p, img, c + 2 * j + 1, acc[2 * j + 1]) + r[2 * j + 1]);
+      o2[j] = __floats2half2_rn(output_value(p, img, c + 2 * j, acc[2 * j], r[2 * j]),
+                                output_value(p, img, c + 2 * j + 1, acc[2 * j + 1], r[2 * j + 1]));
     *reinterpret_cast<uint4*>(y) = out;
     return;
   }
@@ -179,7 +183,7 @@ __device__ __forceinline__ void store_outputs8(const Conv2dParams& p, int hw_out
   for (int j = 0; j < 8; ++j) {
     if (j < count) {
       const float r = residual ? __half2float(residual[j]) : 0.0f;
-      y[j] = __float2half_rn(epilogue_value(p, img, c + j, acc[j]) + r);
+      y[j] = __float2half_rn(output_value(p, img, c + j, acc[j], r));
     }
   }
 }

@@ -1,7 +1,7 @@
-// Elementwise U-Net ops: one thread per VEC consecutive channels. VEC = 8 is one 16-byte load or store
-// per access (needs 16-byte aligned pointers and channel counts divisible by 8); VEC = 1 is the scalar
-// fallback for any shape. All four are pure bandwidth: the launch configuration only has to cover the
-// tensor, and index arithmetic stays in 32 bits (the launchers check the sizes).
+// Elementwise U-Net and autoencoder ops: one thread per VEC consecutive channels (or elements). VEC = 8 is
+// one 16-byte load or store per access (needs 16-byte aligned pointers and channel counts divisible by 8);
+// VEC = 1 is the scalar fallback for any shape. All are pure bandwidth: the launch configuration only has to
+// cover the tensor, and index arithmetic stays in 32 bits (the launchers check the sizes).
 #include <cuda_fp16.h>
 
 #include <cstdint>
@@ -92,6 +92,25 @@ __global__ void __launch_bounds__(kThreads) concat_kernel(const __half* __restri
   reinterpret_cast<Chunk<VEC>*>(y)[i] = *src;
 }
 
+// Flat y = out_scale * act(in_scale * x + in_shift), laid out as silu_kernel: `vectors` threads of 8, then
+// `tail` of one. The activation is activation.h's, in fp32: its exact exp and tanh cost nothing here.
+__global__ void __launch_bounds__(kThreads) scale_activation_kernel(const __grid_constant__ ScaleActivationParams p,
+                                                                    uint32_t vectors, uint32_t tail) {
+  const auto* x = static_cast<const __half*>(p.x);
+  auto* y = static_cast<__half*>(p.y);
+  const uint32_t i = thread_index();
+  if (i < vectors) {
+    float v[8];
+    load_vec<8>(x + size_t(i) * 8, v);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) v[k] = p.out_scale * apply_activation(p.in_scale * v[k] + p.in_shift, p.act);
+    store_vec<8>(y + size_t(i) * 8, v);
+  } else if (i - vectors < tail) {
+    const size_t e = size_t(vectors) * 8 + (i - vectors);
+    y[e] = __float2half_rn(p.out_scale * apply_activation(p.in_scale * __half2float(x[e]) + p.in_shift, p.act));
+  }
+}
+
 unsigned blocks_for(uint32_t items) { return (items + kThreads - 1) / kThreads; }
 
 // Items (threads) of one launch; fails when they would not fit the 32-bit indexing.
@@ -164,6 +183,17 @@ void concat(const ConcatParams& p, const CudaContext& ctx) {
   else
     concat_kernel<1><<<blocks_for(items), kThreads, 0, ctx.stream>>>(a, b, y, items, p.ca, p.cb);
   RTVD_CHECK_LAUNCH("concat");
+}
+
+void scale_activation(const ScaleActivationParams& p, const CudaContext& ctx) {
+  nvtx3::scoped_range range{"scale_activation"};
+  if (p.count < 0) fail("scale_activation: negative count ", p.count);
+  const bool vec = aligned16(p.x) && aligned16(p.y);
+  const int64_t vectors = vec ? p.count / 8 : 0, tail = p.count - 8 * vectors;
+  const uint32_t items = checked_items(vectors + tail, "scale_activation");
+  if (items == 0) return;
+  scale_activation_kernel<<<blocks_for(items), kThreads, 0, ctx.stream>>>(p, uint32_t(vectors), uint32_t(tail));
+  RTVD_CHECK_LAUNCH("scale_activation");
 }
 
 }  // namespace rtvd

@@ -1,4 +1,5 @@
-// Small memory-bound ops of the U-Net: GEGLU, SiLU, nearest 2x upsampling, channel concat.
+// Small memory-bound ops of the U-Net and the autoencoders: GEGLU, SiLU, nearest 2x upsampling, channel
+// concat, and an activation between two affine maps.
 #pragma once
 #include "kernels/common/activation.h"
 
@@ -33,9 +34,21 @@ struct ConcatParams {
   int ca = 0, cb = 0;
 };
 
+// y = out_scale * act(in_scale * x + in_shift), element by element: what the autoencoders do to their
+// inputs that no conv can absorb, because the conv after them zero-pads (TAESD's encoder maps the image to
+// [0, 1] with in_scale 0.5, in_shift 0.5; its decoder clamps latents softly, 3 tanh(x / 3)).
+struct ScaleActivationParams {
+  const void* x = nullptr;
+  void* y = nullptr;  // may be x
+  int64_t count = 0;
+  float in_scale = 1.0f, in_shift = 0.0f, out_scale = 1.0f;
+  Activation act = Activation::None;  // any of activation.h's
+};
+
 void geglu_cpu(const GegluParams& p);
 void silu_cpu(const SiluParams& p);
 void upsample2x_cpu(const Upsample2xParams& p);
 void concat_cpu(const ConcatParams& p);
+void scale_activation_cpu(const ScaleActivationParams& p);
 
 }  // namespace rtvd

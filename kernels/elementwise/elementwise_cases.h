@@ -1,7 +1,7 @@
-// The elementwise ops' cases (GEGLU, SiLU, nearest 2x upsampling, channel concat): the tables that the
-// correctness tests (tests/ops/elementwise_test.cpp) and the kernel benchmark both run. Production shapes of
-// the SD 2.1 U-Net at batch 2 and hostile ones (sizes not a multiple of 8, a single element or pixel,
-// pointers only 2-byte aligned, in place). Plain C++.
+// The elementwise ops' cases (GEGLU, SiLU, nearest 2x upsampling, channel concat, scale-activation-scale):
+// the tables that the correctness tests (tests/ops/elementwise_test.cpp) and the kernel benchmark both run.
+// Production shapes of the SD 2.1 U-Net at batch 2 and of TAESD at 512x512, and hostile ones (sizes not a
+// multiple of 8, a single element or pixel, pointers only 2-byte aligned, in place). Plain C++.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -46,16 +46,30 @@ struct ConcatCase {
   std::string hostile = "";
 };
 
+struct ScaleActivationCase {
+  std::string name;
+  int64_t count = 0;
+  float in_scale = 1.0f, in_shift = 0.0f, out_scale = 1.0f;
+  Activation act = Activation::None;
+  int misalign_bytes = 0;  // x and y
+  bool in_place = false;   // y = x
+  bool production = false;
+  std::string hostile = "";
+};
+
 const std::vector<GegluCase>& geglu_cases();
 const std::vector<SiluCase>& silu_cases();
 const std::vector<Upsample2xCase>& upsample2x_cases();
 const std::vector<ConcatCase>& concat_cases();
+const std::vector<ScaleActivationCase>& scale_activation_cases();
 
 // Each case's params over the caller's buffers (x (rows, 2f) -> y (rows, f); x -> y (count), y = x in
-// place; x (n, h, w, c) -> y (n, 2h, 2w, c); a (pixels, ca), b (pixels, cb) -> y (pixels, ca + cb)).
+// place; x (n, h, w, c) -> y (n, 2h, 2w, c); a (pixels, ca), b (pixels, cb) -> y (pixels, ca + cb); x -> y
+// (count), y = x in place).
 GegluParams geglu_params(const GegluCase& c, const void* x, void* y);
 SiluParams silu_params(const SiluCase& c, const void* x, void* y);
 Upsample2xParams upsample2x_params(const Upsample2xCase& c, const void* x, void* y);
 ConcatParams concat_params(const ConcatCase& c, const void* a, const void* b, void* y);
+ScaleActivationParams scale_activation_params(const ScaleActivationCase& c, const void* x, void* y);
 
 }  // namespace rtvd

@@ -60,6 +60,28 @@ const std::vector<ConcatCase>& concat_cases() {
   return cases;
 }
 
+// TAESD at 512x512: its encoder's input map (x + 1) / 2 of the RGB image, its decoder's 3 tanh(x / 3) of the
+// 64x64x4 latents.
+const std::vector<ScaleActivationCase>& scale_activation_cases() {
+  static const std::vector<ScaleActivationCase> cases = {
+      {.name = "taesd_image_to_unit", .count = 512 * 512 * 3, .in_scale = 0.5f, .in_shift = 0.5f, .production = true},
+      {.name = "taesd_latent_clamp", .count = 64 * 64 * 4, .in_scale = 1.0f / 3, .out_scale = 3.0f,
+       .act = Activation::Tanh, .production = true},
+      {.name = "relu_shifted_1000003", .count = 1000003, .in_scale = 2.0f, .in_shift = -0.25f,
+       .act = Activation::Relu, .hostile = "a ragged tail"},
+      {.name = "silu_in_place_37", .count = 37, .in_scale = -1.5f, .out_scale = 0.5f, .act = Activation::Silu,
+       .in_place = true, .hostile = "in place, 37 elements, negative scale"},
+      {.name = "gelu_7", .count = 7, .in_shift = 0.125f, .act = Activation::Gelu, .hostile = "7 elements"},
+      {.name = "quick_gelu_one", .count = 1, .out_scale = -2.0f, .act = Activation::QuickGelu,
+       .hostile = "a single element"},
+      {.name = "tanh_misaligned", .count = 4096, .in_scale = 0.25f, .out_scale = 4.0f, .act = Activation::Tanh,
+       .misalign_bytes = 2, .hostile = "x and y only 2-byte aligned"},
+      {.name = "affine_in_place_misaligned", .count = 1029, .in_scale = 0.5f, .in_shift = 0.5f, .misalign_bytes = 2,
+       .in_place = true, .hostile = "in place, 2-byte aligned, ragged"},
+  };
+  return cases;
+}
+
 GegluParams geglu_params(const GegluCase& c, const void* x, void* y) {
   GegluParams p;
   p.x = x, p.y = y, p.rows = c.rows, p.f = c.f;
@@ -81,6 +103,13 @@ Upsample2xParams upsample2x_params(const Upsample2xCase& c, const void* x, void*
 ConcatParams concat_params(const ConcatCase& c, const void* a, const void* b, void* y) {
   ConcatParams p;
   p.a = a, p.b = b, p.y = y, p.pixels = c.pixels, p.ca = c.ca, p.cb = c.cb;
+  return p;
+}
+
+ScaleActivationParams scale_activation_params(const ScaleActivationCase& c, const void* x, void* y) {
+  ScaleActivationParams p;
+  p.x = x, p.y = c.in_place ? const_cast<void*>(x) : y, p.count = c.count;
+  p.in_scale = c.in_scale, p.in_shift = c.in_shift, p.out_scale = c.out_scale, p.act = c.act;
   return p;
 }
 

@@ -1,4 +1,5 @@
-// The memory-bound ops of the U-Net on the CPU: GEGLU, SiLU, nearest 2x upsampling, channel concat.
+// The memory-bound ops of the U-Net and the autoencoders on the CPU: GEGLU, SiLU, nearest 2x upsampling,
+// channel concat, scale-activation-scale.
 #include "kernels/elementwise/elementwise.h"
 
 #include <cmath>
@@ -66,6 +67,15 @@ void concat_cpu(const ConcatParams& p) {
     std::memcpy(y + px * cy, a + px * ca, sizeof(float) * ca);
     std::memcpy(y + px * cy + ca, b + px * cb, sizeof(float) * cb);
   }
+}
+
+void scale_activation_cpu(const ScaleActivationParams& p) {
+  const auto* x = static_cast<const float*>(p.x);
+  auto* y = static_cast<float*>(p.y);
+  const float a = p.in_scale, b = p.in_shift, s = p.out_scale;
+  const Activation act = p.act;
+#pragma omp parallel for schedule(dynamic, cpu::chunk_for(1)) if (p.count >= cpu::kParallelElements)
+  for (int64_t i = 0; i < p.count; ++i) y[i] = s * apply_activation(a * x[i] + b, act);
 }
 
 }  // namespace rtvd

@@ -31,6 +31,8 @@ __device__ __forceinline__ float activate(float x, Activation act) {
     case Activation::Silu: return fast_silu(x);
     case Activation::Gelu: return gelu(x);
     case Activation::QuickGelu: return __fdividef(x, 1.0f + __expf(-1.702f * x));
+    case Activation::Relu: return fmaxf(x, 0.0f);
+    case Activation::Tanh: return tanhf(x);
     default: return x;
   }
 }

@@ -7,6 +7,7 @@ namespace {
 
 constexpr LinearResidual kSeparate = LinearResidual::Separate, kInPlace = LinearResidual::InPlace;
 constexpr Activation kSilu = Activation::Silu, kGelu = Activation::Gelu, kQuickGelu = Activation::QuickGelu;
+constexpr Activation kRelu = Activation::Relu, kTanh = Activation::Tanh;
 
 std::vector<LinearCase> make_cases() {
   return {
@@ -52,6 +53,10 @@ std::vector<LinearCase> make_cases() {
        .hostile = "exact GELU in the fallback kernel"},
       {.name = "quick_gelu_3_rows", .m = 3, .n = 64, .k = 40, .bias = true, .act = kQuickGelu,
        .hostile = "quick GELU in the fallback kernel, 3 rows"},
+      {.name = "relu_then_residual", .m = 64, .n = 96, .k = 64, .bias = true, .residual = kSeparate, .act = kRelu,
+       .hostile = "ReLU (then the residual)"},
+      {.name = "tanh_k20", .m = 33, .n = 24, .k = 20, .bias = true, .residual = kSeparate, .act = kTanh,
+       .hostile = "tanh in the fallback kernel"},
       {.name = "no_epilogue", .m = 64, .n = 64, .k = 64, .hostile = "no bias, residual or activation"},
       {.name = "n17", .m = 33, .n = 17, .k = 40, .bias = true, .residual = kSeparate,
        .hostile = "n % 8 != 0: the fallback kernel"},

@@ -227,6 +227,7 @@ class CpuBackend final : public Backend {
                      [](CastOp& o) { cast_cpu(o.p); },
                      [](GuidanceStepOp& o) { guidance_step_cpu(o.p); },
                      [](DenoiseBlendOp& o) { denoise_blend_cpu(o.p); },
+                     [](ScaleActivationOp& o) { scale_activation_cpu(o.p); },
                  },
                  op.body);
       if (cancel.stopped()) throw Cancelled("cancelled");

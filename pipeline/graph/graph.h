@@ -84,6 +84,11 @@ struct Upsample2xOp {
   Ref x, y;
   template <class F> void refs(F&& f) { RTVD_BIND(x, x); RTVD_BIND(y, y); }
 };
+struct ScaleActivationOp {
+  ScaleActivationParams p;
+  Ref x, y;
+  template <class F> void refs(F&& f) { RTVD_BIND(x, x); RTVD_BIND(y, y); }
+};
 struct ConcatOp {
   ConcatParams p;
   Ref a, b, y;
@@ -125,7 +130,7 @@ struct DenoiseBlendOp {
 
 using OpBody = std::variant<ConvOp, GroupNormOp, LayerNormOp, LinearOp, AttentionOp, GegluOp, SiluOp, Upsample2xOp,
                             ConcatOp, TimestepEmbeddingOp, EmbeddingOp, FilmOp, CastOp, GuidanceStepOp,
-                            DenoiseBlendOp>;
+                            DenoiseBlendOp, ScaleActivationOp>;
 
 const char* op_type_name(const OpBody& body);  // "conv2d", "attention", ... for the profiler
 

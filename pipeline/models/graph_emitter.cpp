@@ -7,6 +7,7 @@ namespace rtvd {
 namespace {
 
 double elems(int64_t a) { return static_cast<double>(a); }
+std::string join(const std::string& a, const std::string& b) { return a.empty() ? b : a + "." + b; }
 
 }  // namespace
 
@@ -16,6 +17,26 @@ Ref GraphEmitter::matrix(const std::string& name, int out, int in) {
 
 Ref GraphEmitter::vector(const std::string& name, int n) {
   return weights_.get(name, Elem::F32, [&] { return WeightTensor::floats({n}, weights_.read(name, {n})); });
+}
+
+Ref GraphEmitter::conv_weight(const std::string& name, int out, int in, int k) {
+  return weights_.get(name, Elem::Act, [&] {
+    return WeightTensor::stacked({out, k, k, in}, {weights_.view(name, {out, in, k, k})}, true);
+  });
+}
+
+Ref GraphEmitter::constant(const std::string& name, int n, float value) {
+  return weights_.get(name, Elem::F32, [&] { return WeightTensor::floats({n}, std::vector<float>(size_t(n), value)); });
+}
+
+GraphEmitter::ConvArgs GraphEmitter::conv_args(const std::string& name, int out, int in, int k, bool with_bias) {
+  ConvArgs a;
+  a.w = conv_weight(name + ".weight", out, in, k);
+  if (with_bias) a.bias = vector(name + ".bias", out);
+  a.out = out;
+  a.k = k;
+  a.pad = k / 2;
+  return a;
 }
 
 Ref GraphEmitter::new_act(const std::string& name, std::vector<int64_t> shape) {
@@ -82,6 +103,90 @@ Ref GraphEmitter::attention(const std::string& layer, Ref q, Ref k, Ref v, int b
   const double flops = 4.0 * batch * q_len * elems(kv_len) * c * (causal ? 0.5 : 1.0);
   emit(layer, std::move(op), flops, act_bytes_ * elems(int64_t(batch) * (2 * q_len + 2 * kv_len) * c));
   return o;
+}
+
+GraphEmitter::Act4 GraphEmitter::conv(const std::string& layer, const Act4& x, const ConvArgs& a) {
+  const int pad_end = a.pad_end < 0 ? a.pad : a.pad_end;
+  ConvOp op;
+  Conv2dParams& p = op.p;
+  p.n = batch_;
+  p.h = x.h;
+  p.w = x.w;
+  p.c_in = x.c;
+  p.c_out = a.out;
+  p.kh = p.kw = a.k;
+  p.stride = a.stride;
+  p.pad = a.pad;
+  p.h_out = conv2d_out_size(x.h, a.k, a.stride, a.pad, pad_end);
+  p.w_out = conv2d_out_size(x.w, a.k, a.stride, a.pad, pad_end);
+  p.act = a.act;
+  p.act_after_residual = a.act_after_residual;
+  p.scale_batch_stride = a.scale_batch_stride;
+  p.bias_batch_stride = a.bias_batch_stride;
+  p.gn_groups = a.gn_groups;
+  op.x = x.t;
+  op.w = a.w;
+  op.scale = a.scale;
+  op.bias = a.bias;
+  op.residual = a.residual;
+  op.gn_stats = a.gn_stats;
+  op.gn_gamma = a.gn_gamma;
+  op.gn_beta = a.gn_beta;
+  op.y = new_act(layer, {batch_, p.h_out, p.w_out, a.out});
+  const Act4 y{op.y, p.h_out, p.w_out, a.out};
+  const double m = elems(int64_t(batch_) * p.h_out * p.w_out), k = elems(int64_t(a.k) * a.k * x.c);
+  const double bytes = act_bytes_ * (elems(int64_t(batch_) * x.h * x.w * x.c) + a.out * k + m * a.out * (a.residual ? 2 : 1));
+  emit(layer, std::move(op), 2.0 * m * a.out * k, bytes);
+  return y;
+}
+
+Ref GraphEmitter::group_norm_stats(const std::string& layer, const Act4& x, int groups, float eps) {
+  GroupNormOp op;
+  op.p = {nullptr, nullptr, nullptr, nullptr, nullptr, batch_, x.h * x.w, x.c, groups, eps, Activation::None};
+  op.x = x.t;
+  op.stats = g_.add_tensor(join(tag_, layer + ".stats"), Elem::F32, {batch_, groups, 2});
+  Ref stats = op.stats;
+  emit(layer + ".stats", std::move(op), 0, act_bytes_ * elems(int64_t(batch_) * x.h * x.w * x.c));
+  return stats;
+}
+
+Ref GraphEmitter::group_norm(const std::string& layer, const Act4& x, int groups, float eps) {
+  GroupNormOp op;
+  op.p = {nullptr, nullptr, nullptr, nullptr, nullptr, batch_, x.h * x.w, x.c, groups, eps, Activation::None};
+  op.x = x.t;
+  op.y = new_act(layer, {batch_, x.h, x.w, x.c});
+  op.stats = g_.add_tensor(join(tag_, layer + ".stats"), Elem::F32, {batch_, groups, 2});
+  op.gamma = vector(layer + ".weight", x.c);
+  op.beta = vector(layer + ".bias", x.c);
+  Ref y = op.y;
+  emit(layer, std::move(op), 0, 2.0 * act_bytes_ * elems(int64_t(batch_) * x.h * x.w * x.c));
+  return y;
+}
+
+GraphEmitter::Act4 GraphEmitter::upsample2x(const std::string& layer, const Act4& x) {
+  Upsample2xOp op;
+  op.p = {nullptr, nullptr, batch_, x.h, x.w, x.c};
+  op.x = x.t;
+  op.y = new_act(layer, {batch_, 2 * x.h, 2 * x.w, x.c});
+  const Act4 y{op.y, 2 * x.h, 2 * x.w, x.c};
+  emit(layer, std::move(op), 0, 5.0 * act_bytes_ * elems(int64_t(batch_) * x.h * x.w * x.c));  // reads x, writes 4x
+  return y;
+}
+
+GraphEmitter::Act4 GraphEmitter::scale_activation(const std::string& layer, const Act4& x, float in_scale,
+                                                  float in_shift, Activation act, float out_scale) {
+  const int64_t count = int64_t(batch_) * x.h * x.w * x.c;
+  ScaleActivationOp op;
+  op.p.count = count;
+  op.p.in_scale = in_scale;
+  op.p.in_shift = in_shift;
+  op.p.act = act;
+  op.p.out_scale = out_scale;
+  op.x = x.t;
+  op.y = new_act(layer, {batch_, x.h, x.w, x.c});
+  const Act4 y{op.y, x.h, x.w, x.c};
+  emit(layer, std::move(op), 0, 2.0 * act_bytes_ * elems(count));
+  return y;
 }
 
 }  // namespace rtvd

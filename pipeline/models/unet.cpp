@@ -15,15 +15,11 @@ double elems(int64_t a) { return static_cast<double>(a); }
 }  // namespace
 
 UNetBuilder::UNetBuilder(const ModelConfig& cfg, WeightStore& weights, Graph& graph, int batch, int act_bytes)
-    : GraphEmitter(weights, graph, act_bytes), cfg_(cfg), batch_(batch) {}
+    : GraphEmitter(weights, graph, act_bytes), cfg_(cfg) {
+  batch_ = batch;
+}
 
 // ---- weights ----
-
-Ref UNetBuilder::conv_weight(const std::string& name, int out, int in, int k) {
-  return weights_.get(name, Elem::Act, [&] {
-    return WeightTensor::stacked({out, k, k, in}, {weights_.view(name, {out, in, k, k})}, true);
-  });
-}
 
 int UNetBuilder::resnet_proj_width(int out) const { return cfg_.norm == NormKind::Batch ? 2 * out : out; }
 
@@ -76,49 +72,6 @@ std::pair<Ref, Ref> UNetBuilder::folded_batch_norm(const std::string& prefix, in
 }
 
 // ---- op emitters ----
-
-UNetBuilder::Act4 UNetBuilder::conv(const std::string& layer, const Act4& x, const ConvArgs& a) {
-  ConvOp op;
-  Conv2dParams& p = op.p;
-  p.n = batch_;
-  p.h = x.h;
-  p.w = x.w;
-  p.c_in = x.c;
-  p.c_out = a.out;
-  p.kh = p.kw = a.k;
-  p.stride = a.stride;
-  p.pad = a.pad;
-  p.h_out = conv2d_out_size(x.h, a.k, a.stride, a.pad);
-  p.w_out = conv2d_out_size(x.w, a.k, a.stride, a.pad);
-  p.act = a.act;
-  p.scale_batch_stride = a.scale_batch_stride;
-  p.bias_batch_stride = a.bias_batch_stride;
-  p.gn_groups = a.gn_groups;
-  op.x = x.t;
-  op.w = a.w;
-  op.scale = a.scale;
-  op.bias = a.bias;
-  op.residual = a.residual;
-  op.gn_stats = a.gn_stats;
-  op.gn_gamma = a.gn_gamma;
-  op.gn_beta = a.gn_beta;
-  op.y = new_act(layer, {batch_, p.h_out, p.w_out, a.out});
-  const double m = elems(int64_t(batch_) * p.h_out * p.w_out), k = elems(int64_t(a.k) * a.k * x.c);
-  const double bytes = act_bytes_ * (elems(int64_t(batch_) * x.h * x.w * x.c) + a.out * k + m * a.out * (a.residual ? 2 : 1));
-  Ref y = op.y;
-  emit(layer, std::move(op), 2.0 * m * a.out * k, bytes);
-  return {y, conv2d_out_size(x.h, a.k, a.stride, a.pad), conv2d_out_size(x.w, a.k, a.stride, a.pad), a.out};
-}
-
-Ref UNetBuilder::group_norm_stats(const std::string& layer, const Act4& x, float eps) {
-  GroupNormOp op;
-  op.p = {nullptr, nullptr, nullptr, nullptr, nullptr, batch_, x.h * x.w, x.c, cfg_.norm_num_groups, eps, Activation::None};
-  op.x = x.t;
-  op.stats = g_.add_tensor(join(tag_, layer + ".stats"), Elem::F32, {batch_, cfg_.norm_num_groups, 2});
-  Ref stats = op.stats;
-  emit(layer + ".stats", std::move(op), 0, act_bytes_ * elems(int64_t(batch_) * x.h * x.w * x.c));
-  return stats;
-}
 
 Ref UNetBuilder::attention(const std::string& layer, Ref q, Ref k, Ref v, int q_len, int kv_len, int c, int q_stride,
                            int kv_stride) {
@@ -263,7 +216,7 @@ UNetBuilder::Act4 UNetBuilder::resnet(const std::string& prefix, const Act4& x, 
   c1.bias = film->second.second;
   c1.bias_batch_stride = out;
   c1.out = out;
-  c1.gn_stats = group_norm_stats(prefix + ".norm1", x, cfg_.norm_eps);  // (n, groups, 2): mean, rstd
+  c1.gn_stats = group_norm_stats(prefix + ".norm1", x, cfg_.norm_num_groups, cfg_.norm_eps);  // (n, groups, 2)
   c1.gn_gamma = vector(prefix + ".norm1.weight", x.c);
   c1.gn_beta = vector(prefix + ".norm1.bias", x.c);
   c1.gn_groups = cfg_.norm_num_groups;
@@ -272,7 +225,7 @@ UNetBuilder::Act4 UNetBuilder::resnet(const std::string& prefix, const Act4& x, 
   c2.w = conv_weight(prefix + ".conv2.weight", out, out, 3);
   c2.bias = vector(prefix + ".conv2.bias", out);
   c2.out = out;
-  c2.gn_stats = group_norm_stats(prefix + ".norm2", h, cfg_.norm_eps);  // (n, groups, 2)
+  c2.gn_stats = group_norm_stats(prefix + ".norm2", h, cfg_.norm_num_groups, cfg_.norm_eps);  // (n, groups, 2)
   c2.gn_gamma = vector(prefix + ".norm2.weight", out);
   c2.gn_beta = vector(prefix + ".norm2.bias", out);
   c2.gn_groups = cfg_.norm_num_groups;
@@ -291,15 +244,7 @@ UNetBuilder::Act4 UNetBuilder::transformer(const std::string& prefix, const Act4
     });
   };
 
-  GroupNormOp gn;
-  gn.p = {nullptr, nullptr, nullptr, nullptr, nullptr, batch_, seq, C, cfg_.norm_num_groups, 1e-6f, Activation::None};
-  gn.x = x.t;
-  gn.y = new_act(prefix + ".norm", {batch_, x.h, x.w, C});
-  gn.stats = g_.add_tensor(join(tag_, prefix + ".norm.stats"), Elem::F32, {batch_, cfg_.norm_num_groups, 2});
-  gn.gamma = vector(prefix + ".norm.weight", C);
-  gn.beta = vector(prefix + ".norm.bias", C);
-  Ref normed = gn.y;
-  emit(prefix + ".norm", std::move(gn), 0, 2.0 * act_bytes_ * rows * elems(C));  // (n, h, w, c)
+  Ref normed = group_norm(prefix + ".norm", x, cfg_.norm_num_groups, 1e-6f);  // (n, h, w, c)
 
   Ref h = linear(prefix + ".proj_in", normed, rows, C, C, projection(prefix + ".proj_in"),
                  vector(prefix + ".proj_in.bias", C), {});  // (n*h*w, c)
@@ -409,13 +354,7 @@ Ref UNetBuilder::forward(Ref x_in, int h, int w, const StepConditioning& cond, c
     }
     if (i < L - 1) {
       const std::string p = cat("up_blocks.", i, ".upsamplers.0");
-      Upsample2xOp uo;
-      uo.p = {nullptr, nullptr, batch_, x.h, x.w, x.c};
-      uo.x = x.t;
-      uo.y = new_act(p + ".upsample", {batch_, 2 * x.h, 2 * x.w, x.c});
-      const Act4 up{uo.y, 2 * x.h, 2 * x.w, x.c};
-      // (n, h/2^(l-1), w/2^(l-1), c_l), nearest
-      emit(p + ".upsample", std::move(uo), 0, 5.0 * act_bytes_ * elems(int64_t(batch_) * x.h * x.w * x.c));
+      const Act4 up = upsample2x(p + ".upsample", x);  // (n, h/2^(l-1), w/2^(l-1), c_l), nearest
       ConvArgs u;
       u.w = conv_weight(p + ".conv.weight", out, out, 3);
       u.bias = vector(p + ".conv.bias", out);
@@ -429,7 +368,7 @@ Ref UNetBuilder::forward(Ref x_in, int h, int w, const StepConditioning& cond, c
   co.bias = vector("conv_out.bias", cfg_.out_channels);
   co.out = cfg_.out_channels;
   if (cfg_.norm == NormKind::Group) {
-    co.gn_stats = group_norm_stats("conv_norm_out", x, cfg_.norm_eps);  // (n, groups, 2)
+    co.gn_stats = group_norm_stats("conv_norm_out", x, cfg_.norm_num_groups, cfg_.norm_eps);  // (n, groups, 2)
     co.gn_gamma = vector("conv_norm_out.weight", ch[0]);
     co.gn_beta = vector("conv_norm_out.bias", ch[0]);
     co.gn_groups = cfg_.norm_num_groups;

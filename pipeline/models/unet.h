@@ -38,28 +38,13 @@ class UNetBuilder : GraphEmitter {
   Ref forward(Ref x, int h, int w, const StepConditioning& cond, const CrossContext& cross, const std::string& tag);
 
  private:
-  struct Act4 {  // an activation tensor with its NHWC extent
-    Ref t;
-    int h, w, c;
-  };
   const ModelConfig& cfg_;
-  int batch_;
 
   // Weights.
-  Ref conv_weight(const std::string& name, int out, int in, int k);
   Ref time_projection_weight();
   Ref time_projection_bias();
   std::pair<Ref, Ref> folded_batch_norm(const std::string& prefix, int c);
 
-  // Op emitters beyond GraphEmitter's: each allocates its output tensor and appends one op.
-  struct ConvArgs {
-    Ref w, scale, bias, residual, gn_stats, gn_gamma, gn_beta;
-    int scale_batch_stride = 0, bias_batch_stride = 0, gn_groups = 0;
-    int out = 0, k = 3, stride = 1, pad = 1;
-    Activation act = Activation::None;
-  };
-  Act4 conv(const std::string& layer, const Act4& x, const ConvArgs& a);
-  Ref group_norm_stats(const std::string& layer, const Act4& x, float eps);
   Ref attention(const std::string& layer, Ref q, Ref k, Ref v, int q_len, int kv_len, int c, int q_stride,
                 int kv_stride);
 

@@ -47,9 +47,28 @@ constexpr double kNaiveBudget = 1e8;  // multiply-adds the naive loops may take 
 std::string describe(const Conv2dCase& c) {
   const auto rows = [](ConvRows r) { return r == ConvRows::None ? "-" : r == ConvRows::Channel ? "channel" : "image"; };
   return cat(c.name, ": n", c.n, " ", c.h, "x", c.w, " ", c.c_in, "->", c.c_out, " k", c.k, " s", c.stride, " p", c.pad,
-             c.residual ? " residual" : "", " scale ", rows(c.scale), " bias ", rows(c.bias), c.silu ? " silu" : "",
+             c.end() != c.pad ? cat(" pad_end ", c.end()) : "", c.residual ? " residual" : "",
+             c.act_after_residual ? " (then the activation)" : "", " scale ", rows(c.scale), " bias ", rows(c.bias),
+             c.act != Activation::None ? cat(" ", activation_name(c.act)) : "",
              c.gn_groups ? cat(" gn", c.gn_groups) : "", c.in_place ? " in place" : "",
              c.x_misalign_bytes ? cat(" x misaligned by ", c.x_misalign_bytes) : "");
+}
+
+// The activations by their definitions, in float64.
+double activation_ref(double x, Activation act) {
+  switch (act) {
+    case Activation::None: return x;
+    case Activation::Silu: return silu_ref(x);
+    case Activation::Relu: return x > 0 ? x : 0;
+    default: ADD_FAILURE() << "conv2d has no " << activation_name(act);
+  }
+  return x;
+}
+
+// Whether the CPU's GEMM accumulates the residual itself (no scale, and no activation between the two), which
+// lets y be the residual's buffer.
+bool residual_enters_gemm(const Conv2dCase& c) {
+  return c.residual && c.scale == ConvRows::None && (c.act == Activation::None || c.act_after_residual);
 }
 
 // Workspace of the requested size, poisoned too: an op must not read scratch it did not write.
@@ -105,8 +124,9 @@ struct ConvData {
     return silu_ref((v - mean) * rstd * gamma[ci] + beta[ci]);
   }
 
-  // Direct convolution in float64. A padded tap contributes 0 (the definition); pad_with_pre_of_zero makes it
-  // contribute pre(0) instead, the answer of an implementation that pads before normalising.
+  // Direct convolution in float64. A padded tap (before the input, or after it up to the case's h_out and
+  // w_out) contributes 0 (the definition); pad_with_pre_of_zero makes it contribute pre(0) instead, the
+  // answer of an implementation that pads before normalising.
   std::vector<float> naive(bool pad_with_pre_of_zero = false) const {
     const int h_out = c.h_out(), w_out = c.w_out();
     std::vector<double> px(x.size());
@@ -132,10 +152,9 @@ struct ConvData {
             const size_t row_s = c.scale == ConvRows::Image ? img : 0, row_b = c.bias == ConvRows::Image ? img : 0;
             if (c.scale != ConvRows::None) acc *= scale[row_s * c.c_out + co];
             if (c.bias != ConvRows::None) acc += bias[row_b * c.c_out + co];
-            if (c.silu) acc = silu_ref(acc);
             const size_t out = ((size_t(img) * h_out + oy) * w_out + ox) * c.c_out + co;
-            if (c.residual) acc += residual[out];
-            y[out] = float(acc);
+            const double r = c.residual ? residual[out] : 0.0;
+            y[out] = float(c.act_after_residual ? activation_ref(acc + r, c.act) : activation_ref(acc, c.act) + r);
           }
     return y;
   }
@@ -153,8 +172,8 @@ TEST_P(Conv2dCpu, MatchesNaive) {
   const ConvData data(GetParam(), rng, false);
   const std::vector<float> expected = data.naive();
   EXPECT_LE(rel_l2(data.cpu(), expected), kTolerance);
-  // A residual that enters linearly may be the output buffer itself (the in-place skip connection).
-  if (data.c.in_place && !data.c.silu) {
+  // A residual that enters the GEMM may be the output buffer itself (the in-place skip connection).
+  if (data.c.in_place && residual_enters_gemm(data.c)) {
     EXPECT_LE(rel_l2(data.cpu(true), expected), kTolerance) << "in place";
   }
 }
@@ -208,7 +227,7 @@ TEST(Conv2dCpuRules, RejectsASmallWorkspace) {
 TEST(Conv2dCpuRules, RefusesResidualAliasUnderActivation) {
   test::Rng rng;
   for (const Conv2dCase& c : conv2d_cases()) {
-    if (!c.in_place || c.silu || c.flops() / 2 > kNaiveBudget) continue;
+    if (!c.in_place || c.act != Activation::None || c.flops() / 2 > kNaiveBudget) continue;
     SCOPED_TRACE(describe(c));
     const ConvData data(c, rng, false);
     std::vector<float> y = data.residual;
@@ -218,6 +237,37 @@ TEST(Conv2dCpuRules, RefusesResidualAliasUnderActivation) {
     p.workspace_bytes = conv2d_cpu_workspace_bytes(p);
     p.act = Activation::Silu;
     EXPECT_THROW(conv2d_cpu(p), Error);
+  }
+}
+
+// The output sizes and activations the CUDA kernels take, no others: h_out and w_out with as many zeros after
+// the input as before it or one more (Downsample2D), and act None, SiLU or ReLU.
+TEST(Conv2dCpuRules, RejectsOutputSizesAndActivationsTheKernelsLack) {
+  test::Rng rng;
+  const Conv2dCase c{
+      .name = "sizes", .n = 1, .h = 8, .w = 8, .c_in = 8, .c_out = 8, .stride = 2, .pad = 0, .pad_end = 1};
+  const ConvData data(c, rng, false);
+  std::vector<float> y(size_t(c.h_out() + 1) * (c.w_out() + 1) * c.c_out);
+  Conv2dParams p = data.host(y.data(), false);
+  EXPECT_EQ(p.h_out, 4);  // (8 + 0 + 1 - 3) / 2 + 1; without the extra zeros 3
+  std::vector<float> ws = workspace_for(conv2d_cpu_workspace_bytes(p) * 2);
+  p.workspace = ws.data();
+  p.workspace_bytes = ws.size() * sizeof(float);
+  for (int h_out : {3, 4}) {
+    Conv2dParams ok = p;
+    ok.h_out = h_out;
+    EXPECT_NO_THROW(conv2d_cpu(ok)) << "h_out " << h_out;
+  }
+  for (int h_out : {2, 5}) {
+    Conv2dParams bad = p;
+    bad.h_out = h_out;
+    EXPECT_PRED_FORMAT2(testing::IsSubstring, "pad_end = pad or pad + 1", test::error_of([&] { conv2d_cpu(bad); }))
+        << "h_out " << h_out;
+  }
+  for (Activation act : {Activation::Gelu, Activation::QuickGelu, Activation::Tanh}) {
+    Conv2dParams bad = p;
+    bad.act = act;
+    EXPECT_PRED_FORMAT2(testing::IsSubstring, "act must be None, Silu or Relu", test::error_of([&] { conv2d_cpu(bad); }));
   }
 }
 
@@ -433,6 +483,12 @@ TEST(Conv2dCudaRequirements, RejectsInvalidParams) {
   bad.gn_groups = 3;  // does not divide c_in
   EXPECT_THROW(conv2d(bad, ctx), Error);
   bad = p;
+  bad.h_out = 10;  // neither pad_end 1 (8) nor 2 (9)
+  EXPECT_THROW(conv2d(bad, ctx), Error);
+  bad = p;
+  bad.act = Activation::Gelu;
+  EXPECT_THROW(conv2d(bad, ctx), Error);
+  bad = p;
   bad.c_in = 4;
   EXPECT_THROW(conv2d_with_config(bad, {Conv2dKernel::Igemm64x64, 1}, ctx), Error);
   EXPECT_THROW(conv2d_with_config(p, {Conv2dKernel::Direct, 2}, ctx), Error);
@@ -543,6 +599,30 @@ TEST(Conv2dCudaRequirements, CudnnPlanRejectsMismatchedParams) {
   std::string why;
   EXPECT_FALSE(cudnn->can_implement(other, ctx, &why));
   EXPECT_NE(why.find("alias"), std::string::npos) << why;
+}
+
+// cuDNN's descriptors pad both sides alike: a conv with a zero row and column only after its input
+// (Downsample2D) is refused with that reason, and conv2d() runs it on rtvd's kernels (whose output the
+// Conv2dCuda tests check).
+TEST(Conv2dCudaRequirements, CudnnRefusesPaddingOnlyAfterTheInput) {
+  RTVD_SKIP_WITHOUT_CUDA();
+  CudaHost host;
+  test::Rng rng;
+  for (const char* name : {"downsample_pad_end", "downsample_pad_end_odd", "downsample_pad_end_c3"}) {
+    SCOPED_TRACE(name);
+    const GpuProblem pr(case_named(name), rng);
+    const test::HalfTensor y = pr.fresh_y();
+    const Conv2dParams p = pr.params(y.get());
+    const std::vector<Conv2dCandidate> all = conv2d_candidates(p, host.ctx());
+    const Conv2dCandidate* cudnn = candidate_named(all, "cuDNN");
+    ASSERT_NE(cudnn, nullptr);
+    std::string why;
+    EXPECT_FALSE(cudnn->can_implement(p, host.ctx(), &why));
+    EXPECT_NE(why.find("pads both sides alike"), std::string::npos) << why;
+    EXPECT_THROW(make_conv2d_cudnn_plan(p, host.ctx().cudnn), Error);
+    const Conv2dCandidate& def = default_candidate(all, p, host.ctx(), KernelFamily::Custom, "conv2d");
+    EXPECT_TRUE(is_igemm(def) || is_direct(def)) << def.name;
+  }
 }
 #endif  // RTVD_HAS_CUDNN
 

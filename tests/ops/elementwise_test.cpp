@@ -1,8 +1,8 @@
 // The elementwise ops on their case tables (kernels/elementwise/elementwise_cases.h): GEGLU, SiLU, nearest
-// 2x upsampling, channel concat. Fresh random inputs every run (the seed is in the failure message); outputs
-// poisoned with NaN.
+// 2x upsampling, channel concat, scale-activation-scale. Fresh random inputs every run (the seed is in the
+// failure message); outputs poisoned with NaN.
 //   <Op>Cpu: the CPU reference against a naive definition (float64): rel L2 <= 1e-5; upsampling and concat
-//     only move values and must be exact. SiLU runs out of place and in place.
+//     only move values and must be exact. SiLU and scale_activation run out of place and in place.
 //   <Op>Cuda (CUDA builds, skipping without a device): the kernel against the CPU reference on the same fp16
 //     values, also at 2-byte aligned pointers (the scalar kernels): rel L2 <= 2e-3 (fp16 output); upsampling
 //     and concat exact.
@@ -30,6 +30,7 @@ void PrintTo(const GegluCase& c, std::ostream* os) { *os << c.name; }
 void PrintTo(const SiluCase& c, std::ostream* os) { *os << c.name; }
 void PrintTo(const Upsample2xCase& c, std::ostream* os) { *os << c.name; }
 void PrintTo(const ConcatCase& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const ScaleActivationCase& c, std::ostream* os) { *os << c.name; }
 
 namespace {
 
@@ -45,6 +46,21 @@ class GegluCpu : public testing::TestWithParam<GegluCase> {};
 class SiluCpu : public testing::TestWithParam<SiluCase> {};
 class Upsample2xCpu : public testing::TestWithParam<Upsample2xCase> {};
 class ConcatCpu : public testing::TestWithParam<ConcatCase> {};
+class ScaleActivationCpu : public testing::TestWithParam<ScaleActivationCase> {};
+
+// The activations by their definitions, in float64.
+double activation_ref(double x, Activation act) {
+  switch (act) {
+    case Activation::None: return x;
+    case Activation::Silu: return silu_ref(x);
+    case Activation::Gelu: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case Activation::QuickGelu: return x / (1.0 + std::exp(-1.702 * x));
+    case Activation::Relu: return x > 0 ? x : 0;
+    case Activation::Tanh: return std::tanh(x);
+  }
+  ADD_FAILURE() << "unknown activation " << int(act);
+  return x;
+}
 
 TEST_P(GegluCpu, UsesExactGelu) {
   test::Rng rng;
@@ -108,10 +124,29 @@ TEST_P(ConcatCpu, PutsAThenBPerPixel) {
   EXPECT_EQ(y, expected);
 }
 
+TEST_P(ScaleActivationCpu, MatchesDefinitionAlsoInPlace) {
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  const ScaleActivationCase& c = GetParam();
+  std::vector<float> x = rng.vector(size_t(c.count), -6.0f, 6.0f);
+  std::vector<float> expected;
+  for (float e : x) expected.push_back(float(c.out_scale * activation_ref(double(c.in_scale) * e + c.in_shift, c.act)));
+  std::vector<float> y = test::poisoned(size_t(c.count));
+  ScaleActivationCase out_of_place = c;
+  out_of_place.in_place = false;
+  scale_activation_cpu(scale_activation_params(out_of_place, x.data(), y.data()));
+  EXPECT_LE(rel_l2(y, expected), kTolerance) << c.count;
+  ScaleActivationCase in_place = c;
+  in_place.in_place = true;
+  scale_activation_cpu(scale_activation_params(in_place, x.data(), nullptr));
+  EXPECT_LE(rel_l2(x, expected), kTolerance) << c.count << " in place";
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, GegluCpu, testing::ValuesIn(geglu_cases()), test::case_name);
 INSTANTIATE_TEST_SUITE_P(Cases, SiluCpu, testing::ValuesIn(silu_cases()), test::case_name);
 INSTANTIATE_TEST_SUITE_P(Cases, Upsample2xCpu, testing::ValuesIn(upsample2x_cases()), test::case_name);
 INSTANTIATE_TEST_SUITE_P(Cases, ConcatCpu, testing::ValuesIn(concat_cases()), test::case_name);
+INSTANTIATE_TEST_SUITE_P(Cases, ScaleActivationCpu, testing::ValuesIn(scale_activation_cases()), test::case_name);
 
 #if RTVD_HAS_CUDA
 // ---------------------------------------------------------------------------------------------------
@@ -121,6 +156,7 @@ class GegluCuda : public test::OnCuda<GegluCase> {};
 class SiluCuda : public test::OnCuda<SiluCase> {};
 class Upsample2xCuda : public test::OnCuda<Upsample2xCase> {};
 class ConcatCuda : public test::OnCuda<ConcatCase> {};
+class ScaleActivationCuda : public test::OnCuda<ScaleActivationCase> {};
 
 TEST_P(GegluCuda, MatchesCpu) {
   SCOPED_TRACE(test::seed_trace(rng));
@@ -176,6 +212,19 @@ TEST_P(ConcatCuda, MatchesCpu) {
   EXPECT_EQ(rel_l2(y.read(out_size), y_ref), 0.0);
 }
 
+TEST_P(ScaleActivationCuda, MatchesCpu) {
+  SCOPED_TRACE(test::seed_trace(rng));
+  const ScaleActivationCase& c = GetParam();
+  const size_t count = size_t(c.count);
+  const test::HalfTensor x = test::half_tensor(rng.normal_vector(count, 3.0f), c.misalign_bytes);
+  const test::HalfTensor y = test::poisoned_half_tensor(count, c.misalign_bytes);
+  scale_activation(scale_activation_params(c, x.get(), y.get()), ctx());
+  sync();
+  std::vector<float> x_ref = x.host, y_ref(count);
+  scale_activation_cpu(scale_activation_params(c, x_ref.data(), y_ref.data()));
+  EXPECT_LE(rel_l2((c.in_place ? x : y).read(count), c.in_place ? x_ref : y_ref), 2e-3);
+}
+
 INSTANTIATE_TEST_SUITE_P(Production, GegluCuda, testing::ValuesIn(test::production_cases(geglu_cases())),
                          test::case_name);
 INSTANTIATE_TEST_SUITE_P(Edge, GegluCuda, testing::ValuesIn(test::edge_cases(geglu_cases())), test::case_name);
@@ -189,6 +238,10 @@ INSTANTIATE_TEST_SUITE_P(Edge, Upsample2xCuda, testing::ValuesIn(test::edge_case
 INSTANTIATE_TEST_SUITE_P(Production, ConcatCuda, testing::ValuesIn(test::production_cases(concat_cases())),
                          test::case_name);
 INSTANTIATE_TEST_SUITE_P(Edge, ConcatCuda, testing::ValuesIn(test::edge_cases(concat_cases())), test::case_name);
+INSTANTIATE_TEST_SUITE_P(Production, ScaleActivationCuda,
+                         testing::ValuesIn(test::production_cases(scale_activation_cases())), test::case_name);
+INSTANTIATE_TEST_SUITE_P(Edge, ScaleActivationCuda, testing::ValuesIn(test::edge_cases(scale_activation_cases())),
+                         test::case_name);
 
 #endif  // RTVD_HAS_CUDA
 

@@ -43,6 +43,8 @@ double activation_ref(double x, Activation act) {
     case Activation::Silu: return silu_ref(x);
     case Activation::Gelu: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
     case Activation::QuickGelu: return x / (1.0 + std::exp(-1.702 * x));
+    case Activation::Relu: return x > 0 ? x : 0;
+    case Activation::Tanh: return std::tanh(x);
   }
   ADD_FAILURE() << "unknown activation " << int(act);
   return x;
@@ -101,7 +103,8 @@ INSTANTIATE_TEST_SUITE_P(Cases, LinearCpu,
 // range where they differ from 0 and x, including the negative tail where 1 + erf cancels. Tolerance abs 1e-7
 // + rel 1e-6: fp32 libm, whose argument rounding the tails magnify; GELU's tanh approximation is off by 5e-4.
 TEST(Activation, MatchesDefinitions) {
-  for (const Activation act : {Activation::None, Activation::Silu, Activation::Gelu, Activation::QuickGelu})
+  for (const Activation act : {Activation::None, Activation::Silu, Activation::Gelu, Activation::QuickGelu,
+                               Activation::Relu, Activation::Tanh})
     for (float x = -12.0f; x <= 12.0f; x += 0.0625f) {
       const double want = activation_ref(x, act);
       EXPECT_NEAR(apply_activation(x, act), want, 1e-7 + 1e-6 * std::abs(want)) << activation_name(act) << "(" << x << ")";
@@ -114,7 +117,7 @@ TEST(LinearCpuRequirements, RejectsResidualAliasUnderActivation) {
   p.x = p.w = p.residual = buffer.data();
   p.y = buffer.data();
   p.m = p.n = p.k = 64;
-  for (const Activation act : {Activation::Silu, Activation::Gelu, Activation::QuickGelu}) {
+  for (const Activation act : {Activation::Silu, Activation::Gelu, Activation::QuickGelu, Activation::Relu, Activation::Tanh}) {
     p.act = act;
     EXPECT_THROW(linear_cpu(p), Error) << activation_name(act);
   }

@@ -255,6 +255,7 @@ class CudaBackend final : public Backend {
                      [&](CastOp& o) { cast(o.p, c); },
                      [&](GuidanceStepOp& o) { guidance_step(o.p, c); },
                      [&](DenoiseBlendOp& o) { denoise_blend(o.p, c); },
+                     [&](ScaleActivationOp& o) { scale_activation(o.p, c); },
                  },
                  op.body);
     }
