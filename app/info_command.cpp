@@ -82,9 +82,10 @@ int info_command(const std::vector<std::string>& args) {
     std::printf("  scheduler    %s: %s prediction, %s spacing; sampler %s%s\n", sc.class_name.c_str(),
                 prediction_type_name(sc.prediction), sc.timestep_spacing ? timestep_spacing_name(*sc.timestep_spacing) : "default",
                 sampler_name(s.sampler.value_or(sc.native_sampler())), s.sampler ? " (--sampler)" : " (the scheduler's)");
-    std::printf("  autoencoder  %s, %d latent channels, 1 latent pixel per %dx%d, scaling factor %g\n",
-                m.autoencoder->kind_name(), m.autoencoder->latent_channels, m.autoencoder->scale_factor(),
-                m.autoencoder->scale_factor(), m.autoencoder->scaling_factor);
+    const LatentSpace& l = m.autoencoder->latent();
+    std::printf("  autoencoder  %s, %d latent channels, one per %dx%d pixels, scaling factor %g\n",
+                m.autoencoder->tiny() ? "AutoencoderTiny (TAESD)" : "AutoencoderKL", l.channels, l.pixels_per_latent,
+                l.pixels_per_latent, l.scaling_factor);
   }
   std::printf("  frame        %dx%dx%d (multiples of %d)%s\n", m.native_size(), m.native_size(), m.image_channels(),
               m.size_multiple(), m.latent() ? cat(", latents ", c.sample_size, "x", c.sample_size, "x", c.in_channels).c_str() : "");

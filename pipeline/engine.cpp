@@ -27,7 +27,8 @@ Engine::Engine(const EngineOptions& o) : model_(load_model(o.model)) {
     const DeviceKind where = backend_->is_cuda() ? DeviceKind::Cuda : DeviceKind::Cpu;
     const std::string label = model_.text_encoder->tensors.label();
     prompt_encoder_ = std::make_unique<PromptEncoder>(std::move(*model_.text_encoder), model_.tokenizer_dir,
-                                                      make_backend(where, o.threads, o.kernels, nullptr), o.clip_skip);
+                                                      model_.tokenizer_pad, make_backend(where, o.threads, o.kernels, nullptr),
+                                                      o.clip_skip);
     model_.text_encoder.reset();
     if (prompt_encoder_->width() != c.cross_attention_dim || prompt_encoder_->tokens() != c.context_length)
       fail(label, ": the text encoder gives ", prompt_encoder_->tokens(), " x ", prompt_encoder_->width(),
@@ -81,7 +82,7 @@ void Engine::configure(const FrameSettings& s, bool img2img) {
 
 // Before the plan is built: a size the backend cannot hold is refused with the numbers, not allocated.
 void Engine::check_memory(const FrameSettings& s) const {
-  const int batch = frame_batch(s), act_bytes = int(backend_->act_bytes());
+  const int batch = frame_batch(s, model_.latent()), act_bytes = int(backend_->act_bytes());
   const FrameMemory need = model_.latent()
                                ? latent_frame_memory(model_.config, *model_.autoencoder, *model_.weights, width_, height_,
                                                      batch, s.steps, act_bytes)

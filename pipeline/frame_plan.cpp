@@ -9,7 +9,7 @@
 
 namespace rtvd {
 
-int frame_batch(const FrameSettings& s) { return s.guidance == 1.0f ? 1 : 2; }
+int frame_batch(const FrameSettings& s, bool latent) { return (latent ? s.guidance > 1.0f : s.guidance != 1.0f) ? 2 : 1; }
 
 int64_t FrameMemory::total() const { return checked_add(weights, activations, "frame memory"); }
 
@@ -70,7 +70,7 @@ std::vector<float> flow_schedule(int steps, float start) {
 FramePlan build_frame_plan(const ModelConfig& cfg, WeightStore& weights, const FrameSettings& s, bool img2img,
                            int width, int height, int act_bytes) {
   FramePlan plan;
-  plan.batch = frame_batch(s);
+  plan.batch = frame_batch(s, false);
   plan.width = width;
   plan.height = height;
   plan.start_t = img2img ? s.strength : 1.0f;

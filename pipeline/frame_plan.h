@@ -19,7 +19,7 @@ namespace rtvd {
 struct FrameSettings {
   uint64_t seed = 0;
   int steps = 4;
-  float guidance = 3.0f;   // 1 = no guidance: the batch shrinks to the conditional image
+  float guidance = 3.0f;   // frame_batch: without guidance the batch shrinks to the conditional image
   float strength = 0.6f;   // img2img: how far into the noise the source image is pushed
   float blend = 0.5f;      // weight of the previous frame
   int class_id = 0;        // for class-conditional models
@@ -42,8 +42,11 @@ struct FramePlan {
   bool latent() const { return latent_width > 0; }
 };
 
-// Images per U-Net pass: 2 (conditional and unconditional) with guidance, 1 without (guidance 1).
-int frame_batch(const FrameSettings& s);
+// Images per U-Net pass: 2 (conditional and unconditional) with guidance, 1 without. Latent models follow
+// diffusers' Stable Diffusion pipelines: guidance only above 1 (0 and 1 run the conditional half alone, the
+// real-time case of SD-Turbo and LCM); rtvd's flow models use every value but 1 (below 1 it leans towards the
+// unconditional image).
+int frame_batch(const FrameSettings& s, bool latent);
 
 // A lower bound of the memory a plan takes on a backend whose activations are act_bytes wide, from the
 // config alone and in checked 64-bit arithmetic: checked before the graph is built, so that a size that

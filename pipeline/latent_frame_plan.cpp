@@ -30,16 +30,25 @@ GuidanceStepOp sampler_step(Ref v, int batch, float guidance, Ref x, Ref noise, 
   return op;
 }
 
+// Channels of the autoencoder's activations at the image's own size: the first level's, the widest there.
+int widest_image_channels(const AutoencoderConfig& c) {
+  if (c.tiny()) {
+    const auto& t = std::get<AutoencoderTinyConfig>(c.model);
+    return std::max(t.encoder_block_out_channels.front(), t.decoder_block_out_channels.back());
+  }
+  return std::get<AutoencoderKLConfig>(c.model).block_out_channels.front();
+}
+
 }  // namespace
 
 FrameMemory latent_frame_memory(const ModelConfig& unet, const AutoencoderConfig& autoencoder, const WeightStore& weights,
                                 int width, int height, int batch, int steps, int act_bytes) {
-  const int f = autoencoder.scale_factor();
+  const int f = autoencoder.latent().pixels_per_latent;
   FrameMemory m = frame_memory(unet, std::max(1, width / f), std::max(1, height / f), batch, steps, act_bytes);
   const std::string what = cat(unet.name, " at ", width, "x", height);
   m.weights = checked_mul(weights.checkpoint_parameters(), act_bytes, what);
   const int64_t pixels = checked_mul(width, height, what);
-  const int64_t widest = checked_mul(pixels, autoencoder.widest_channels(), what);
+  const int64_t widest = checked_mul(pixels, widest_image_channels(autoencoder), what);
   m.activations = checked_add(m.activations, checked_mul(3 * widest, act_bytes, what), what);
   m.activations = checked_add(m.activations, checked_mul(pixels, 3 * act_bytes + 3 * 4 + 4, what), what);
   return m;
@@ -48,9 +57,9 @@ FrameMemory latent_frame_memory(const ModelConfig& unet, const AutoencoderConfig
 FramePlan build_latent_frame_plan(const LatentModel& m, WeightStore& weights, const FrameSettings& s, bool img2img,
                                   int width, int height, int act_bytes) {
   const ModelConfig& cfg = m.unet;
-  const int f = m.autoencoder.scale_factor(), C = cfg.in_channels;
+  const int f = m.autoencoder.latent().pixels_per_latent, C = cfg.in_channels;
   if (width % f || height % f) fail("internal: ", width, "x", height, " is not a multiple of the latent's ", f);
-  const int h = height / f, w = width / f, B = frame_batch(s);
+  const int h = height / f, w = width / f, B = frame_batch(s, true);
   const int64_t count = int64_t(h) * w * C;
   const SamplerPlan& sp = m.sampler;
   const int steps = int(sp.steps.size());
@@ -80,13 +89,13 @@ FramePlan build_latent_frame_plan(const LatentModel& m, WeightStore& weights, co
   std::vector<StepConditioning> cond;
   // The U-Net's time embedding takes t in [0, 1] times timestep_scale (1000 for diffusers' U-Nets).
   for (int i = 0; i < steps; ++i)
-    cond.push_back(unet.conditioning(float(sp.steps[i].timestep / cfg.timestep_scale), {}, cat("step", i)));
+    cond.push_back(unet.conditioning(sp.steps[i].timestep / cfg.timestep_scale, {}, cat("step", i)));
 
-  AutoencoderBuilder vae(m.autoencoder, weights, g, act_bytes);
+  const std::unique_ptr<AutoencoderBuilder> vae = make_autoencoder_builder(m.autoencoder, weights, g, g.frame, act_bytes);
   const Ref model_in = g.add_tensor("model_input", Elem::Act, {B, h, w, C});
   // x_start = start_latent_coef * encode(image) + start_noise_coef * noise, and the first model input.
   Ref latent;
-  if (img2img) latent = vae.encode(plan.image, height, width, g.frame);  // (1, h, w, C), scaled
+  if (img2img) latent = vae->encode(plan.image, height, width);  // (1, h, w, C), scaled
   g.frame.push_back(Op{"sampler.start",
                        sampler_step(latent, 1, 1.0f, plan.sample, {}, model_in, B, count, sp.start_noise_coef,
                                     sp.start_latent_coef, 0.0f, sp.steps[0].input_scale),
@@ -107,7 +116,7 @@ FramePlan build_latent_frame_plan(const LatentModel& m, WeightStore& weights, co
                          0, double(count) * (B * act_bytes + 8 + (noise ? 4 : 0) + (last ? 1 : B) * act_bytes)});
   }
 
-  const Ref image = vae.decode(decoder_in, h, w, g.frame);  // (1, height, width, 3) in [-1, 1]
+  const Ref image = vae->decode(decoder_in, h, w);  // (1, height, width, 3) in [-1, 1]
   DenoiseBlendOp show;
   show.p.h = height;
   show.p.w = width;

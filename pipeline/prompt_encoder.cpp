@@ -9,21 +9,21 @@ namespace rtvd {
 
 namespace {
 
-ClipTokenizer open_tokenizer(const std::string& dir) {
-  return dir.empty() ? ClipTokenizer::builtin() : ClipTokenizer::load(dir);
+ClipTokenizer open_tokenizer(const std::string& dir, const std::string& pad_token) {
+  return dir.empty() ? ClipTokenizer::builtin(pad_token) : ClipTokenizer::load(dir);
 }
 
 }  // namespace
 
-PromptEncoder::PromptEncoder(const std::string& text_encoder_dir, const std::string& tokenizer_dir,
-                             std::unique_ptr<Backend> backend, int clip_skip)
-    : tokenizer_(open_tokenizer(tokenizer_dir)), backend_(std::move(backend)),
-      encoder_(text_encoder_dir, *backend_, clip_skip) {
+PromptEncoder::PromptEncoder(TextEncoderCheckpoint text_encoder, const std::string& tokenizer_dir,
+                             const std::string& pad_token, std::unique_ptr<Backend> backend, int clip_skip)
+    : tokenizer_(open_tokenizer(tokenizer_dir, pad_token)), backend_(std::move(backend)),
+      label_(text_encoder.tensors.label()), encoder_(std::move(text_encoder), *backend_, clip_skip) {
   if (encoder_.tokens() != ClipTokenizer::kContextLength)
-    fail(text_encoder_dir, "/config.json: max_position_embeddings ", encoder_.tokens(), ", expected ",
+    fail(label_, ": the text encoder takes ", encoder_.tokens(), " positions (max_position_embeddings), expected ",
          ClipTokenizer::kContextLength, " (the tokens CLIP's tokenizer gives)");
   if (encoder_.config().vocab_size < int(tokenizer_.tokens().size()))
-    fail(text_encoder_dir, "/config.json: vocab_size ", encoder_.config().vocab_size, ", but the tokenizer has ",
+    fail(label_, ": the text encoder's vocab_size is ", encoder_.config().vocab_size, ", but the tokenizer has ",
          tokenizer_.tokens().size(), " tokens");
 }
 

@@ -16,10 +16,10 @@ namespace rtvd {
 
 class PromptEncoder {
  public:
-  // text_encoder_dir: a diffusers text_encoder/ folder; tokenizer_dir: its tokenizer/ folder, or "" for CLIP's
-  // published vocabulary (single-file checkpoints carry none).
-  PromptEncoder(const std::string& text_encoder_dir, const std::string& tokenizer_dir, std::unique_ptr<Backend> backend,
-                int clip_skip);
+  // tokenizer_dir: the checkpoint's tokenizer/ folder, or "" for CLIP's published vocabulary padded with
+  // pad_token (single-file checkpoints carry none).
+  PromptEncoder(TextEncoderCheckpoint text_encoder, const std::string& tokenizer_dir, const std::string& pad_token,
+                std::unique_ptr<Backend> backend, int clip_skip);
 
   int tokens() const { return encoder_.tokens(); }
   int width() const { return encoder_.width(); }
@@ -31,6 +31,7 @@ class PromptEncoder {
  private:
   ClipTokenizer tokenizer_;
   std::unique_ptr<Backend> backend_;
+  std::string label_;  // the text encoder's weights, for errors
   TextEncoder encoder_;
   std::map<std::string, std::vector<float>> cache_;
 };

@@ -43,7 +43,7 @@ TEST(Cli, DefaultsWhenNoFlagsAreGiven) {
   EXPECT_EQ(o.frame.blend, 0.5f);
   EXPECT_EQ(o.class_name, "");
   EXPECT_EQ(o.source, "noise");
-  EXPECT_EQ(o.engine.model_dir, "");
+  EXPECT_EQ(o.engine.model.path, "");
   EXPECT_EQ(o.engine.device, DeviceKind::Auto);
   EXPECT_EQ(o.engine.threads, 0);
   EXPECT_EQ(o.engine.kernels, KernelFamily::Auto);
@@ -70,7 +70,7 @@ TEST(Cli, ReadsEveryFlagInBothSyntaxes) {
   EXPECT_EQ(o.frame.blend, 0.0f);
   EXPECT_EQ(o.class_name, "cat");
   EXPECT_EQ(o.source, "video:x.mp4");
-  EXPECT_EQ(o.engine.model_dir, "m/");
+  EXPECT_EQ(o.engine.model.path, "m/");
   EXPECT_EQ(o.engine.device, DeviceKind::Cpu);
   EXPECT_EQ(o.engine.threads, 1);  // at most the CPUs of any machine
   EXPECT_EQ(o.engine.kernels, KernelFamily::Cudnn);

@@ -206,7 +206,7 @@ TEST_F(HostileModel, ArchitectureTooLargeForTheMachineIsRefusedBeforeBuilding) {
   const std::string needs = "rtvd-emoji-64 at --size 4096x4096 needs at least ";
 
   EngineOptions o;
-  o.model_dir = dir;
+  o.model.path = dir;
   o.device = DeviceKind::Cpu;
   const auto start = std::chrono::steady_clock::now();
   const std::string message = error_of([&] { Engine engine(o); });

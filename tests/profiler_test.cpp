@@ -63,7 +63,7 @@ TEST(Profiler, WritesAChromeTraceOfTheLastFrame) {
 TEST(Profiler, CpuBackendTimesEveryFrameOp) {
   EngineOptions o;
   o.device = DeviceKind::Cpu;
-  o.model_dir = test::test_data("tiny_batch");
+  o.model.path = test::test_data("tiny_batch");
   Engine engine(o);
   EXPECT_TRUE(engine.backend().frame_op_ms().empty());
   engine.backend().set_profiling(true);

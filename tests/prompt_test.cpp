@@ -39,7 +39,7 @@ std::string long_prompt() {
 
 PromptEncoder tiny_encoder(int clip_skip) {
   const std::string dir = test::test_data("tiny_sd");
-  return PromptEncoder(dir + "/text_encoder", dir + "/tokenizer", make_cpu_backend(2), clip_skip);
+  return PromptEncoder(load_text_encoder_folder(dir + "/text_encoder"), dir + "/tokenizer", "", make_cpu_backend(2), clip_skip);
 }
 
 TEST(PromptEncoder, MatchesDiffusersEncodePrompt) {
@@ -89,7 +89,7 @@ TEST(Slerp, EndsAreTheInputsAndTheArcKeepsTheLength) {
 
 EngineOptions tiny_sd_options() {
   EngineOptions o;
-  o.model_dir = test::test_data("tiny_sd");
+  o.model.path = test::test_data("tiny_sd");
   o.device = DeviceKind::Cpu;
   o.threads = 2;
   return o;

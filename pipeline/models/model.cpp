@@ -1,60 +1,239 @@
 #include "pipeline/models/model.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <set>
 
+#include "kernels/common/error.h"
+#include "pipeline/model_files/cache_dir.h"
 #include "pipeline/model_files/config_reader.h"
 #include "pipeline/model_files/diffusers_folder.h"
 #include "pipeline/model_files/diffusers_unet_config.h"
 #include "pipeline/model_files/embedded_model.h"
-#include "kernels/common/error.h"
+#include "pipeline/model_files/single_file.h"
 #include "pipeline/models/random_weights.h"
 
 namespace rtvd {
 
+namespace fs = std::filesystem;
+
 namespace {
 
-// The U-Net of a diffusers folder. Its config does not say the weights' dtype: that of conv_in.weight
-// (diffusers saves every tensor of a model in one dtype; the WeightStore checks the others against it).
-Model load_diffusers_model(const std::string& dir) {
-  const DiffusersFolder f = open_diffusers_folder(dir);
-  SafeTensorsFile file = SafeTensorsFile::open(f.unet_weights);
-  const TensorView* conv_in = file.find("conv_in.weight");
-  if (!conv_in) fail(f.unet_weights, ": no tensor 'conv_in.weight' (not a UNet2DConditionModel checkpoint)");
-  if (conv_in->dtype != DType::F16 && conv_in->dtype != DType::F32)
-    fail(f.unet_weights, ": tensor 'conv_in.weight' is ", dtype_name(conv_in->dtype), ", expected F16 or F32");
+// "F16", "F16, F32": the dtypes of a component's tensors.
+std::string dtypes_of(const TensorSet& t) {
+  std::set<std::string> names;
+  for (const TensorView& v : t.tensors()) names.insert(dtype_name(v.dtype));
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+ModelComponent component(const std::string& name, const TensorSet& t, const std::string& source) {
+  return {name, source, dtypes_of(t), t.parameters()};
+}
+
+// A component folder's weights: diffusers names the fp16 variant NAME.fp16.safetensors; pickles are refused.
+std::string weights_in(const std::string& dir, const std::string& name, const std::string& what) {
+  for (const std::string& file : {name + ".safetensors", name + ".fp16.safetensors"})
+    if (fs::is_regular_file(dir + "/" + file)) return dir + "/" + file;
+  for (const std::string& file : {name + ".bin", name + ".fp16.bin"})
+    if (fs::exists(dir + "/" + file))
+      fail(dir, "/", file, ": the ", what, "'s weights are a pickle, which rtvd never unpickles (loading one can run "
+           "code from the file): convert them to ", name, ".safetensors");
+  fail(dir, ": expected ", name, ".safetensors or ", name, ".fp16.safetensors (the ", what, "'s weights)");
+}
+
+// An autoencoder folder (diffusers' vae/, or a TAESD download): config.json and its weights.
+struct AutoencoderFolder {
+  AutoencoderConfig config;
+  TensorSet tensors;
+};
+
+AutoencoderFolder open_autoencoder_folder(const std::string& dir, const std::string& flag) {
+  if (!fs::is_directory(dir))
+    fail(flag, dir, ": not a folder (expected a diffusers AutoencoderKL or AutoencoderTiny folder: config.json and "
+         "diffusion_pytorch_model.safetensors)");
+  return {load_autoencoder_config(dir + "/config.json"),
+          TensorSet(SafeTensorsFile::open(weights_in(dir, "diffusion_pytorch_model", "autoencoder")))};
+}
+
+std::string taesd_folder(const std::string& model_path) {
+  std::string looked;
+  for (const std::string& dir : taesd_folders(model_path)) {
+    if (fs::is_regular_file(dir + "/config.json")) return dir;
+    looked += (looked.empty() ? "" : ", ") + dir;
+  }
+  fail("--vae tiny: no TAESD folder at ", looked, " (download madebyollin/taesd there, or give its folder: --vae DIR)");
+}
+
+// The latent model's components from their files: --vae replaces the checkpoint's autoencoder, --lora updates
+// the U-Net and the text encoder, --prediction-type overrides the scheduler's; then the U-Net's and the
+// autoencoder's tensors go into one store.
+struct LatentParts {
+  TensorSet unet;
+  std::string unet_source;
+  std::optional<AutoencoderFolder> autoencoder;  // the checkpoint's own, if it has one
+  std::string autoencoder_source;
+  std::optional<TextEncoderCheckpoint> text_encoder;
+  std::string text_source;
+};
+
+void finish_latent_model(Model& m, LatentParts parts, const ModelOptions& o) {
+  if (!o.vae.empty() && o.vae != "full") {
+    const std::string dir = o.vae == "tiny" ? taesd_folder(o.path) : o.vae;
+    parts.autoencoder = open_autoencoder_folder(dir, o.vae == "tiny" ? "--vae tiny: " : "--vae ");
+    parts.autoencoder_source = dir;
+  }
+  if (!parts.autoencoder)
+    fail(m.source, ": the checkpoint has no autoencoder (vae/), which a latent model needs: give one with --vae DIR");
+  for (const LoraSpec& lora : o.loras)
+    apply_lora(lora, parts.unet, parts.text_encoder ? &parts.text_encoder->tensors : nullptr);
+  if (!o.prediction_type.empty())
+    m.scheduler->prediction = o.prediction_type == "epsilon" ? PredictionType::Epsilon : PredictionType::VPrediction;
+
+  m.autoencoder = parts.autoencoder->config;
+  if (m.autoencoder->latent().channels != m.config.in_channels || m.config.out_channels != m.config.in_channels)
+    fail(parts.autoencoder_source, ": the autoencoder's ", m.autoencoder->latent().channels, " latent channels do not "
+         "fit the U-Net's ", m.config.in_channels, " in and ", m.config.out_channels, " out");
+  m.components.push_back(component("unet", parts.unet, parts.unet_source));
+  m.components.push_back(component(m.autoencoder->tiny() ? "vae (TAESD)" : "vae", parts.autoencoder->tensors,
+                                   parts.autoencoder_source));
+  if (parts.text_encoder) {
+    m.components.push_back(component("text_encoder", parts.text_encoder->tensors, parts.text_source));
+    m.text_encoder = std::move(parts.text_encoder);
+  }
+  parts.unet.add_all(std::move(parts.autoencoder->tensors));
+  m.weights = std::make_unique<WeightStore>(std::move(parts.unet));
+}
+
+// The U-Net's dtype, for its config (diffusers saves every tensor of a model in one dtype).
+DType unet_dtype(const TensorSet& t) {
+  const TensorView* conv_in = t.find("conv_in.weight");
+  if (!conv_in) fail(t.label(), ": no tensor 'conv_in.weight' (not a UNet2DConditionModel checkpoint)");
+  return conv_in->dtype;
+}
+
+Model load_diffusers_model(const ModelOptions& o) {
+  const DiffusersFolder f = open_diffusers_folder(o.path);
   Model m;
-  m.source = dir;
-  m.config = parse_diffusers_unet_config(read_config_file(f.unet_config), f.unet_config, conv_in->dtype);
-  m.config.name = std::filesystem::canonical(dir).filename().string();
-  m.weights = std::make_unique<WeightStore>(std::move(file));
-  m.text_encoder_dir = f.text_encoder_dir;
-  m.tokenizer_dir = f.tokenizer_dir;
+  m.source = o.path;
+  m.format = "diffusers folder";
+  LatentParts parts{TensorSet(SafeTensorsFile::open(f.unet_weights)), f.unet_weights, {}, "", {}, ""};
+  m.config = parse_diffusers_unet_config(read_config_file(f.unet_config), f.unet_config, unet_dtype(parts.unet));
+  m.config.name = fs::canonical(o.path).filename().string();
+  if (f.scheduler_config.empty())
+    fail(f.root, "/model_index.json: lists no scheduler, whose scheduler_config.json says how the checkpoint was "
+         "trained (betas, prediction type)");
+  m.scheduler = load_scheduler_config(f.scheduler_config);
+  if (!f.vae_dir.empty() && (o.vae.empty() || o.vae == "full")) {
+    parts.autoencoder = open_autoencoder_folder(f.vae_dir, "");
+    parts.autoencoder_source = f.vae_dir;
+  }
+  if (!f.text_encoder_dir.empty()) {
+    parts.text_encoder = load_text_encoder_folder(f.text_encoder_dir);
+    parts.text_source = f.text_encoder_dir;
+    if (f.tokenizer_dir.empty())
+      fail(f.root, "/model_index.json: lists a text_encoder but no tokenizer (its tokenizer/ folder)");
+    m.tokenizer_dir = f.tokenizer_dir;
+  }
+  finish_latent_model(m, std::move(parts), o);
   return m;
+}
+
+Model load_single_file_model(const ModelOptions& o) {
+  SingleFileCheckpoint c = open_single_file(o.path, o.config);
+  Model m;
+  m.source = o.path;
+  m.format = cat("single file, ", c.architecture);
+  m.config = parse_diffusers_unet_config(c.unet.config_json, c.unet.config_label, unet_dtype(c.unet.tensors));
+  m.config.name = fs::path(o.path).stem().string();
+  // The scheduler: the config folder's, else SD's schedule with the prediction type the flag, the file's
+  // metadata or the architecture gives (SD 1.x is epsilon; SD 2.x has epsilon and v-prediction checkpoints).
+  const std::string folder_scheduler = o.config.empty() ? "" : o.config + "/scheduler/scheduler_config.json";
+  if (!folder_scheduler.empty() && fs::is_regular_file(folder_scheduler)) {
+    m.scheduler = load_scheduler_config(folder_scheduler);
+  } else {
+    std::string prediction = !o.prediction_type.empty() ? o.prediction_type : c.prediction_type;
+    if (prediction.empty() && c.architecture == "SD 1.x") prediction = "epsilon";
+    if (prediction.empty())
+      fail(o.path, ": the file does not say whether its U-Net predicts noise or velocity (", c.architecture,
+           " checkpoints are trained either way): give --prediction-type epsilon (SD 2.x base, SD-Turbo) or "
+           "v_prediction (SD 2.x 768-v)");
+    m.scheduler = default_scheduler_config(prediction == "epsilon" ? PredictionType::Epsilon : PredictionType::VPrediction);
+  }
+  LatentParts parts{std::move(c.unet.tensors), o.path, {}, "", {}, ""};
+  if (o.vae.empty() || o.vae == "full") {
+    parts.autoencoder = AutoencoderFolder{parse_autoencoder_config(c.vae.config_json, c.vae.config_label),
+                                          std::move(c.vae.tensors)};
+    parts.autoencoder_source = o.path;
+  }
+  parts.text_encoder = TextEncoderCheckpoint{parse_clip_text_config(c.text_encoder.config_json, c.text_encoder.config_label),
+                                             std::move(c.text_encoder.tensors)};
+  parts.text_source = o.path;
+  // Single files carry no tokenizer: CLIP's published vocabulary, padded as the checkpoint's family pads
+  // (SD 1.x with <|endoftext|>, SD 2.x's OpenCLIP with "!", id 0).
+  m.tokenizer_pad = c.text_encoder_layout == "openclip" ? "!" : "<|endoftext|>";
+  finish_latent_model(m, std::move(parts), o);
+  return m;
+}
+
+// rtvd's own pixel-space models take none of the latent models' flags.
+void refuse_latent_flags(const ModelOptions& o, const std::string& what) {
+  const char* flag = !o.vae.empty() ? "--vae" : !o.loras.empty() ? "--lora" : !o.prediction_type.empty() ? "--prediction-type"
+                     : !o.config.empty() ? "--config" : nullptr;
+  if (flag) fail(flag, ": ", what, " is a pixel-space model (no autoencoder, scheduler or text encoder)");
 }
 
 }  // namespace
 
-Model load_model(const std::string& dir) {
-  if (dir.empty()) return load_embedded_model();
-  if (!std::filesystem::is_directory(dir))
-    fail("--model ", dir, ": not a directory (expected config.json and weights.safetensors in it, or a diffusers "
-         "folder with model_index.json)");
-  if (is_diffusers_folder(dir)) return load_diffusers_model(dir);
-  // unet/ of a diffusers folder has a config.json too, in diffusers' format: say what to pass instead.
-  if (!std::filesystem::exists(dir + "/weights.safetensors") && is_diffusers_folder(dir + "/.."))
-    fail("--model ", dir, ": a component of the diffusers folder ", std::filesystem::canonical(dir + "/..").string(),
-         ", which is what --model takes");
-  Model m;
-  m.source = dir;
-  m.config = load_model_config(dir + "/config.json");
-  m.weights = std::make_unique<WeightStore>(SafeTensorsFile::open(dir + "/weights.safetensors"));
-  return m;
+int Model::native_size() const {
+  return config.sample_size * (latent() ? autoencoder->latent().pixels_per_latent : 1);
+}
+
+int Model::size_multiple() const {
+  return config.size_multiple() * (latent() ? autoencoder->latent().pixels_per_latent : 1);
+}
+
+std::vector<std::string> taesd_folders(const std::string& model_path) {
+  std::vector<std::string> dirs;
+  if (!model_path.empty()) {
+    const fs::path p = fs::absolute(model_path).lexically_normal();
+    const fs::path beside = (p.has_filename() ? p.parent_path() : p.parent_path().parent_path()) / "taesd";
+    dirs.push_back(beside.string());
+  }
+  if (const std::string cache = rtvd_cache_dir(); !cache.empty()) dirs.push_back(cache + "/taesd");
+  return dirs;
+}
+
+Model load_model(const ModelOptions& o) {
+  if (o.path.empty()) {
+    refuse_latent_flags(o, "the embedded default model");
+    return load_embedded_model();
+  }
+  if (fs::is_directory(o.path)) {
+    if (is_diffusers_folder(o.path)) return load_diffusers_model(o);
+    // unet/ of a diffusers folder has a config.json too, in diffusers' format: say what to pass instead.
+    if (!fs::exists(o.path + "/weights.safetensors") && is_diffusers_folder(o.path + "/.."))
+      fail("--model ", o.path, ": a component of the diffusers folder ", fs::canonical(o.path + "/..").string(),
+           ", which is what --model takes");
+    refuse_latent_flags(o, o.path);
+    Model m;
+    m.source = o.path;
+    m.format = "rtvd";
+    m.config = load_model_config(o.path + "/config.json");
+    m.weights = std::make_unique<WeightStore>(SafeTensorsFile::open(o.path + "/weights.safetensors"));
+    return m;
+  }
+  if (is_single_file_checkpoint(o.path)) return load_single_file_model(o);
+  fail("--model ", o.path, ": no such folder or file (expected a diffusers folder, a single-file .safetensors "
+       "checkpoint, or a folder with config.json and weights.safetensors)");
 }
 
 Model load_embedded_model() {
   const EmbeddedModel e = embedded_model();
   Model m;
   m.source = "embedded default model";
+  m.format = "rtvd";
   m.config = parse_model_config(std::string(e.config), "embedded default model config.json");
   m.weights = std::make_unique<WeightStore>(
       SafeTensorsFile::from_memory(e.weights.data(), e.weights.size(), "embedded default model weights.safetensors"));
@@ -64,6 +243,7 @@ Model load_embedded_model() {
 Model random_model(const ModelConfig& cfg, uint64_t seed, const std::string& source) {
   Model m;
   m.source = source;
+  m.format = "random weights";
   m.config = cfg;
   m.weights = std::make_unique<WeightStore>(random_checkpoint(cfg, seed));
   return m;

@@ -41,7 +41,8 @@ struct Model {
   // and vae/ names), so that one frame graph reads both.
   std::unique_ptr<WeightStore> weights;
   std::optional<TextEncoderCheckpoint> text_encoder;  // moved out by the engine
-  std::string tokenizer_dir;                          // "" = CLIP's vocabulary shipped in assets/
+  std::string tokenizer_dir;                          // "" = CLIP's vocabulary shipped in assets/...
+  std::string tokenizer_pad = "<|endoftext|>";        // ...padded with this token
   std::optional<AutoencoderConfig> autoencoder;       // latent models
   std::optional<SchedulerConfig> scheduler;           // latent models
   std::vector<ModelComponent> components;

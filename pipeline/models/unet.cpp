@@ -81,13 +81,13 @@ Ref UNetBuilder::attention(const std::string& layer, Ref q, Ref k, Ref v, int q_
 // ---- conditioning (setup ops) ----
 
 // Shapes: n = batch, c0 = block_out_channels[0], T = time_embed_dim() = 4 c0.
-StepConditioning UNetBuilder::conditioning(float t, Ref class_ids, const std::string& tag) {
+StepConditioning UNetBuilder::conditioning(double t, Ref class_ids, const std::string& tag) {
   ops_ = &g_.setup;
   tag_ = tag;
   const int C0 = cfg_.block_out_channels[0], T = cfg_.time_embed_dim();
 
   TimestepEmbeddingOp te;
-  te.p = {nullptr, batch_, C0, t * cfg_.timestep_scale, cfg_.flip_sin_to_cos, cfg_.freq_shift, 10000.0f};
+  te.p = {nullptr, batch_, C0, float(t * cfg_.timestep_scale), cfg_.flip_sin_to_cos, cfg_.freq_shift, 10000.0f};
   te.y = new_act("time_proj", {batch_, C0});
   Ref temb = te.y;
   emit("time_proj", std::move(te), 0, 0);  // (n, c0) sinusoidal

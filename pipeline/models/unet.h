@@ -28,9 +28,10 @@ class UNetBuilder : GraphEmitter {
   // act_bytes: size of one activation element on the backend (4 CPU, 2 CUDA), for the cost model.
   UNetBuilder(const ModelConfig& cfg, WeightStore& weights, Graph& graph, int batch, int act_bytes);
 
-  // Setup ops: time (+ class) embedding at flow time t and the FiLM of every ResNet.
+  // Setup ops: time (+ class) embedding at time t in [0, 1] (embedded as t * timestep_scale: rectified flow's t,
+  // or a DDPM timestep / 1000 for diffusers' U-Nets) and the FiLM of every ResNet.
   // class_ids: I32 (batch) tensor, or none for models without classes.
-  StepConditioning conditioning(float t, Ref class_ids, const std::string& tag);
+  StepConditioning conditioning(double t, Ref class_ids, const std::string& tag);
   // Setup ops: cross-attention K/V from the context (Act (batch, context_length, cross_attention_dim)).
   CrossContext cross_context(Ref context);
 

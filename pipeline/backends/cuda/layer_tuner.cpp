@@ -16,6 +16,7 @@
 #include "pipeline/backends/cuda/cuda_graph.h"
 #include "pipeline/backends/gpu.h"
 #include "kernels/common/error.h"
+#include "pipeline/model_files/cache_dir.h"
 #include "pipeline/model_files/half.h"
 
 namespace rtvd {
@@ -84,10 +85,7 @@ constexpr int kFinalReplays = 3;
 }  // namespace
 
 std::string default_tuning_cache_path() {
-  std::string dir;
-  if (const char* d = std::getenv("RTVD_CACHE_DIR"); d && *d) dir = d;
-  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) dir = cat(x, "/rtvd");
-  else if (const char* h = std::getenv("HOME"); h && *h) dir = cat(h, "/.cache/rtvd");
+  const std::string dir = rtvd_cache_dir();
   return dir.empty() ? dir : dir + "/autotune.json";
 }
 
