@@ -131,6 +131,8 @@ TEST(FuzzRegression, Safetensors) { replay_all("safetensors", fuzz::safetensors)
 TEST(FuzzRegression, ModelConfig) { replay_all("model_config", fuzz::model_config); }
 TEST(FuzzRegression, Png) { replay_all("png", fuzz::png); }
 TEST(FuzzRegression, ClipTokenizer) { replay_all("clip_tokenizer", fuzz::clip_tokenizer); }
+TEST(FuzzRegression, Lora) { replay_all("lora", fuzz::lora); }
+TEST(FuzzRegression, SingleFile) { replay_all("single_file", fuzz::single_file); }
 
 }  // namespace
 }  // namespace rtvd

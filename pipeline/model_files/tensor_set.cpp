@@ -27,7 +27,7 @@ Bits exponent_carry(const uint8_t* data, int64_t i) {
 
 // The index of the first NaN or infinity among n elements, or n; only a block that has one is searched.
 template <class Bits, Bits kExponent>
-int64_t first_non_finite(const uint8_t* data, int64_t n) {
+int64_t first_non_finite_bits(const uint8_t* data, int64_t n) {
   constexpr Bits kTop = Bits(Bits(1) << (8 * sizeof(Bits) - 1));
   constexpr int64_t kBlock = 4096;
   for (int64_t begin = 0; begin < n; begin += kBlock) {
@@ -40,6 +40,8 @@ int64_t first_non_finite(const uint8_t* data, int64_t n) {
   }
   return n;
 }
+
+const char* non_finite_name(float v) { return std::isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf"; }
 
 // Whether a delta's factors fit the weight: up (out, r[, 1, 1]), down (r, in[, kh, kw]).
 bool delta_fits(const TensorView& w, const LowRankDelta& d) {
@@ -83,6 +85,24 @@ TensorView row_slice(const TensorView& t, int64_t begin, int64_t end, std::strin
   return v;
 }
 
+TensorView reshaped(const TensorView& t, std::vector<int64_t> shape) {
+  if (checked_numel(shape, t.name) != t.numel()) fail("tensor '", t.name, "': shape ", shape_string(t.shape), " cannot be viewed as ", shape_string(shape));
+  TensorView v = t;
+  v.shape = std::move(shape);
+  return v;
+}
+
+int64_t first_non_finite(const TensorView& t) {
+  const int64_t n = t.numel();
+  switch (t.dtype) {
+    case DType::F64: return first_non_finite_bits<uint64_t, 0x7ff0000000000000ull>(t.data, n);
+    case DType::F32: return first_non_finite_bits<uint32_t, 0x7f800000u>(t.data, n);
+    case DType::F16: return first_non_finite_bits<uint16_t, 0x7c00>(t.data, n);
+    case DType::BF16: return first_non_finite_bits<uint16_t, 0x7f80>(t.data, n);
+    default: return n;  // integer tensors are finite
+  }
+}
+
 TensorSet::TensorSet(SafeTensorsFile file) : label_(file.label()) {
   auto shared = std::make_shared<const SafeTensorsFile>(std::move(file));
   for (const TensorView& t : shared->tensors()) add(t.name, t, "", shared);
@@ -118,29 +138,49 @@ std::string TensorSet::source_name(std::string_view name) const {
   return e ? e->source : "";
 }
 
+std::string TensorSet::describe(std::string_view name) const {
+  const std::string source = source_name(name);
+  return source.empty() ? cat("'", name, "'") : cat("'", source, "' (", name, ")");
+}
+
 const TensorView& TensorSet::get_float(std::string_view name, std::span<const int64_t> shape) const {
   const TensorView* t = find(name);
   if (!t) fail(label_, ": tensor '", name, "' is missing");
-  const std::string source = source_name(name);
-  const std::string called = source.empty() ? cat("'", name, "'") : cat("'", source, "' (", name, ")");
-  if (!is_float(t->dtype)) fail(label_, ": tensor ", called, ": expected dtype F16, BF16 or F32, got ", dtype_name(t->dtype));
+  if (!is_float(t->dtype))
+    fail(label_, ": tensor ", describe(name), ": expected dtype F16, BF16 or F32, got ", dtype_name(t->dtype));
   if (!std::ranges::equal(t->shape, shape))
-    fail(label_, ": tensor ", called, ": expected shape ", shape_string(shape), ", got ", shape_string(t->shape));
+    fail(label_, ": tensor ", describe(name), ": expected shape ", shape_string(shape), ", got ", shape_string(t->shape));
+  return *t;
+}
+
+const TensorView& TensorSet::get_rank(std::string_view name, size_t rank) const {
+  const TensorView* t = find(name);
+  if (!t) fail(label_, ": tensor '", name, "' is missing");
+  if (t->shape.size() != rank)
+    fail(label_, ": tensor ", describe(name), ": expected ", rank, " dimensions, got shape ", shape_string(t->shape));
   return *t;
 }
 
 void TensorSet::add_delta(std::string_view name, const LowRankDelta& delta, std::shared_ptr<const SafeTensorsFile> file) {
+  const std::string lora = file ? file->label() : label_;
   const auto it = index_.find(name);
-  if (it == index_.end()) fail(label_, ": no tensor '", name, "' for a LoRA update");
+  if (it == index_.end()) fail(lora, ": no tensor '", name, "' in ", label_, " for the update '", delta.up.name, "'");
   const TensorView& w = tensors_[it->second];
   if (!delta_fits(w, delta))
-    fail(delta.up.name, " and ", delta.down.name, ": shapes ", shape_string(delta.up.shape), " and ",
-         shape_string(delta.down.shape), " do not make an update of '", name, "' ", shape_string(w.shape));
-  if (!is_float(delta.up.dtype) || !is_float(delta.down.dtype))
-    fail(delta.up.name, ": LoRA factors must be F16, BF16 or F32, got ", dtype_name(delta.up.dtype), " and ",
-         dtype_name(delta.down.dtype));
+    fail(lora, ": '", delta.up.name, "' ", shape_string(delta.up.shape), " and '", delta.down.name, "' ",
+         shape_string(delta.down.shape), " do not make an update of '", name, "' ", shape_string(w.shape),
+         " (expected up (out, rank) and down (rank, in), or a conv's (out, rank, 1, 1) and (rank, in, kh, kw))");
+  for (const TensorView* f : {&delta.up, &delta.down}) {
+    if (!is_float(f->dtype)) fail(lora, ": '", f->name, "': a LoRA factor must be F16, BF16 or F32, got ", dtype_name(f->dtype));
+    const int64_t bad = first_non_finite(*f);
+    if (bad != f->numel())
+      fail(lora, ": '", f->name, "' holds ", non_finite_name(float_element(*f, bad)), " at element ", bad, " of ",
+           shape_string(f->shape), ", expected finite values");
+  }
+  if (!std::isfinite(delta.scale)) fail(lora, ": the update of '", name, "' by '", delta.up.name, "' has scale ", delta.scale);
   keep(std::move(file));
   entries_[it->second].deltas.push_back(delta);
+  entries_[it->second].deltas.back().label = lora;
 }
 
 const std::vector<LowRankDelta>* TensorSet::deltas(std::string_view name) const {
@@ -150,19 +190,10 @@ const std::vector<LowRankDelta>* TensorSet::deltas(std::string_view name) const 
 
 void TensorSet::check_finite() const {
   for (const TensorView& t : tensors_) {
-    const int64_t n = t.numel();
-    int64_t bad = n;
-    switch (t.dtype) {
-      case DType::F64: bad = first_non_finite<uint64_t, 0x7ff0000000000000ull>(t.data, n); break;
-      case DType::F32: bad = first_non_finite<uint32_t, 0x7f800000u>(t.data, n); break;
-      case DType::F16: bad = first_non_finite<uint16_t, 0x7c00>(t.data, n); break;
-      case DType::BF16: bad = first_non_finite<uint16_t, 0x7f80>(t.data, n); break;
-      default: break;  // integer tensors are finite
-    }
-    if (bad == n) continue;
-    const float v = float_element(t, bad);
+    const int64_t bad = first_non_finite(t);
+    if (bad == t.numel()) continue;
     const std::string source = source_name(t.name);
-    fail(label_, ": tensor '", source.empty() ? t.name : source, "' holds ", std::isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf",
+    fail(label_, ": tensor '", source.empty() ? t.name : source, "' holds ", non_finite_name(float_element(t, bad)),
          " at element ", bad, " of ", shape_string(t.shape), ", expected finite weights");
   }
 }

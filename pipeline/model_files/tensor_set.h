@@ -20,6 +20,7 @@ namespace rtvd {
 struct LowRankDelta {
   TensorView up, down;
   float scale = 1.0f;
+  std::string label;  // the LoRA file, for errors (set by add_delta)
 };
 
 class TensorSet {
@@ -38,10 +39,15 @@ class TensorSet {
   // The tensor in a float dtype (F16, BF16 or F32) and exactly this shape, else an Error naming the file,
   // the tensor (its name in the file too, where that differs) and what was expected.
   const TensorView& get_float(std::string_view name, std::span<const int64_t> shape) const;
+  // The tensor with `rank` dimensions, else the same kind of Error: for reading an architecture off shapes.
+  const TensorView& get_rank(std::string_view name, size_t rank) const;
+  // How errors name a tensor of the set: 'name', or 'name in the file' (name) where the two differ.
+  std::string describe(std::string_view name) const;
   // The name in the file of a tensor of the set ("" if it has none).
   std::string source_name(std::string_view name) const;
 
-  // Low-rank updates of a tensor, merged when it is written; shapes are checked here.
+  // Low-rank updates of a tensor, merged when it is written. The factors are checked here (shapes that make an
+  // update of the tensor, float dtypes, finite values), each error naming file (the LoRA) and the factors.
   void add_delta(std::string_view name, const LowRankDelta& delta, std::shared_ptr<const SafeTensorsFile> file);
   const std::vector<LowRankDelta>* deltas(std::string_view name) const;
 
@@ -66,6 +72,11 @@ class TensorSet {
 
 // Rows [begin, end) of a row-major tensor (dimension 0), as a view named `name`.
 TensorView row_slice(const TensorView& t, int64_t begin, int64_t end, std::string name);
+// The same bytes under another shape of as many elements (a (C, C, 1, 1) conv as a (C, C) linear weight).
+TensorView reshaped(const TensorView& t, std::vector<int64_t> shape);
+
+// The index of a float tensor's first NaN or infinity, or numel() when it has none (and for integer dtypes).
+int64_t first_non_finite(const TensorView& t);
 
 // Element i of a float tensor (F64, F32, F16 or BF16) as a float.
 float float_element(const TensorView& t, int64_t i);

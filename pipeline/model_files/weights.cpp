@@ -87,7 +87,8 @@ void write_any(const TensorView& t, const uint8_t* src, DType s, uint8_t* dst, b
 }
 
 // The tensor as fp32 in its own layout, with W += scale * up down for each update (a conv's up is
-// (out, r, 1, 1) and down (r, in, kh, kw): the product is (out, in kh kw), the weight's own layout).
+// (out, r, 1, 1) and down (r, in, kh, kw): the product is (out, in kh kw), the weight's own layout). Finite
+// factors can still overflow float: an element that is no longer finite is an Error naming the updates.
 std::vector<float> merged(const TensorView& t, const std::vector<LowRankDelta>& deltas) {
   const int64_t n = t.numel(), out = t.shape[0], cols = out > 0 ? n / out : 0;
   std::vector<float> w(size_t(n), 0.0f);
@@ -106,6 +107,11 @@ std::vector<float> merged(const TensorView& t, const std::vector<LowRankDelta>& 
         for (int64_t c = 0; c < cols; ++c) dst[c] += u * row[c];
       }
   }
+  for (int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(w[size_t(i)]))
+      fail(deltas[0].label, ": the LoRA update of '", t.name, "' ('", deltas[0].up.name, "' x '", deltas[0].down.name,
+           "'", deltas.size() > 1 ? cat(" and ", deltas.size() - 1, " more") : "", ") makes element ", i, " of ",
+           shape_string(t.shape), " ", w[size_t(i)], ", expected finite weights");
   return w;
 }
 

@@ -26,8 +26,12 @@
 
 #include "kernels/common/error.h"
 #include "pipeline/io/png.h"
+#include "pipeline/model_files/clip_text_config.h"
+#include "pipeline/model_files/diffusers_unet_config.h"
+#include "pipeline/model_files/lora.h"
 #include "pipeline/model_files/model_config.h"
 #include "pipeline/model_files/safetensors.h"
+#include "pipeline/model_files/single_file.h"
 #include "pipeline/model_files/weights.h"
 #include "pipeline/models/unet.h"
 #include "pipeline/text/clip_tokenizer.h"
@@ -163,6 +167,117 @@ inline void png(std::span<const uint8_t> bytes) {
   const ImageRgba8 again = read_png(file.path());
   expect(again.width == image.width && again.height == image.height && again.pixels == image.pixels,
          "write_png's output decodes to the same pixels");
+}
+
+// ---- checkpoint formats on safetensors: LoRA files and single-file checkpoints
+
+// The model a fuzzed LoRA updates: a module of each kind an SD U-Net and a CLIP text encoder have (the text
+// encoder under "text_model.", as older transformers saved it), small. make_seeds.py writes LoRAs of it.
+inline const std::vector<TensorSpec>& lora_target_unet() {
+  static const std::vector<TensorSpec> specs = {
+      {"conv_in.weight", DType::F16, {8, 4, 3, 3}},
+      {"conv_in.bias", DType::F16, {8}},
+      {"time_embedding.linear_1.weight", DType::F16, {32, 8}},
+      {"down_blocks.0.resnets.0.conv1.weight", DType::F16, {8, 8, 3, 3}},
+      {"down_blocks.0.resnets.0.time_emb_proj.weight", DType::F16, {8, 32}},
+      {"down_blocks.0.attentions.0.proj_in.weight", DType::F16, {8, 8}},
+      {"down_blocks.0.attentions.0.transformer_blocks.0.attn1.to_q.weight", DType::F16, {8, 8}},
+      {"down_blocks.0.attentions.0.transformer_blocks.0.attn2.to_k.weight", DType::F16, {8, 16}},
+      {"down_blocks.0.attentions.0.transformer_blocks.0.attn2.to_out.0.weight", DType::F16, {8, 8}},
+      {"down_blocks.0.attentions.0.transformer_blocks.0.ff.net.0.proj.weight", DType::F16, {64, 8}},
+      {"down_blocks.0.downsamplers.0.conv.weight", DType::F16, {8, 8, 3, 3}},
+      {"mid_block.attentions.0.proj_out.weight", DType::F16, {8, 8, 1, 1}},
+      {"up_blocks.0.resnets.0.conv_shortcut.weight", DType::F16, {8, 16, 1, 1}},
+      {"up_blocks.0.upsamplers.0.conv.weight", DType::F16, {8, 8, 3, 3}},
+  };
+  return specs;
+}
+inline const std::vector<TensorSpec>& lora_target_text_encoder() {
+  static const std::vector<TensorSpec> specs = {
+      {"text_model.embeddings.token_embedding.weight", DType::F16, {10, 16}},
+      {"text_model.encoder.layers.0.self_attn.q_proj.weight", DType::F16, {16, 16}},
+      {"text_model.encoder.layers.0.self_attn.out_proj.weight", DType::F16, {16, 16}},
+      {"text_model.encoder.layers.0.mlp.fc1.weight", DType::F16, {32, 16}},
+      {"text_model.encoder.layers.0.mlp.fc2.weight", DType::F16, {16, 32}},
+  };
+  return specs;
+}
+
+// The weights: small finite halves (specs are F16).
+inline TensorSet lora_target_set(const char* label, const std::vector<TensorSpec>& specs) {
+  return TensorSet(SafeTensorsFile::build(label, specs, [&](size_t i, uint8_t* data) {
+    size_t n = 1;
+    for (int64_t d : specs[i].shape) n *= size_t(d);
+    for (size_t k = 0; k < n; ++k) {
+      const uint16_t h = uint16_t(0x2000 + 37 * k % 0x1000);
+      std::memcpy(data + 2 * k, &h, 2);
+    }
+  }));
+}
+
+// lora.h: a file is merged or refused with an error that names it; what it merges reads back, through a
+// WeightStore, as finite weights of the model's shapes, or the read says which update made a weight
+// non-finite; the set of updated weights is within the model.
+inline void lora(std::span<const uint8_t> bytes) {
+  static MemFile file;
+  file.assign(bytes);
+  static const TensorSet unet0 = lora_target_set("fuzz unet", lora_target_unet());
+  static const TensorSet text0 = lora_target_set("fuzz text encoder", lora_target_text_encoder());
+  TensorSet unet = unet0, text = text0;
+  const std::string path = file.path();
+  try {
+    apply_lora({path, 0.7f}, unet, &text);
+  } catch (const Error& e) {
+    expect(std::string_view(e.what()).starts_with(path), "a LoRA error names its file");
+    throw;
+  }
+  for (TensorSet* set : {&unet, &text}) {
+    const TensorSet& before = set == &unet ? unet0 : text0;
+    expect(set->tensors().size() == before.tensors().size(), "a LoRA adds no tensor to the model");
+    WeightStore store(*set);
+    for (const TensorView& t : set->tensors()) {
+      if (!set->deltas(t.name)) continue;
+      try {
+        for (float v : store.read(t.name, t.shape)) expect(std::isfinite(v), "merged weights are finite");
+      } catch (const Error& e) {
+        expect(std::string_view(e.what()).starts_with(path) && std::string_view(e.what()).find("makes element") != std::string::npos,
+               "a merge fails only on an update that makes a weight non-finite, naming the LoRA");
+      }
+    }
+  }
+}
+
+// single_file.h: a file maps, or is refused with an error that names it; each component's tensors are views
+// inside their tensors of the file (named by source_name), of their own dtype and byte count; the configs are
+// JSON objects, and the U-Net's and the text encoder's go through the parsers of a diffusers folder's, the
+// U-Net's on to the parameter list the builder checks the tensors against.
+inline void single_file(std::span<const uint8_t> bytes) {
+  const std::vector<uint8_t> copy(bytes.begin(), bytes.end());
+  const SafeTensorsFile file = SafeTensorsFile::from_memory(copy.data(), copy.size(), "fuzz input");
+  const SingleFileCheckpoint c = [&] {
+    try {
+      return read_single_file(file);  // a copy: the same views
+    } catch (const Error& e) {
+      expect(std::string_view(e.what()).starts_with("fuzz input"), "a single-file error names the file");
+      throw;
+    }
+  }();
+  for (const SingleFileComponent* component : {&c.unet, &c.vae, &c.text_encoder}) {
+    for (const TensorView& t : component->tensors.tensors()) {
+      const TensorView* source = file.find(component->tensors.source_name(t.name));
+      expect(source != nullptr, "every tensor of a component is a tensor of the file, renamed");
+      expect(t.dtype == source->dtype && t.data >= source->data && t.bytes <= source->bytes &&
+                 size_t(t.data - source->data) <= source->bytes - t.bytes,
+             "a component's tensor is a view inside its tensor in the file");
+      expect(uint64_t(t.numel()) * dtype_size(t.dtype) == t.bytes, "numel x dtype size is the byte count");
+      touch(t.data, t.bytes);
+    }
+    expect(nlohmann::json::parse(component->config_json, nullptr, false).is_object(), "each config is a JSON object");
+  }
+  const ModelConfig cfg = parse_diffusers_unet_config(c.unet.config_json, c.unet.config_label, DType::F16);
+  for (const TensorSpec& p : unet_parameters(cfg))
+    for (int64_t d : p.shape) expect(d > 0, "every parameter dimension is positive");
+  parse_clip_text_config(c.text_encoder.config_json, c.text_encoder.config_label);
 }
 
 // ---- the CLIP tokenizer

@@ -3,6 +3,7 @@
 safetensors files and PNGs of every colour type, bit depth and filter, each one valid for the format, and
 tokenizer folders with prompts. The seeds are checked in; run this again after changing it:
 python3 tests/fuzz/make_seeds.py"""
+import functools
 import json
 import os
 import shutil
@@ -247,11 +248,139 @@ def clip_tokenizer_seeds():
     write("clip_tokenizer", "prompt_invalid_utf8", b"a fox \xff \xc0\xaf \xed\xa0\x80 \xe2\x82")
 
 
+# ---- lora: one LoRA of fuzz_targets.h's model (lora_target_unet, lora_target_text_encoder) in each format ----
+LORA_UNET = {"conv_in": [8, 4, 3, 3], "time_embedding.linear_1": [32, 8], "down_blocks.0.resnets.0.conv1": [8, 8, 3, 3],
+             "down_blocks.0.resnets.0.time_emb_proj": [8, 32], "down_blocks.0.attentions.0.proj_in": [8, 8],
+             "down_blocks.0.attentions.0.transformer_blocks.0.attn1.to_q": [8, 8],
+             "down_blocks.0.attentions.0.transformer_blocks.0.attn2.to_k": [8, 16],
+             "down_blocks.0.attentions.0.transformer_blocks.0.attn2.to_out.0": [8, 8],
+             "down_blocks.0.attentions.0.transformer_blocks.0.ff.net.0.proj": [64, 8],
+             "down_blocks.0.downsamplers.0.conv": [8, 8, 3, 3], "mid_block.attentions.0.proj_out": [8, 8, 1, 1],
+             "up_blocks.0.resnets.0.conv_shortcut": [8, 16, 1, 1], "up_blocks.0.upsamplers.0.conv": [8, 8, 3, 3]}
+LORA_TEXT = {"encoder.layers.0.self_attn.q_proj": [16, 16], "encoder.layers.0.self_attn.out_proj": [16, 16],
+             "encoder.layers.0.mlp.fc1": [32, 16], "encoder.layers.0.mlp.fc2": [16, 32]}
+# The original layout's names of the fuzz U-Net's modules (one ResNet a level: input_blocks 1, 2 (op), ...).
+LORA_UNET_ORIGINAL = {"conv_in": "input_blocks.0.0", "time_embedding.linear_1": "time_embed.0",
+                      "down_blocks.0.resnets.0.conv1": "input_blocks.1.0.in_layers.2",
+                      "down_blocks.0.resnets.0.time_emb_proj": "input_blocks.1.0.emb_layers.1",
+                      "down_blocks.0.attentions.0.proj_in": "input_blocks.1.1.proj_in",
+                      "down_blocks.0.downsamplers.0.conv": "input_blocks.2.0.op",
+                      "mid_block.attentions.0.proj_out": "middle_block.1.proj_out",
+                      "up_blocks.0.resnets.0.conv_shortcut": "output_blocks.0.0.skip_connection",
+                      "up_blocks.0.upsamplers.0.conv": "output_blocks.1.1.conv"}
+
+
+def lora_factors(shape, rank=2):
+    down = [rank, shape[1]] + shape[2:]
+    up = [shape[0], rank] + ([1, 1] if len(shape) == 4 else [])
+    count = lambda s: functools.reduce(lambda a, b: a * b, s, 1)
+    return (down, values("F32", count(down), -0.25)), (up, values("F32", count(up), 0.125))
+
+
+def lora_seeds():
+    def tensors(spell):
+        out = []
+        for text, modules in ((False, LORA_UNET), (True, LORA_TEXT)):
+            for module, shape in modules.items():
+                keys = spell(module, text)
+                if keys is None:
+                    continue
+                (down_shape, down), (up_shape, up) = lora_factors(shape)
+                out += [(keys[0], "F32", down_shape, down), (keys[1], "F32", up_shape, up)]
+                if len(keys) > 2:
+                    out.append((keys[2], "F32", [], struct.pack("<f", 4.0)))
+        return out
+
+    prefix = lambda text: "text_encoder." if text else "unet."
+    write("lora", "peft.safetensors", safetensors(tensors(
+        lambda m, text: (prefix(text) + m + ".lora_A.weight", prefix(text) + m + ".lora_B.weight"))))
+
+    def diffusers(m, text):
+        if not text and m.endswith((".to_q", ".to_k", ".to_out.0")):
+            return prefix(text) + m + ".lora.down.weight", prefix(text) + m + ".lora.up.weight"
+        if text and "self_attn" in m:
+            return prefix(text) + m + ".lora_linear_layer.down.weight", prefix(text) + m + ".lora_linear_layer.up.weight"
+        return prefix(text) + m + ".lora_A.weight", prefix(text) + m + ".lora_B.weight"
+    write("lora", "diffusers.safetensors", safetensors(tensors(diffusers), {"format": "pt"}))
+
+    def kohya(m, text, names=None):
+        stem = ("lora_te_text_model_" if text else "lora_unet_") + ((names or {}).get(m, m)).replace(".", "_")
+        return stem + ".lora_down.weight", stem + ".lora_up.weight", stem + ".alpha"
+    write("lora", "kohya.safetensors", safetensors(tensors(kohya)))
+    write("lora", "kohya_original_names.safetensors",
+          safetensors(tensors(lambda m, text: kohya(m, text, LORA_UNET_ORIGINAL) if text or m in LORA_UNET_ORIGINAL else None)))
+
+    def processor(m, text):
+        for proj, old in ((".to_q", ".processor.to_q_lora"), (".to_k", ".processor.to_k_lora"),
+                          (".to_out.0", ".processor.to_out_lora"), (".q_proj", ".to_q_lora"), (".out_proj", ".to_out_lora")):
+            if m.endswith(proj):
+                stem = ("text_encoder.text_model." if text else "") + m[:-len(proj)] + old
+                return stem + ".down.weight", stem + ".up.weight"
+        return None
+    write("lora", "attention_processor.safetensors", safetensors(tensors(processor)))
+    metadata = {"unet.lora_alpha": 4, "unet.r": 2, "unet.alpha_pattern": {"down_blocks.0.attentions.0.proj_in": 1.5},
+                "text_encoder.lora_alpha": 2, "text_encoder.use_rslora": True, "text_encoder.use_dora": False}
+    write("lora", "adapter_metadata.safetensors", safetensors(tensors(
+        lambda m, text: (prefix(text) + m + ".lora_A.weight", prefix(text) + m + ".lora_B.weight")),
+        {"format": "pt", "lora_adapter_metadata": json.dumps(metadata)}))
+
+
+# ---- single_file: the names of tests/data/single_file's tiny checkpoints, shapes that the inference reads ----
+def single_file_seeds():
+    def seed(manifest, shapes, keep=None, width=768, metadata=None):
+        with open(os.path.join(ROOT, "tests", "data", "single_file", manifest)) as f:
+            names = [row[0] for row in json.load(f)["tensors"]]
+        out = []
+        for name in names + [n for n in shapes if n not in names]:
+            if keep is not None and name not in shapes and not any(k in name for k in keep):
+                continue
+            shape = [d if d != "w" else width for d in shapes.get(name, [1])]
+            count = functools.reduce(lambda a, b: a * b, shape, 1)
+            out.append((name, "F16", shape, bytes(2 * count)))
+        return safetensors(out, metadata)
+
+    u, v, c, o = "model.diffusion_model.", "first_stage_model.", "cond_stage_model.transformer.text_model.", "cond_stage_model.model."
+    # What the architecture is read from: level channels (divisible by 32 groups and 8 heads), the context
+    # width (768: SD 1.x), the VAE's levels, the text encoder's vocabulary, width, positions and MLP.
+    # Only the dimensions read are real: the others are 1.
+    unet = {u + "input_blocks.0.0.weight": [32, 4, 1, 1], u + "input_blocks.1.0.in_layers.2.weight": [32, 1, 1, 1],
+            u + "input_blocks.4.0.in_layers.2.weight": [64, 1, 1, 1], u + "out.2.weight": [4, 1, 1, 1],
+            u + "middle_block.1.proj_in.weight": [1, 1], u + "middle_block.1.transformer_blocks.0.attn2.to_k.weight": [1, "w"]}
+    vae = {v + "encoder.conv_in.weight": [1, 3, 1, 1], v + "encoder.down.0.block.0.conv1.weight": [32, 1, 1, 1],
+           v + "encoder.down.1.block.0.conv1.weight": [64, 1, 1, 1], v + "decoder.conv_in.weight": [1, 4, 1, 1],
+           v + "decoder.conv_out.weight": [3, 1, 1, 1], v + "encoder.mid.attn_1.q.weight": [4, 4, 1, 1]}
+    clip = {c + "embeddings.token_embedding.weight": [2, "w"], c + "embeddings.position_embedding.weight": [77, 1],
+            c + "encoder.layers.0.mlp.fc1.weight": [3, 1]}
+    write("single_file", "sd1_names.safetensors", seed("tiny_sd_sd1.manifest.json", {**unet, **vae, **clip}))
+    write("single_file", "sd1_minimal_v.safetensors",
+          seed("tiny_sd_sd1.manifest.json", {**unet, **vae, **clip}, keep=["time_embed", "mid.block_1", "middle_block.1.transformer_blocks.0.norm1"],
+               metadata={"modelspec.prediction_type": "v", "modelspec.resolution": "768x768"}))
+    # OpenCLIP, SD 2.x: heads of 64 (channels 64 and 128), context 1024, in_proj left out (3072 x 1024 does not
+    # fit a fuzz input) but for one small block.
+    unet2 = dict(unet)
+    unet2.update({u + "input_blocks.0.0.weight": [64, 4, 1, 1], u + "input_blocks.1.0.in_layers.2.weight": [64, 1, 1, 1],
+                  u + "input_blocks.4.0.in_layers.2.weight": [128, 1, 1, 1]})
+    openclip = {o + "token_embedding.weight": [2, "w"], o + "positional_embedding": [77, 1],
+                o + "transformer.resblocks.0.mlp.c_fc.weight": [3, 1], o + "transformer.resblocks.1.ln_1.weight": ["w"],
+                o + "transformer.resblocks.2.ln_1.weight": [1], o + "text_projection": [1, 1]}
+    write("single_file", "sd2_minimal.safetensors",
+          seed("tiny_sd_openclip.manifest.json", {**unet2, **vae, **openclip}, keep=["ln_final", "time_embed", "middle_block.1.transformer_blocks.0.norm1"], width=1024,
+               metadata={"ss_v_parameterization": "False"}))
+    # The OpenCLIP layout whole, narrow (width 8): in_proj split, a width that no architecture has.
+    small = {o + "token_embedding.weight": [2, 8], u + "middle_block.1.transformer_blocks.0.attn2.to_k.weight": [1, 8]}
+    for i in range(3):
+        small[o + f"transformer.resblocks.{i}.attn.in_proj_weight"] = [24, 8]
+        small[o + f"transformer.resblocks.{i}.attn.in_proj_bias"] = [24]
+    write("single_file", "openclip_names.safetensors", seed("tiny_sd_openclip.manifest.json", {**unet, **vae, **small}))
+
+
 if __name__ == "__main__":
-    for parser in ("model_config", "safetensors", "png", "clip_tokenizer"):
+    for parser in ("model_config", "safetensors", "png", "clip_tokenizer", "lora", "single_file"):
         shutil.rmtree(os.path.join(CORPUS, parser), ignore_errors=True)
         os.makedirs(os.path.join(CORPUS, parser))
     configs()
     safetensors_seeds()
     png_seeds()
     clip_tokenizer_seeds()
+    lora_seeds()
+    single_file_seeds()

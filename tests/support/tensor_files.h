@@ -1,0 +1,26 @@
+// Small safetensors files in memory for the model-file tests (tensor_set_test, single_file_test, lora_test):
+// tensors from float values in a float dtype, and the values of a tensor back as doubles.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pipeline/model_files/safetensors.h"
+#include "support/test_util.h"
+
+namespace rtvd::test {
+
+// values as dtype's bytes: F32 as they are, F16 rounded to nearest even, BF16 truncated to their top 16 bits
+// (exact for values drawn with bf16_values).
+std::vector<uint8_t> encode_floats(DType dtype, const std::vector<float>& values);
+TensorToWrite float_tensor(const std::string& name, DType dtype, std::vector<int64_t> shape, const std::vector<float>& values);
+// n values exactly representable in BF16 and F16 both (8 significant bits, magnitudes 2^-6 to 2^7), random signs.
+std::vector<float> bf16_values(size_t n, Rng& rng);
+
+// The tensors as a file in memory (SafeTensorsFile::build), shared as a TensorSet keeps its files.
+std::shared_ptr<const SafeTensorsFile> memory_file(const std::string& label, const std::vector<TensorToWrite>& tensors);
+
+// Every element of a float tensor (F64, F32, F16, BF16) as a double.
+std::vector<double> values_of(const TensorView& t);
+
+}  // namespace rtvd::test
