@@ -37,8 +37,9 @@ Engine::Engine(const EngineOptions& o) : model_(load_model(o.model)) {
   } else if (o.clip_skip != 0) {
     fail("--clip-skip ", o.clip_skip, ": this model has no text encoder");
   }
-  // The first plan builds every weight; the checkpoint must hold exactly those tensors.
-  configure(FrameSettings{}, false);
+  // The first plan builds every weight (img2img's for latent models, whose encoder txt2img leaves out); the
+  // checkpoint must hold exactly those tensors.
+  configure(FrameSettings{}, model_.latent());
   model_.weights->check_all_read();
 }
 

@@ -1,7 +1,6 @@
 #include "pipeline/text_encoder.h"
 
 #include <chrono>
-#include <filesystem>
 #include <set>
 
 #include "device.h"
@@ -11,16 +10,6 @@
 namespace rtvd {
 
 namespace {
-
-// The weights file of a text_encoder/ folder: diffusers names the fp16 variant model.fp16.safetensors.
-std::string weights_path(const std::string& dir) {
-  for (const char* name : {"model.safetensors", "model.fp16.safetensors"})
-    if (std::filesystem::is_regular_file(dir + "/" + name)) return dir + "/" + name;
-  if (std::filesystem::exists(dir + "/pytorch_model.bin"))
-    fail(dir, ": the text encoder is a pickle (pytorch_model.bin), which rtvd never loads: convert it to "
-              "model.safetensors");
-  fail(dir, ": expected model.safetensors or model.fp16.safetensors (the text encoder's weights)");
-}
 
 // Where the checkpoint's names start: transformers 5 saves a CLIPTextModel without "text_model.", earlier
 // versions and the published SD checkpoints with it.
@@ -32,10 +21,6 @@ std::string name_prefix(const TensorSet& tensors) {
 }
 
 }  // namespace
-
-TextEncoderCheckpoint load_text_encoder_folder(const std::string& dir) {
-  return {load_clip_text_config(dir + "/config.json"), TensorSet(SafeTensorsFile::open(weights_path(dir)))};
-}
 
 TextEncoder::TextEncoder(TextEncoderCheckpoint checkpoint, Backend& backend, int clip_skip)
     : cfg_(checkpoint.config), backend_(backend), clip_skip_(clip_skip) {

@@ -11,18 +11,9 @@
 #include "pipeline/graph/graph.h"
 #include "pipeline/model_files/clip_text_config.h"
 #include "pipeline/model_files/weights.h"
+#include "pipeline/models/clip_text.h"
 
 namespace rtvd {
-
-// A text encoder's config and checkpoint tensors, under transformers' CLIPTextModel names (with or without
-// "text_model.", which transformers 5 leaves out), F16, BF16 or F32.
-struct TextEncoderCheckpoint {
-  ClipTextConfig config;
-  TensorSet tensors;
-};
-
-// A diffusers text_encoder/ folder: config.json and model.safetensors (or model.fp16.safetensors).
-TextEncoderCheckpoint load_text_encoder_folder(const std::string& dir);
 
 class TextEncoder {
  public:

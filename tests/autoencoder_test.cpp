@@ -229,7 +229,7 @@ struct FullSizeGraph {
 
   explicit FullSizeGraph(const char* json) : cfg(parse_autoencoder_config(json, "full size")) {
     weights = std::make_unique<WeightStore>(
-        SafeTensorsFile::build("zeros", autoencoder_parameters(cfg, DType::F16), [](size_t, uint8_t*) {}), DType::F16);
+        SafeTensorsFile::build("zeros", autoencoder_parameters(cfg, DType::F16), [](size_t, uint8_t*) {}));
     const Ref in = graph.add_tensor("image", Elem::Act, {1, 512, 512, 3}, true);
     const Ref z = graph.add_tensor("latent", Elem::Act, {1, 64, 64, 4}, true);
     const auto builder = make_autoencoder_builder(cfg, *weights, graph, graph.frame, 2);

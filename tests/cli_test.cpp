@@ -242,7 +242,7 @@ TEST_F(Commands, InfoRefusesBadArgumentsBeforePrintingAnything) {
   const std::vector<std::pair<Args, std::string>> cases = {
       {{"info", "--bogus"}, "unknown flag '--bogus' for 'rtvd info' (see rtvd info --help)"},
       {{"info", "extra"}, "unexpected argument 'extra' for 'rtvd info' (see rtvd info --help)"},
-      {{"info", "--model", missing}, "--model " + missing + ": not a directory"},
+      {{"info", "--model", missing}, "--model " + missing + ": no such folder or file"},
   };
   for (const auto& [args, error] : cases) {
     const test::RunResult r = rtvd(args);

@@ -119,7 +119,7 @@ struct TinySdCopy {
     write_json(dir + "/" + relative, j);
   }
   std::string load_error() const {
-    return error_of([&] { load_model(dir); });
+    return error_of([&] { load_model({.path = dir}); });
   }
 };
 
@@ -145,7 +145,7 @@ TEST(DiffusersFolder, TinySdComponents) {
 }
 
 TEST(DiffusersFolder, TinySdMapsOntoModelConfig) {
-  const Model m = load_model(test::test_data("tiny_sd"));
+  const Model m = load_model({.path = test::test_data("tiny_sd")});
   const ModelConfig& c = m.config;
   EXPECT_EQ(c.name, "tiny_sd");
   EXPECT_EQ(c.dtype, DType::F16);
@@ -170,17 +170,19 @@ TEST(DiffusersFolder, TinySdMapsOntoModelConfig) {
   EXPECT_TRUE(c.flip_sin_to_cos);
   EXPECT_FLOAT_EQ(c.freq_shift, 0.0f);
   EXPECT_FLOAT_EQ(c.timestep_scale, 1000.0f);
-  EXPECT_EQ(m.text_encoder_dir, test::test_data("tiny_sd") + "/text_encoder");
+  ASSERT_TRUE(m.text_encoder.has_value());
+  EXPECT_EQ(m.text_encoder->tensors.label(), test::test_data("tiny_sd") + "/text_encoder/model.safetensors");
   EXPECT_EQ(m.tokenizer_dir, test::test_data("tiny_sd") + "/tokenizer");
 }
 
-// The graph consumes every tensor of the file, and a forward gives finite values.
+// The U-Net's graph consumes every tensor of its file, and a forward gives finite values.
 TEST(DiffusersFolder, TinySdUNetRunsOnEveryTensor) {
-  Model m = load_model(test::test_data("tiny_sd"));
+  const Model m = load_model({.path = test::test_data("tiny_sd")});
+  WeightStore unet(SafeTensorsFile::open(test::test_data("tiny_sd/unet/diffusion_pytorch_model.safetensors")));
   auto backend = make_cpu_backend(1);
   const int side = m.config.sample_size;
-  UNetRunner runner(m.config, *m.weights, *backend, 1, side, side, 0.5f);
-  m.weights->check_all_read();
+  UNetRunner runner(m.config, unet, *backend, 1, side, side, 0.5f);
+  unet.check_all_read();
   test::Rng rng;
   SCOPED_TRACE(test::seed_trace(rng));
   runner.set_inputs(rng.normal_vector(size_t(side) * side * m.config.in_channels), {},
@@ -197,8 +199,8 @@ TEST(DiffusersFolder, Fp16VariantWeights) {
              copy.dir + "/unet/diffusion_pytorch_model.fp16.safetensors");
   EXPECT_EQ(open_diffusers_folder(copy.dir).unet_weights,
             copy.dir + "/unet/diffusion_pytorch_model.fp16.safetensors");
-  EXPECT_EQ(load_model(copy.dir).weights->checkpoint_parameters(),
-            load_model(test::test_data("tiny_sd")).weights->checkpoint_parameters());
+  EXPECT_EQ(load_model({.path = copy.dir}).weights->checkpoint_parameters(),
+            load_model({.path = test::test_data("tiny_sd")}).weights->checkpoint_parameters());
 }
 
 TEST(DiffusersUNetConfig, Sd15MapsOntoTheBuiltinConfig) {
@@ -371,10 +373,11 @@ TEST(DiffusersFolder, ModelIndexRefusals) {
 
 TEST(DiffusersFolder, NotADirectoryMentionsBothLayouts) {
   EXPECT_PRED_FORMAT2(IsSubstring,
-                      "config.json and weights.safetensors in it, or a diffusers folder with model_index.json",
-                      error_of([] { load_model(test::test_data("tiny_sd/model_index.json")); }));
+                      "a diffusers folder with model_index.json, or config.json and weights.safetensors in it) or a "
+                      "single-file .safetensors checkpoint",
+                      error_of([] { load_model({.path = test::test_data("tiny_sd/model_index.json")}); }));
   EXPECT_PRED_FORMAT2(IsSubstring, "tiny_sd/unet: a component of the diffusers folder",
-                      error_of([] { load_model(test::test_data("tiny_sd/unet")); }));
+                      error_of([] { load_model({.path = test::test_data("tiny_sd/unet")}); }));
 }
 
 }  // namespace

@@ -30,7 +30,7 @@ double compare_unet(const std::string& dir, int batch, int h, int w, KernelFamil
   test::Rng rng;
   SCOPED_TRACE(test::seed_trace(rng));
   const float t = rng.uniform(0.05f, 0.95f);
-  Model cpu_model = load_model(dir), gpu_model = load_model(dir);
+  Model cpu_model = load_model({.path = dir}), gpu_model = load_model({.path = dir});
   const ModelConfig& c = cpu_model.config;
   const std::vector<float> x = rng.normal_vector(size_t(batch) * h * w * c.in_channels);
   std::vector<int32_t> ids;
@@ -142,7 +142,7 @@ TEST(UNetCuda, AutotunedLayersMatchCpuAndAreCachedOnDisk) {
 // The shipped default model on the GPU (fp16) against PyTorch (float64) on the same weights and noise.
 TEST(UNetCuda, ShippedDefaultModelMatchesPyTorch) {
   RTVD_SKIP_WITHOUT_CUDA();
-  Model model = load_model(test::assets_dir() + "/default");
+  Model model = load_model({.path = test::assets_dir() + "/default"});
   const SafeTensorsFile golden = SafeTensorsFile::open(test::test_data("default_golden.safetensors"));
   auto floats = [&](const char* name) {
     const TensorView& t = *golden.find(name);

@@ -26,7 +26,7 @@ void check_golden(Model model, const std::string& golden_path, const std::string
 
 void check_tiny(const std::string& name, const std::string& suffix) {
   const std::string dir = test::test_data(name);
-  check_golden(load_model(dir), dir + "/golden.safetensors", suffix);
+  check_golden(load_model({.path = dir}), dir + "/golden.safetensors", suffix);
 }
 
 // A model whose golden was computed with generated weights (tools/reference/random_weights.py): the
@@ -48,7 +48,7 @@ TEST(UNetGolden, Sd15StructureScaledDownNonSquare) { check_generated("sd15_small
 
 // The shipped default model (assets/default, fp16 weights) against PyTorch on the same weights and noise.
 TEST(UNetGolden, ShippedDefaultModel) {
-  check_golden(load_model(test::assets_dir() + "/default"),
+  check_golden(load_model({.path = test::assets_dir() + "/default"}),
                test::test_data("default_golden.safetensors"), "");
 }
 

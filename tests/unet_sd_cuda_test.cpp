@@ -61,7 +61,7 @@ void check_full_size(const std::string& name) {
   if (!root) GTEST_SKIP() << "RTVD_SD_PARITY_DIR is not set (tools/reference/export_sd_parity.py writes the files)";
   const std::string dir = std::string(root) + "/" + name;
   if (!std::filesystem::exists(dir + "/io.safetensors")) GTEST_SKIP() << "no " << dir << "/io.safetensors";
-  Model model = load_model(dir);
+  Model model = load_model({.path = dir});
   const SafeTensorsFile io = SafeTensorsFile::open(dir + "/io.safetensors");
   const test::GoldenCase g = test::read_golden(io);
   if (const TensorView* half = io.find("v_half"))

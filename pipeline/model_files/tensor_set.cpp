@@ -128,6 +128,25 @@ const TensorSet::Entry* TensorSet::entry(std::string_view name) const {
   return it == index_.end() ? nullptr : &entries_[it->second];
 }
 
+void TensorSet::add_all(TensorSet other) {
+  for (size_t i = 0; i < other.tensors_.size(); ++i) {
+    const std::string& name = other.tensors_[i].name;
+    if (index_.count(name))
+      fail(other.label_of(name), ": tensor '", name, "' is also in ", label_of(name), " (two components share a name)");
+    Entry e = std::move(other.entries_[i]);
+    if (e.label.empty()) e.label = other.label_;
+    index_.emplace(name, tensors_.size());
+    tensors_.push_back(std::move(other.tensors_[i]));
+    entries_.push_back(std::move(e));
+  }
+  for (auto& f : other.files_) keep(std::move(f));
+}
+
+const std::string& TensorSet::label_of(std::string_view name) const {
+  const Entry* e = entry(name);
+  return e && !e->label.empty() ? e->label : label_;
+}
+
 const TensorView* TensorSet::find(std::string_view name) const {
   const auto it = index_.find(name);
   return it == index_.end() ? nullptr : &tensors_[it->second];
@@ -147,9 +166,9 @@ const TensorView& TensorSet::get_float(std::string_view name, std::span<const in
   const TensorView* t = find(name);
   if (!t) fail(label_, ": tensor '", name, "' is missing");
   if (!is_float(t->dtype))
-    fail(label_, ": tensor ", describe(name), ": expected dtype F16, BF16 or F32, got ", dtype_name(t->dtype));
+    fail(label_of(name), ": tensor ", describe(name), ": expected dtype F16, BF16 or F32, got ", dtype_name(t->dtype));
   if (!std::ranges::equal(t->shape, shape))
-    fail(label_, ": tensor ", describe(name), ": expected shape ", shape_string(shape), ", got ", shape_string(t->shape));
+    fail(label_of(name), ": tensor ", describe(name), ": expected shape ", shape_string(shape), ", got ", shape_string(t->shape));
   return *t;
 }
 
@@ -157,7 +176,7 @@ const TensorView& TensorSet::get_rank(std::string_view name, size_t rank) const 
   const TensorView* t = find(name);
   if (!t) fail(label_, ": tensor '", name, "' is missing");
   if (t->shape.size() != rank)
-    fail(label_, ": tensor ", describe(name), ": expected ", rank, " dimensions, got shape ", shape_string(t->shape));
+    fail(label_of(name), ": tensor ", describe(name), ": expected ", rank, " dimensions, got shape ", shape_string(t->shape));
   return *t;
 }
 
@@ -193,7 +212,7 @@ void TensorSet::check_finite() const {
     const int64_t bad = first_non_finite(t);
     if (bad == t.numel()) continue;
     const std::string source = source_name(t.name);
-    fail(label_, ": tensor '", source.empty() ? t.name : source, "' holds ", non_finite_name(float_element(t, bad)),
+    fail(label_of(t.name), ": tensor '", source.empty() ? t.name : source, "' holds ", non_finite_name(float_element(t, bad)),
          " at element ", bad, " of ", shape_string(t.shape), ", expected finite weights");
   }
 }

@@ -33,7 +33,13 @@ class TensorSet {
   // ("model.diffusion_model.out.2.weight"). Error on a name added twice.
   void add(std::string name, const TensorView& view, std::string source, std::shared_ptr<const SafeTensorsFile> file);
 
+  // Every tensor of `other` (with its source names, updates and files) into this set, keeping the file each
+  // came from for errors: a model's components in one store. Error on a name both hold.
+  void add_all(TensorSet other);
+
   const std::string& label() const { return label_; }
+  // The file a tensor of the set came from: the set's label, or that of the set it was added from.
+  const std::string& label_of(std::string_view name) const;
   const std::vector<TensorView>& tensors() const { return tensors_; }  // each named as added
   const TensorView* find(std::string_view name) const;
   // The tensor in a float dtype (F16, BF16 or F32) and exactly this shape, else an Error naming the file,
@@ -59,6 +65,7 @@ class TensorSet {
   struct Entry {
     std::string source;
     std::vector<LowRankDelta> deltas;
+    std::string label;  // "" = the set's
   };
   std::string label_;
   std::vector<TensorView> tensors_;

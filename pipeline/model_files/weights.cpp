@@ -202,7 +202,7 @@ void WeightStore::check_all_read() const {
   for (const TensorView& t : set_.tensors())
     if (!read_.count(t.name)) {
       const std::string source = set_.source_name(t.name);
-      fail(set_.label(), ": unexpected tensor '", source.empty() ? t.name : source,
+      fail(set_.label_of(t.name), ": unexpected tensor '", source.empty() ? t.name : source,
            "' (not a parameter of this config's architecture)");
     }
 }

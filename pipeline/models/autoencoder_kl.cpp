@@ -38,7 +38,7 @@ AutoencoderKLBuilder::ConvArgs AutoencoderKLBuilder::normed_conv(const std::stri
 // A mid-block attention projection: Linear (C, C), or in older checkpoints a 1x1 conv (C, C, 1, 1), the same
 // matrix either way.
 const TensorView& AutoencoderKLBuilder::projection_view(const std::string& name, int c) {
-  const TensorView* t = weights_.file().find(name);
+  const TensorView* t = weights_.checkpoint().find(name);
   if (t && t->shape.size() == 4) return weights_.view(name, {c, c, 1, 1});
   return weights_.view(name, {c, c});
 }

@@ -224,6 +224,12 @@ Model load_model(const ModelOptions& o) {
     m.weights = std::make_unique<WeightStore>(SafeTensorsFile::open(o.path + "/weights.safetensors"));
     return m;
   }
+  // A file: a single-file checkpoint (pickles are refused by their name inside), never any other format.
+  const std::string ext = fs::path(o.path).extension().string();
+  if (fs::is_regular_file(o.path) && ext != ".safetensors" && ext != ".ckpt" && ext != ".pt" && ext != ".pth" &&
+      ext != ".bin" && ext != ".pkl")
+    fail("--model ", o.path, ": expected a folder (a diffusers folder with model_index.json, or config.json and "
+         "weights.safetensors in it) or a single-file .safetensors checkpoint");
   if (is_single_file_checkpoint(o.path)) return load_single_file_model(o);
   fail("--model ", o.path, ": no such folder or file (expected a diffusers folder, a single-file .safetensors "
        "checkpoint, or a folder with config.json and weights.safetensors)");

@@ -55,8 +55,7 @@ std::vector<float> scaled(const std::vector<float>& z, const LatentSpace& space)
 
 AutoencoderOutputs run_autoencoder(Backend& backend, const AutoencoderReference& ref, const AutoencoderConfig& config,
                                    SafeTensorsFile weights, int frames) {
-  const DType dtype = weights.tensors().at(0).dtype;
-  WeightStore store(std::move(weights), dtype);
+  WeightStore store(std::move(weights));
   const int Z = config.latent().channels, h = ref.latent_h(), w = ref.latent_w();
   Graph graph;
   const Ref image = graph.add_tensor("image", Elem::Act, {1, ref.height, ref.width, kImageChannels}, true);
