@@ -57,27 +57,32 @@ std::vector<cli::FlagSpec> with_backend_flags(std::vector<cli::FlagSpec> specs) 
   return specs;
 }
 
-// rtvd bench frames: render's --size, --steps and --model, read as render reads them.
+// rtvd bench frames: render's model and sampling flags, read as render reads them.
 const std::vector<cli::FlagSpec>& bench_flags() {
   using K = cli::ValueKind;
   static const std::vector<cli::FlagSpec> specs = [] {
-    std::vector<cli::FlagSpec> own = {{"frames", 'n', K::Int, "timed frames per measurement", "200", "N"}};
-    const std::vector<cli::FlagSpec> generation = cli::generation_flags({"size", "steps", "model"});
+    std::vector<cli::FlagSpec> own = {
+        {"frames", 'n', K::Int, "timed frames per measurement", "200", "N"},
+        {"img2img", 0, K::None, "every frame from an image (a fixed random one) at --strength, as a video source runs",
+         "", ""},
+    };
+    const std::vector<cli::FlagSpec> generation = cli::generation_flags(
+        {"size", "steps", "guidance", "strength", "sampler", "model", "vae", "lora", "prediction-type", "config"});
     own.insert(own.end(), generation.begin(), generation.end());
     return with_backend_flags(own);
   }();
   return specs;
 }
 
-// Median milliseconds per frame over `frames` frames, after `warmup` untimed ones; after_frame runs
-// outside the timed region.
+// Median milliseconds per frame over `frames` frames, after `warmup` untimed ones, each from `image` (null:
+// the noise walk); after_frame runs outside the timed region.
 template <class F>
-double median_frame_ms(Engine& engine, int warmup, int frames, F&& after_frame) {
-  for (int i = 0; i < warmup; ++i) engine.render(nullptr);
+double median_frame_ms(Engine& engine, const std::vector<float>* image, int warmup, int frames, F&& after_frame) {
+  for (int i = 0; i < warmup; ++i) engine.render(image);
   std::vector<double> ms;
   for (int i = 0; i < frames; ++i) {
     const auto s = std::chrono::steady_clock::now();
-    engine.render(nullptr);
+    engine.render(image);
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count());
     after_frame();
   }
@@ -420,21 +425,31 @@ int bench_command(const std::vector<std::string>& args) {
   const int frames = flags.get_int("frames", 200, 3, 1000000);
   Engine engine(o.engine);
   const FrameSettings s = frame_settings(o, engine);
-  engine.configure(s, false);
+  const bool img2img = flags.has("img2img");
+  engine.configure(s, img2img);
+  std::vector<float> image;
+  if (img2img) {
+    std::mt19937_64 rng{1};
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    image.resize(size_t(engine.width()) * engine.height() * engine.model().image_channels());
+    for (float& v : image) v = uniform(rng);
+  }
+  const std::vector<float>* source = img2img ? &image : nullptr;
   const int warmup = std::max(3, frames / 10);
 
-  const double plain_ms = median_frame_ms(engine, warmup, frames, [] {});
+  const double plain_ms = median_frame_ms(engine, source, warmup, frames, [] {});
   engine.backend().set_profiling(true);
   FrameProfile profile;
-  const double profiled_ms = median_frame_ms(engine, warmup, frames, [&] {
+  const double profiled_ms = median_frame_ms(engine, source, warmup, frames, [&] {
     const std::vector<float> ms = engine.backend().frame_op_ms();
     if (!ms.empty()) profile.add_frame(engine.plan().graph.frame, ms);
   });
   engine.backend().set_profiling(false);
   const Ceilings ceilings = engine.backend().measure_ceilings();
 
-  std::printf("%s\nmodel %s, %dx%d, %d steps, batch %d\n", engine.backend().describe().c_str(), engine.config().name.c_str(),
-              engine.width(), engine.height(), s.steps, engine.plan().batch);
+  std::printf("%s\nmodel %s, %dx%d, %s, %d steps, batch %d\n", engine.backend().describe().c_str(),
+              engine.config().name.c_str(), engine.width(), engine.height(), img2img ? "img2img" : "from noise", s.steps,
+              engine.plan().batch);
   std::printf("frame: %.3f ms median over %d frames = %.1f frames/s (including the RGBA8 read-back)\n", plain_ms, frames,
               1e3 / plain_ms);
   std::printf("with per-op profiling: %.3f ms (overhead %.1f%%)\n\n%s", profiled_ms, 100.0 * (profiled_ms / plain_ms - 1.0),
@@ -447,6 +462,7 @@ int bench_command(const std::vector<std::string>& args) {
     const nlohmann::json doc = {
         {"bench", "frames"}, {"date", utc_now()}, {"backend", engine.backend().describe()},
         {"model", engine.config().name}, {"width", engine.width()}, {"height", engine.height()}, {"steps", s.steps},
+        {"img2img", img2img},
         {"batch", engine.plan().batch}, {"frames", frames}, {"frame_ms_median", plain_ms},
         {"frames_per_second", 1e3 / plain_ms}, {"profiled_frame_ms_median", profiled_ms},
         {"profiler_overhead_percent", 100.0 * (profiled_ms / plain_ms - 1.0)},

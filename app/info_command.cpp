@@ -19,7 +19,8 @@ const std::vector<cli::FlagSpec>& info_flags() {
   using K = cli::ValueKind;
   static const std::vector<cli::FlagSpec> specs = [] {
     std::vector<cli::FlagSpec> s =
-        cli::generation_flags({"model", "vae", "lora", "prediction-type", "config", "sampler", "device"});
+        cli::generation_flags({"model", "vae", "lora", "prediction-type", "config", "size", "steps", "guidance",
+                               "sampler", "device"});
     s.push_back({"help", 'h', K::None, "show this help", "", ""});
     return s;
   }();
@@ -54,6 +55,7 @@ int info_command(const std::vector<std::string>& args) {
   cli::read_generation_flags(flags, o);
   // The model and the backend before any output: a bad --model or an unusable --device is the one line printed.
   Engine engine(o.engine);
+  engine.configure(frame_settings(o, engine), false);  // the plan a render with these flags runs
   std::printf("rtvd %s\n", RTVD_VERSION);
   std::printf("build:   CUDA backend %s (archs %s), MP4/MKV recording (FFmpeg) %s, video/webcam sources (OpenCV) %s, "
               "GUI %s\n",
@@ -78,7 +80,7 @@ int info_command(const std::vector<std::string>& args) {
   }
   if (m.latent()) {
     const SchedulerConfig& sc = *m.scheduler;
-    const FrameSettings s = frame_settings(o, engine);
+    const FrameSettings& s = engine.settings();
     std::printf("  scheduler    %s: %s prediction, %s spacing; sampler %s%s\n", sc.class_name.c_str(),
                 prediction_type_name(sc.prediction), sc.timestep_spacing ? timestep_spacing_name(*sc.timestep_spacing) : "default",
                 sampler_name(s.sampler.value_or(sc.native_sampler())), s.sampler ? " (--sampler)" : " (the scheduler's)");

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On the GPU machine: unpack the bundle built here (tools/device-bundle.sh), then run what is asked:
-#   tools/device-check.sh [tests|sanitize|render|bench|kernels|text|gui|all]...
+#   tools/device-check.sh [tests|sanitize|render|bench|kernels|text|sd|gui|all]...
 # Few files come back from the device, so $OUT gets: summary.txt, logs.tar.gz (every log), the
 # benchmark JSON and the Perfetto trace of a profiled render. The summary is printed last.
 set -uo pipefail
@@ -166,6 +166,33 @@ json.dump(doc, open(out, "w"), indent=1)
 PY
 }
 
+# Stable Diffusion end to end (issue 16): a random-weight SD-Turbo-architecture pipeline and TAESD written by
+# diffusers on this machine, diffusers' txt2img/img2img frames at 512x512 (fp32), rtvd's the same frames with
+# every kernel family (tests/sd_pipeline_cuda_test), then rtvd bench frames of the real-time frame (1 step,
+# no guidance) with each autoencoder, and what rtvd info says such a stream needs. Needs the diffusers source
+# unpacked at $DIFFUSERS (default /tmp/dif: PYTHONPATH=$DIFFUSERS/src).
+run_sd() {
+  local d=/tmp/rtvd-sd dif=${DIFFUSERS:-/tmp/dif}
+  (cd "$root" && PYTHONPATH=$dif/src python3 tools/reference/export_sd_references.py tests/data/tiny_sd $d \
+     --full assets/clip/bpe_simple_vocab_16e6.txt.gz) >"$LOGS/sd_export.log" 2>&1 ||
+    note "sd: export failed: $(tail -1 "$LOGS/sd_export.log")"
+  grep -E 'FAILED|pipeline ' "$d/log.txt" | head -20
+  run_test env RTVD_SD_PARITY_DIR=$d timeout 400 $dir/tests/sd_pipeline_cuda_test --gtest_brief=1 >"$LOGS/sd_parity.log" 2>&1
+  local rc=$?
+  note "$(printf 'sd parity rc=%s %s' $rc "$(grep -E '^\[  (PASSED|FAILED) ' "$LOGS/sd_parity.log" | tr '\n' ' ')")"
+  grep -E 'sd pipeline sd_turbo.*_auto:' "$LOGS/sd_parity.log" | sed 's/^/  /'
+  local common=(--device cuda --model $d/model --size 512 --guidance 0 --frames 300)
+  ./rtvd bench frames "${common[@]}" --vae $d/taesd --steps 2 --strength 0.5 --img2img --json "$LOGS/bench_sd_taesd_img2img.json" \
+    >"$LOGS/bench_sd_taesd_img2img.txt" 2>&1
+  note "bench frames sd-turbo img2img 1 step taesd rc=$? $(grep -E '^frame:' "$LOGS/bench_sd_taesd_img2img.txt")"
+  ./rtvd bench frames "${common[@]}" --steps 1 --json "$LOGS/bench_sd_vae_txt2img.json" >"$LOGS/bench_sd_vae_txt2img.txt" 2>&1
+  note "bench frames sd-turbo txt2img 1 step vae rc=$? $(grep -E '^frame:' "$LOGS/bench_sd_vae_txt2img.txt")"
+  cat "$LOGS/bench_sd_taesd_img2img.txt"
+  for b in taesd_img2img vae_txt2img; do stamp "$LOGS/bench_sd_$b.json" "$OUT/bench_sd_$b.json"; done
+  ./rtvd info --device cuda --model $d/model --vae $d/taesd --size 512 --steps 1 --guidance 0 >"$LOGS/sd_info.txt" 2>&1
+  note "sd info rc=$? $(grep -E 'memory' "$LOGS/sd_info.txt")"
+}
+
 # Every kernel and its library alternative at production shapes.
 run_kernels() {
   ./rtvd bench kernels --runs 50 --json "$LOGS/kernels.json" 2>&1 | tee "$LOGS/kernels.txt"
@@ -194,6 +221,7 @@ for what in "${@:-all}"; do
     bench) run_bench ;;
     kernels) run_kernels ;;
     text) run_text ;;
+    sd) run_sd ;;
     gui) run_gui ;;
     all) run_tests; run_render; run_bench ;;
   esac

@@ -1,6 +1,12 @@
 """diffusers' own outputs for the scaled-down SD pipeline of tests/data/tiny_sd, for rtvd's CPU tests (issue 16).
 
     PYTHONPATH=<diffusers>/src python3 tools/reference/export_sd_references.py TINY_SD_DIR OUT_DIR
+    PYTHONPATH=<diffusers>/src python3 tools/reference/export_sd_references.py TINY_SD_DIR OUT_DIR --full VOCAB_GZ
+
+--full (on the GPU machine) writes instead a random-weight SD-Turbo-architecture pipeline (OUT_DIR/model: SD 2.1's
+U-Net, the SD VAE, OpenCLIP-H; fp16) and a TAESD of the published architecture (OUT_DIR/taesd), then
+pipelines.json / pipelines.safetensors as below for SD-Turbo's cases at 512x512, run in fp32 on the GPU (TF32
+off): what tests/sd_pipeline_cuda_test reads from RTVD_SD_PARITY_DIR.
 
 Everything runs in fp32 on the CPU from the fp16 weights as stored. OUT_DIR gets:
   tiny_taesd/                 an AutoencoderTiny of TAESD's layout with 16 channels (save_pretrained, fp16)
@@ -188,7 +194,29 @@ def export_schedulers(out, gen):
 
 
 # ---------------------------------------------------------------- pipelines
-def export_pipelines(tiny_sd, out, gen):
+TINY_RUNS = [  # (name, mode, sampler, vae, steps, guidance, strength, prompt, negative)
+    ("txt2img_euler_g0", "txt2img", "euler", "full", 2, 0.0, 1.0, "a watercolor fox", ""),
+    ("txt2img_euler_g5", "txt2img", "euler", "full", 2, 5.0, 1.0, "a watercolor fox", "blurry"),
+    ("txt2img_ddim_g3", "txt2img", "ddim", "full", 3, 3.0, 1.0, "a red fox in the snow", ""),
+    ("txt2img_lcm_g0", "txt2img", "lcm", "full", 4, 0.0, 1.0, "a watercolor fox", ""),
+    ("txt2img_euler_taesd", "txt2img", "euler", "tiny", 1, 0.0, 1.0, "a watercolor fox", ""),
+    ("img2img_euler_s05", "img2img", "euler", "full", 4, 0.0, 0.5, "a watercolor fox", ""),
+    ("img2img_euler_g4", "img2img", "euler", "full", 4, 4.0, 0.75, "a watercolor fox", "blurry"),
+    ("img2img_lcm_taesd", "img2img", "lcm", "tiny", 4, 0.0, 0.5, "a watercolor fox", ""),
+]
+# SD-Turbo's real-time cases at 512x512 (1-4 steps, no guidance), and guided and DDIM ones.
+FULL_RUNS = [
+    ("txt2img_euler_g0", "txt2img", "euler", "full", 1, 0.0, 1.0, "a watercolor fox", ""),
+    ("txt2img_euler_g5", "txt2img", "euler", "full", 2, 5.0, 1.0, "a watercolor fox", "blurry"),
+    ("txt2img_euler_taesd", "txt2img", "euler", "tiny", 1, 0.0, 1.0, "a watercolor fox", ""),
+    ("img2img_euler_s05", "img2img", "euler", "full", 2, 0.0, 0.5, "a watercolor fox", ""),
+    ("img2img_euler_taesd", "img2img", "euler", "tiny", 2, 0.0, 0.5, "a watercolor fox", ""),
+    ("txt2img_ddim_g3", "txt2img", "ddim", "full", 3, 3.0, 1.0, "a red fox in the snow", ""),
+    ("img2img_lcm_taesd", "img2img", "lcm", "tiny", 4, 0.0, 0.5, "a watercolor fox", ""),
+]
+
+
+def export_pipelines(model_dir, taesd_dir, out, gen, image_size=64, runs=TINY_RUNS, device="cpu"):
     from diffusers import (AutoencoderTiny, DDIMScheduler, LCMScheduler, StableDiffusionImg2ImgPipeline,
                            StableDiffusionPipeline)
     import diffusers.pipelines.stable_diffusion.pipeline_stable_diffusion_img2img as img2img_module
@@ -196,12 +224,13 @@ def export_pipelines(tiny_sd, out, gen):
     # img2img encodes with the latent distribution's mean, as rtvd does (diffusers samples it by default)
     retrieve = img2img_module.retrieve_latents
     img2img_module.retrieve_latents = lambda out, generator=None, sample_mode="sample": retrieve(out, generator, "argmax")
-    base = StableDiffusionPipeline.from_pretrained(tiny_sd, torch_dtype=torch.float32)
+    base = StableDiffusionPipeline.from_pretrained(model_dir, torch_dtype=torch.float32).to(device)
     base.set_progress_bar_config(disable=True)
-    taesd = AutoencoderTiny.from_pretrained(os.path.join(out, "tiny_taesd"), torch_dtype=torch.float32)
+    taesd = AutoencoderTiny.from_pretrained(taesd_dir, torch_dtype=torch.float32).to(device)
     cases, tensors = [], {}
-    image = torch.rand(1, 3, 64, 64, generator=gen)  # [0, 1], as a PIL image would be
+    image = torch.rand(1, 3, image_size, image_size, generator=gen)  # [0, 1], as a PIL image would be
     tensors["source_image"] = image
+    latent_size = base.unet.config.sample_size  # txt2img's latents: the U-Net's size
 
     def scheduler_for(name):
         if name == "euler":
@@ -209,16 +238,6 @@ def export_pipelines(tiny_sd, out, gen):
         cls = DDIMScheduler if name == "ddim" else LCMScheduler
         return cls.from_config(base.scheduler.config, timestep_spacing="leading")
 
-    runs = [  # (name, mode, sampler, vae, steps, guidance, strength, prompt, negative)
-        ("txt2img_euler_g0", "txt2img", "euler", "full", 2, 0.0, 1.0, "a watercolor fox", ""),
-        ("txt2img_euler_g5", "txt2img", "euler", "full", 2, 5.0, 1.0, "a watercolor fox", "blurry"),
-        ("txt2img_ddim_g3", "txt2img", "ddim", "full", 3, 3.0, 1.0, "a red fox in the snow", ""),
-        ("txt2img_lcm_g0", "txt2img", "lcm", "full", 4, 0.0, 1.0, "a watercolor fox", ""),
-        ("txt2img_euler_taesd", "txt2img", "euler", "tiny", 1, 0.0, 1.0, "a watercolor fox", ""),
-        ("img2img_euler_s05", "img2img", "euler", "full", 4, 0.0, 0.5, "a watercolor fox", ""),
-        ("img2img_euler_g4", "img2img", "euler", "full", 4, 4.0, 0.75, "a watercolor fox", "blurry"),
-        ("img2img_lcm_taesd", "img2img", "lcm", "tiny", 4, 0.0, 0.5, "a watercolor fox", ""),
-    ]
     for name, mode, sampler, vae, steps, guidance, strength, prompt, negative in runs:
         try:
             comps = dict(base.components)
@@ -232,22 +251,23 @@ def export_pipelines(tiny_sd, out, gen):
                       guidance_scale=guidance)
             seed = 1000 + len(cases)
             if mode == "txt2img":
-                latents = torch.randn(1, 4, 32, 32, generator=gen)
+                latents = torch.randn(1, 4, latent_size, latent_size, generator=gen)
                 tensors[f"{name}.latents"] = latents
-                kw["latents"] = latents
+                kw["latents"] = latents.to(device)
             else:
-                kw.update(image=image, strength=strength)
+                kw.update(image=image.to(device), strength=strength)
                 # the noise prepare_latents draws with this generator: the first draw of the same seed and shape
-                shape = (1, 4, 32, 32) if vae == "full" else (1, 4, 8, 8)
+                factor = 8 if vae == "tiny" else base.vae_scale_factor
+                shape = (1, 4, image_size // factor, image_size // factor)
                 tensors[f"{name}.noise"] = randn_tensor(shape, generator=torch.Generator().manual_seed(seed))
             with torch.no_grad():
                 final = pipe(**kw, output_type="latent", generator=torch.Generator().manual_seed(seed)).images
                 with RecordLcmNoise() as record:
                     img = pipe(**kw, output_type="pt", generator=torch.Generator().manual_seed(seed)).images
             for i, n in enumerate(record.drawn):
-                tensors[f"{name}.lcm_noise_{i}"] = n
-            tensors[f"{name}.final_latents"] = final
-            tensors[f"{name}.image"] = img
+                tensors[f"{name}.lcm_noise_{i}"] = n.cpu()
+            tensors[f"{name}.final_latents"] = final.cpu()
+            tensors[f"{name}.image"] = img.cpu()
             cases.append(dict(name=name, mode=mode, sampler=sampler, vae=vae, steps=steps, guidance=guidance,
                               strength=strength, prompt=prompt, negative_prompt=negative, seed=seed,
                               scheduler={k: v for k, v in pipe.scheduler.config.items() if not k.startswith("_")}))
@@ -383,15 +403,64 @@ def export_single_files(tiny_sd, out, diffusers_root):
         f"text encoder exactly: {same}")
 
 
+def write_full_size(out, vocab_gz, gen):
+    """Random-weight SD-Turbo-architecture pipeline (SD 2.1's U-Net, the SD VAE, OpenCLIP-H as diffusers stores it,
+    Euler with trailing spacing) and a TAESD of the published architecture, written by save_pretrained in fp16."""
+    from diffusers import (AutoencoderKL, AutoencoderTiny, EulerDiscreteScheduler, StableDiffusionPipeline,
+                           UNet2DConditionModel)
+    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTokenizer
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import clip_vocab
+    unet = UNet2DConditionModel(sample_size=64, attention_head_dim=(5, 10, 20, 20), cross_attention_dim=1024,
+                                use_linear_projection=True)
+    vae = AutoencoderKL(block_out_channels=(128, 256, 512, 512), down_block_types=("DownEncoderBlock2D",) * 4,
+                        up_block_types=("UpDecoderBlock2D",) * 4, layers_per_block=2, latent_channels=4,
+                        sample_size=512)
+    text = CLIPTextModel(CLIPTextConfig(vocab_size=49408, hidden_size=1024, intermediate_size=4096, num_hidden_layers=23,
+                                        num_attention_heads=16, hidden_act="gelu", max_position_embeddings=77,
+                                        projection_dim=512))
+    taesd = AutoencoderTiny()
+    for m in (unet, vae, text, taesd):
+        randomize(m, gen)
+    vocab, merges = clip_vocab.write_vocab_and_merges(vocab_gz, "/tmp/sd_full_tokenizer")
+    tokenizer = CLIPTokenizer(vocab, merges, pad_token="!", model_max_length=77)
+    scheduler = EulerDiscreteScheduler(beta_schedule="scaled_linear", beta_start=0.00085, beta_end=0.012,
+                                       timestep_spacing="trailing", prediction_type="epsilon")
+    pipe = StableDiffusionPipeline(vae=vae, text_encoder=text, tokenizer=tokenizer, unet=unet, scheduler=scheduler,
+                                   safety_checker=None, feature_extractor=None, requires_safety_checker=False)
+    pipe.to(torch.float16).save_pretrained(os.path.join(out, "model"), safe_serialization=True)
+    taesd.to(torch.float16).save_pretrained(os.path.join(out, "taesd"), safe_serialization=True)
+    log("full size: wrote model/ and taesd/")
+
+
 def main():
-    tiny_sd, out = sys.argv[1], sys.argv[2]
+    import argparse
+    ap = argparse.ArgumentParser()
+    ap.add_argument("tiny_sd")
+    ap.add_argument("out")
+    ap.add_argument("--full", metavar="VOCAB_GZ",
+                    help="instead: a random full-size SD-Turbo-architecture pipeline (out/model, out/taesd) and "
+                         "diffusers' pipelines on it at 512x512 on the GPU (out/pipelines.*)")
+    a = ap.parse_args()
+    tiny_sd, out = a.tiny_sd, a.out
     os.makedirs(out, exist_ok=True)
+    if a.full:
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        gen = torch.Generator().manual_seed(17)
+        write_full_size(out, a.full, gen)
+        export_pipelines(os.path.join(out, "model"), os.path.join(out, "taesd"), out, gen, image_size=512,
+                         runs=FULL_RUNS, device="cuda")
+        with open(os.path.join(out, "log.txt"), "w") as f:
+            f.write("\n".join(LOG) + "\n")
+        return
     diffusers_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
         __import__("diffusers").__file__))))
     torch.manual_seed(0)
     gen = torch.Generator().manual_seed(16)
     for step in (lambda: export_autoencoders(tiny_sd, out, gen), lambda: export_schedulers(out, gen),
-                 lambda: export_pipelines(tiny_sd, out, gen), lambda: export_lora(tiny_sd, out, gen),
+                 lambda: export_pipelines(tiny_sd, os.path.join(out, "tiny_taesd"), out, gen),
+                 lambda: export_lora(tiny_sd, out, gen),
                  lambda: export_single_files(tiny_sd, out, diffusers_root)):
         try:
             step()

@@ -1,0 +1,58 @@
+// The whole latent frame on the CUDA backend (fp16, one CUDA graph once tuned) against diffusers' pipelines
+// in fp32 (support/sd_pipeline_reference.h), with every kernel family: the scaled-down cases of
+// tests/data/sd_refs always, and full-size SD-Turbo-architecture cases at 512x512 on the GPU machine from the
+// files tools/reference/export_sd_references.py --full writes there (never committed):
+//
+//   RTVD_SD_PARITY_DIR=/tmp/rtvd-sd tests/sd_pipeline_cuda_test
+//
+// with <dir>/pipelines.json, pipelines.safetensors, model/ (the diffusers folder) and taesd/ (every case with
+// `auto`, the first with each family). Tolerances: the
+// final latents and images at relative L2 <= 2e-2 (the bound for whole images on the GPU). Without the
+// variable or a device those tests skip.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "support/cuda_test_util.h"
+#include "support/sd_pipeline_reference.h"
+#include "support/test_util.h"
+
+namespace rtvd {
+namespace {
+
+constexpr KernelFamily kFamilies[] = {KernelFamily::Auto, KernelFamily::Custom, KernelFamily::Cudnn};
+
+// Every case with every kernel family; `all_families_first_only`: the other families on the first case alone
+// (full size: each run loads 2 GB and tunes its layers).
+void check_all(const test::PipelineReference& ref, const std::string& what, bool all_families_first_only) {
+  for (size_t i = 0; i < ref.cases.size(); ++i)
+    for (KernelFamily k : kFamilies) {
+      if (all_families_first_only && i > 0 && k != KernelFamily::Auto) continue;
+      const std::string key = cat(what, "_", ref.cases[i]["name"].get<std::string>(), "_", kernel_family_name(k));
+      const test::PipelineErrors e = test::run_pipeline_case(ref, i, DeviceKind::Cuda, k, 4);
+      testing::Test::RecordProperty(key, cat(e.latents, " ", e.image));
+      std::printf("sd pipeline %s: latents rel_l2 %.3g, image rel_l2 %s\n", key.c_str(), e.latents,
+                  e.has_image ? cat(e.image).c_str() : "-");
+      EXPECT_LE(e.latents, 2e-2) << key;
+      if (e.has_image) EXPECT_LE(e.image, 2e-2) << key;
+    }
+}
+
+TEST(SdPipelineCuda, ScaledDownMatchesDiffusers) {
+  RTVD_SKIP_WITHOUT_CUDA();
+  check_all(test::read_pipeline_reference(test::test_data("sd_refs"), test::test_data("tiny_sd"),
+                                          test::test_data("tiny_taesd")),
+            "tiny", false);
+}
+
+TEST(SdPipelineCuda, SdTurboArchitectureAt512MatchesDiffusers) {
+  RTVD_SKIP_WITHOUT_CUDA();
+  const char* dir = std::getenv("RTVD_SD_PARITY_DIR");
+  if (!dir) GTEST_SKIP() << "RTVD_SD_PARITY_DIR is not set (tools/reference/export_sd_references.py --full writes it)";
+  if (!std::filesystem::exists(std::string(dir) + "/pipelines.json")) GTEST_SKIP() << "no " << dir << "/pipelines.json";
+  check_all(test::read_pipeline_reference(dir, std::string(dir) + "/model", std::string(dir) + "/taesd"), "sd_turbo", true);
+}
+
+}  // namespace
+}  // namespace rtvd

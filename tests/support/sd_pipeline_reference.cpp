@@ -1,0 +1,122 @@
+#include "support/sd_pipeline_reference.h"
+
+#include <algorithm>
+#include <fstream>
+
+#include "kernels/common/error.h"
+#include "pipeline/latent_frame_plan.h"
+#include "pipeline/model_files/tensor_set.h"
+#include "pipeline/models/model.h"
+#include "pipeline/prompt_encoder.h"
+#include "support/test_util.h"
+
+namespace rtvd::test {
+
+namespace {
+
+using nlohmann::json;
+
+// An NCHW fp32 tensor (1, C, H, W) of the file, as NHWC.
+std::vector<float> nhwc(const SafeTensorsFile& file, const std::string& name) {
+  const TensorView* t = file.find(name);
+  if (!t) fail(file.label(), ": no tensor ", name);
+  const int c = int(t->shape[1]), hw = int(t->shape[2] * t->shape[3]);
+  std::vector<float> out(size_t(t->numel()));
+  for (int ch = 0; ch < c; ++ch)
+    for (int i = 0; i < hw; ++i) out[size_t(i) * c + ch] = float_element(*t, int64_t(ch) * hw + i);
+  return out;
+}
+
+const char* scheduler_class(const std::string& sampler) {
+  return sampler == "euler" ? "EulerDiscreteScheduler" : sampler == "ddim" ? "DDIMScheduler" : "LCMScheduler";
+}
+
+}  // namespace
+
+PipelineReference read_pipeline_reference(const std::string& dir, std::string model_dir, std::string taesd_dir) {
+  std::ifstream in(dir + "/pipelines.json");
+  if (!in) fail(dir, "/pipelines.json: cannot be read");
+  return {json::parse(in)["cases"], SafeTensorsFile::open(dir + "/pipelines.safetensors"), std::move(model_dir),
+          std::move(taesd_dir)};
+}
+
+PipelineErrors run_pipeline_case(const PipelineReference& ref, size_t i, DeviceKind device, KernelFamily kernels,
+                                 int frames) {
+  const json& c = ref.cases.at(i);
+  const std::string name = c["name"];
+  const bool img2img = c["mode"] == "img2img";
+
+  ModelOptions options;
+  options.path = ref.model_dir;
+  if (c["vae"] == "tiny") options.vae = ref.taesd_dir;
+  Model model = load_model(options);
+  json scheduler = c["scheduler"];
+  scheduler["_class_name"] = scheduler_class(c["sampler"]);
+  model.scheduler = parse_scheduler_config(scheduler.dump(), name + " scheduler");
+
+  FrameSettings s;
+  s.steps = c["steps"];
+  s.guidance = c["guidance"];
+  s.strength = c["strength"];
+  s.blend = 0.0f;
+  s.sampler = sampler_named(c["sampler"]);
+  const SamplerPlan sampler = make_sampler_plan(*model.scheduler, *s.sampler, s.steps, img2img ? s.strength : 1.0f);
+
+  // The sizes diffusers ran at: its latents (txt2img) or noise (img2img), times the autoencoder's factor.
+  const std::string start_name = name + (img2img ? ".noise" : ".latents");
+  const TensorView* start = ref.tensors.find(start_name);
+  if (!start) fail(ref.tensors.label(), ": no tensor ", start_name);
+  const int f = model.autoencoder->latent().pixels_per_latent;
+  const int height = int(start->shape[2]) * f, width = int(start->shape[3]) * f;
+
+  std::string why;
+  auto backend = make_backend(device, 2, kernels, &why);
+  FramePlan plan = build_latent_frame_plan({model.config, *model.autoencoder, sampler}, *model.weights, s, img2img,
+                                           width, height, int(backend->act_bytes()));
+  std::get<DenoiseBlendOp>(plan.graph.frame[plan.blend_op].body).p.first = true;  // no history: prev = the image
+  backend->upload_weights(*model.weights);
+  backend->prepare(plan.graph);
+
+  PromptEncoder prompts(std::move(*model.text_encoder), model.tokenizer_dir, model.tokenizer_pad,
+                        make_backend(device, 2, kernels, &why), 0);
+  std::vector<float> context = prompts.embed(c["prompt"], "--prompt", nullptr);
+  if (plan.batch == 2) {
+    const std::vector<float>& uncond = prompts.embed(c["negative_prompt"], "--negative-prompt", nullptr);
+    context.insert(context.end(), uncond.begin(), uncond.end());
+  }
+  backend->write(plan.context, context.data(), context.size());
+  backend->run_setup();
+
+  const std::vector<float> noise = nhwc(ref.tensors, start_name);
+  std::vector<float> image_in, step_noise;
+  if (img2img) {
+    image_in = nhwc(ref.tensors, "source_image");  // [0, 1] -> [-1, 1], as diffusers' preprocessing
+    for (float& v : image_in) v = 2.0f * v - 1.0f;
+  }
+  for (size_t k = 0; k < plan.noise_steps.size(); ++k) {
+    const std::vector<float> n = nhwc(ref.tensors, cat(name, ".lcm_noise_", k));
+    step_noise.insert(step_noise.end(), n.begin(), n.end());
+  }
+  if (plan.noise_steps.empty() != !ref.tensors.find(name + ".lcm_noise_0"))
+    fail(name, ": rtvd's plan adds noise at ", plan.noise_steps.size(), " steps, diffusers' at a different number");
+  for (int frame = 0; frame < frames; ++frame) {
+    backend->write(plan.sample, noise.data(), noise.size());
+    if (img2img) backend->write(plan.image, image_in.data(), image_in.size());
+    if (!step_noise.empty()) backend->write(plan.noise, step_noise.data(), step_noise.size());
+    backend->run_frame();
+  }
+
+  std::vector<float> latents(noise.size()), image(size_t(width) * height * 3);
+  backend->read(plan.sample, latents.data(), latents.size());
+  backend->read(plan.prev, image.data(), image.size());
+  PipelineErrors e;
+  e.latents = rel_l2(latents, nhwc(ref.tensors, name + ".final_latents"));
+  e.has_image = ref.tensors.find(name + ".image") != nullptr;
+  if (e.has_image) {
+    for (float& v : image) v = std::clamp((v + 1.0f) / 2.0f, 0.0f, 1.0f);
+    e.image = rel_l2(image, nhwc(ref.tensors, name + ".image"));
+  }
+  return e;
+}
+
+}  // namespace rtvd::test

@@ -1,0 +1,38 @@
+// diffusers' StableDiffusionPipeline / StableDiffusionImg2ImgPipeline outputs (tools/reference/
+// export_sd_references.py: pipelines.json names the cases and their settings, pipelines.safetensors holds each
+// case's given latents or noise, LCM's injected noise, and diffusers' final latents and image, NCHW) and the
+// same frame run by rtvd: build_latent_frame_plan on a backend, fed the same inputs, as the engine runs it.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "kernels/common/kernel_family.h"
+#include "pipeline/device.h"
+#include "pipeline/model_files/safetensors.h"
+
+namespace rtvd::test {
+
+struct PipelineReference {
+  nlohmann::json cases;    // pipelines.json's "cases"
+  SafeTensorsFile tensors;
+  std::string model_dir;   // the diffusers folder the cases ran
+  std::string taesd_dir;   // the AutoencoderTiny folder of the "tiny" cases
+};
+
+// dir holds pipelines.json and pipelines.safetensors.
+PipelineReference read_pipeline_reference(const std::string& dir, std::string model_dir, std::string taesd_dir);
+
+struct PipelineErrors {
+  double latents = 0, image = 0;  // relative L2 against diffusers
+  bool has_image = false;         // the reference holds the decoded image (else only the latents are compared)
+};
+
+// Case i on the device: the frame run `frames` times with the same inputs (on the GPU: the eager frame, the
+// autotuned ones, then CUDA graph replays), the last one compared. The image as diffusers gives it: (x + 1) / 2
+// clamped to [0, 1].
+PipelineErrors run_pipeline_case(const PipelineReference& ref, size_t i, DeviceKind device, KernelFamily kernels,
+                                 int frames);
+
+}  // namespace rtvd::test
