@@ -173,9 +173,12 @@ PY
 # unpacked at $DIFFUSERS (default /tmp/dif: PYTHONPATH=$DIFFUSERS/src).
 run_sd() {
   local d=/tmp/rtvd-sd dif=${DIFFUSERS:-/tmp/dif}
-  (cd "$root" && PYTHONPATH=$dif/src python3 tools/reference/export_sd_references.py tests/data/tiny_sd $d \
-     --full assets/clip/bpe_simple_vocab_16e6.txt.gz) >"$LOGS/sd_export.log" 2>&1 ||
-    note "sd: export failed: $(tail -1 "$LOGS/sd_export.log")"
+  # Written once per machine (an earlier call, or one started beside the tests, may have made it).
+  if [[ ! -f $d/pipelines.json ]]; then
+    (cd "$root" && PYTHONPATH=$dif/src python3 tools/reference/export_sd_references.py tests/data/tiny_sd $d \
+       --full assets/clip/bpe_simple_vocab_16e6.txt.gz) >"$LOGS/sd_export.log" 2>&1 ||
+      note "sd: export failed: $(tail -1 "$LOGS/sd_export.log")"
+  fi
   grep -E 'FAILED|pipeline ' "$d/log.txt" | head -20
   run_test env RTVD_SD_PARITY_DIR=$d timeout 400 $dir/tests/sd_pipeline_cuda_test --gtest_brief=1 >"$LOGS/sd_parity.log" 2>&1
   local rc=$?
