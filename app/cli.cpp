@@ -201,12 +201,14 @@ const std::vector<FlagSpec>& generation_flags() {
   using K = ValueKind;
   static const std::vector<FlagSpec> specs = [] {
     std::vector<FlagSpec> s = {
-      {"size", 0, K::String, "frame size, width x height or square, multiples of 4 for the default model, at most 4096",
-       "the model's sample size", "WxH|N"},
+      {"size", 0, K::String, "frame size, width x height or square, at most 4096, multiples of 4 for the default model "
+       "and 64 for SD models", "the model's size: 64, SD 512 (768-v: 768)", "WxH|N"},
       {"seed", 0, K::UInt64, "random seed: same seed and flags, same frames", "0", ""},
       {"steps", 0, K::Int, "denoising steps per frame, 1 to 100", "4", "K"},
-      {"guidance", 0, K::Float, "classifier-free guidance scale, >= 0", "3.0", "G"},
-      {"strength", 0, K::Float, "how far each frame is re-noised, 0 to 1", "0.6", "S"},
+      {"guidance", 0, K::Float, "classifier-free guidance scale, >= 0; SD models: off at 1 and below (batch 1)", "3.0",
+       "G"},
+      {"strength", 0, K::Float, "how far each source frame is re-noised, 0 to 1 (SD models: the last steps x S steps "
+       "run)", "0.6", "S"},
       {"blend", 0, K::Float, "share of the previous frame kept, 0 to below 1", "0.5", "B"},
       {"class", 0, K::String, "class to render, by name or id", "the model's first class", "NAME|ID"},
       {"prompt", 0, K::String, "text to render, for models with a text encoder; over 75 tokens it is cut", "\"\"", "TEXT"},
@@ -218,14 +220,14 @@ const std::vector<FlagSpec>& generation_flags() {
       {"model", 0, K::String,
        "a diffusers folder, a single-file .safetensors checkpoint (SD 1.x, 2.x, Turbo), or config.json + "
        "weights.safetensors", "the embedded model", "PATH"},
-      {"vae", 0, K::String, "latent models: the autoencoder: the checkpoint's (full), TAESD (tiny: a taesd/ folder "
-       "beside the model or in the cache folder) or a diffusers AutoencoderKL/AutoencoderTiny folder", "full",
+      {"vae", 0, K::String, "latent models: the checkpoint's autoencoder (full), TAESD (tiny: a taesd/ folder beside "
+       "the model or in the cache folder), or a diffusers AutoencoderKL or AutoencoderTiny folder", "full",
        "full|tiny|DIR"},
       {"sampler", 0, K::String, "latent models: the sampler", "the checkpoint's scheduler", "euler|lcm|ddim"},
       {"lora", 0, K::String, "merge a LoRA (diffusers/PEFT or kohya .safetensors) into the weights at load, "
        "scaled; repeatable", "", "FILE[:SCALE]", true},
-      {"prediction-type", 0, K::String, "latent models: what the U-Net predicts, for checkpoints that do not say",
-       "the checkpoint's", "epsilon|v_prediction"},
+      {"prediction-type", 0, K::String, "latent models: epsilon or v_prediction, what the U-Net predicts, for "
+       "checkpoints that do not say", "the checkpoint's", "TYPE"},
       {"config", 0, K::String, "single-file checkpoints: a diffusers folder whose unet/, vae/ and text_encoder/ "
        "configs to use instead of inferring them from tensor shapes", "", "DIR"},
     };

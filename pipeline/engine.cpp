@@ -49,6 +49,12 @@ void Engine::configure(const FrameSettings& s, bool img2img) {
     fail("class ", s.class_id, " out of range [0, ", model_.config.num_class_embeds, ")");
   if (configured_ && s == settings_ && img2img == img2img_) return;
   check_memory(s);
+  // Settings the sampler cannot run (a strength that leaves no step) are refused before anything changes:
+  // the engine keeps its plan, and the GUI its last good settings.
+  SamplerPlan sampler;
+  if (model_.latent())
+    sampler = make_sampler_plan(*model_.scheduler, s.sampler.value_or(model_.scheduler->native_sampler()), s.steps,
+                                img2img ? s.strength : 1.0f);
 
   if (frame_ > 0) image();  // the new plan's memory no longer holds the last frame
   // Keep the blend history across re-plans so a settings change doesn't flash.
@@ -61,8 +67,7 @@ void Engine::configure(const FrameSettings& s, bool img2img) {
   img2img_ = img2img;
   const int act_bytes = int(backend_->act_bytes());
   if (model_.latent()) {
-    sampler_ = make_sampler_plan(*model_.scheduler, s.sampler.value_or(model_.scheduler->native_sampler()), s.steps,
-                                 img2img ? s.strength : 1.0f);
+    sampler_ = std::move(sampler);
     plan_ = build_latent_frame_plan({model_.config, *model_.autoencoder, sampler_}, *model_.weights, s, img2img, width_,
                                     height_, act_bytes);
   } else {

@@ -35,7 +35,7 @@ struct FramePlan {
   float start_t = 1.0f;        // pixel models: flow time of the initial sample
   std::vector<float> times;    // pixel models: t_0 > t_1 > ... > t_k = 0
   Ref sample, prev, rgba, class_ids, context;
-  Ref image;                   // latent img2img: the source image (1, height, width, 3), written by the host
+  Ref image;                   // latent img2img: the source image (1, height, width, 3) fp32, written by the host
   Ref noise;                   // latent models: fresh noise of the steps in noise_steps, one sample each
   std::vector<int> noise_steps;
   size_t blend_op = 0;         // index of the frame's denoise_blend in graph.frame (`first` is per frame)

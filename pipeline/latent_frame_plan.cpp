@@ -75,7 +75,8 @@ FramePlan build_latent_frame_plan(const LatentModel& m, WeightStore& weights, co
   plan.sample = g.add_tensor("latent", Elem::F32, {1, h, w, C}, true);
   plan.prev = g.add_tensor("previous_frame", Elem::F32, {1, height, width, 3}, true);
   plan.rgba = g.add_tensor("rgba", Elem::U8, {height, width, 4}, true);
-  if (img2img) plan.image = g.add_tensor("image", Elem::Act, {1, height, width, 3}, true);
+  // fp32 from the host (a plain copy; the GPU converts it, rather than the host element by element).
+  if (img2img) plan.image = g.add_tensor("image", Elem::F32, {1, height, width, 3}, true);
   if (cfg.cross_attention_dim > 0)
     plan.context = g.add_tensor("context", Elem::Act, {B, cfg.context_length, cfg.cross_attention_dim}, true);
   // Fresh noise for the steps that add it (LCM's), one (1, h, w, C) slice per such step, written by the host.
@@ -95,7 +96,17 @@ FramePlan build_latent_frame_plan(const LatentModel& m, WeightStore& weights, co
   const Ref model_in = g.add_tensor("model_input", Elem::Act, {B, h, w, C});
   // x_start = start_latent_coef * encode(image) + start_noise_coef * noise, and the first model input.
   Ref latent;
-  if (img2img) latent = vae->encode(plan.image, height, width);  // (1, h, w, C), scaled
+  if (img2img) {
+    const int64_t pixels = int64_t(height) * width * 3;
+    CastOp cast;
+    cast.p.count = pixels;
+    cast.p.copies = 1;
+    cast.x = plan.image;
+    cast.y = g.add_tensor("image_act", Elem::Act, {1, height, width, 3});
+    const Ref image = cast.y;
+    g.frame.push_back(Op{"image", std::move(cast), 0, double(pixels) * (4 + act_bytes)});
+    latent = vae->encode(image, height, width);  // (1, h, w, C), scaled
+  }
   g.frame.push_back(Op{"sampler.start",
                        sampler_step(latent, 1, 1.0f, plan.sample, {}, model_in, B, count, sp.start_noise_coef,
                                     sp.start_latent_coef, 0.0f, sp.steps[0].input_scale),

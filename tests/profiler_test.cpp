@@ -60,6 +60,33 @@ TEST(Profiler, WritesAChromeTraceOfTheLastFrame) {
   EXPECT_THROW(p.write_chrome_trace("/proc/rtvd/trace.json", ops), Error);
 }
 
+// A latent frame's stages, in frame order: the encoder and the image it reads, the U-Net, the sampler's steps,
+// the decoder with the blend after it.
+TEST(Profiler, AggregatesPerStage) {
+  const std::vector<std::string> layers = {"image", "encoder.conv_in", "quant_conv", "sampler.start",
+                                           "down_blocks.0.resnets.0.conv1", "sampler.step0", "post_quant_conv",
+                                           "decoder.conv_out", "decoded+blend+rgba8"};
+  std::vector<Op> ops;
+  std::vector<float> ms;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    ops.push_back(Op{layers[i], ConvOp{}, 1e9, 0});
+    ms.push_back(float(i + 1));
+  }
+  FrameProfile p;
+  p.add_frame(ops, ms);
+  const auto stages = p.by_stage();
+  ASSERT_EQ(stages.size(), 4u);
+  EXPECT_EQ(stages[0].type, "encode");
+  EXPECT_DOUBLE_EQ(stages[0].ms, 1 + 2 + 3);
+  EXPECT_EQ(stages[1].type, "sampler");
+  EXPECT_DOUBLE_EQ(stages[1].ms, 4 + 6);
+  EXPECT_EQ(stages[2].type, "U-Net");
+  EXPECT_DOUBLE_EQ(stages[2].ms, 5);
+  EXPECT_EQ(stages[3].type, "decode");
+  EXPECT_DOUBLE_EQ(stages[3].ms, 7 + 8 + 9);
+  EXPECT_EQ(stages[3].calls, 3);
+}
+
 TEST(Profiler, CpuBackendTimesEveryFrameOp) {
   EngineOptions o;
   o.device = DeviceKind::Cpu;

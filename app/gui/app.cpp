@@ -5,6 +5,7 @@
 #include <ctime>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "app/gui/controls.h"
 #include "app/gui/frame_stats.h"
@@ -111,6 +112,7 @@ class App {
   std::vector<Message> messages_;  // the last few, newest last
   std::vector<float> image_;       // the source's frame
   FrameSettings applied_;
+  std::optional<std::pair<FrameSettings, bool>> rejected_;  // settings and img2img the engine refused
   bool applied_img2img_ = false, configured_ = false, profiling_ = false;
   int generated_ = 0, screenshots_ = 0;
   bool generated_last_iteration_ = false;
@@ -187,6 +189,7 @@ bool App::frame() {
   ControlsInfo info;
   info.class_names = &engine_.config().class_names;
   info.has_text_encoder = engine_.has_text_encoder();
+  if (engine_.model().latent()) info.native_sampler = sampler_name(engine_.model().scheduler->native_sampler());
   info.source = source_->describe();
   info.recording = recording_ != nullptr;
   info.recording_status = recording_status();
@@ -247,9 +250,19 @@ void App::generate(bool restart) {
   }
   const bool has_input = source_->has_images() && read_source_image();
   const bool img2img = source_->has_images();
+  const bool refused = rejected_ && rejected_->first == state_.settings && rejected_->second == img2img;
   const bool replan = !configured_ || !(state_.settings == applied_) || img2img != applied_img2img_;
-  if (replan) {
-    engine_.configure(state_.settings, img2img);
+  if (replan && !refused) {
+    try {
+      engine_.configure(state_.settings, img2img);
+    } catch (const Error& e) {
+      if (!configured_) throw;  // the command line's settings: rtvd gui reports them and exits
+      notify(e.what());
+      rejected_ = {state_.settings, img2img};  // not asked again until something changes
+      state_.settings = applied_;               // the engine still runs these
+      return;
+    }
+    rejected_.reset();
     applied_ = state_.settings;
     applied_img2img_ = img2img;
     configured_ = true;

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "app/gui/panel.h"
+#include "kernels/common/error.h"
 #include "app/gui/shortcuts.h"
 
 namespace rtvd::gui {
@@ -98,6 +99,17 @@ void generation_section(ControlsState& s, const ControlsInfo& info, Requests& r)
     if (ImGui::BeginCombo("class", names.at(f.class_id).c_str())) {
       for (int i = 0; i < int(names.size()); ++i)
         if (ImGui::Selectable(names[i].c_str(), i == f.class_id)) f.class_id = i;
+      ImGui::EndCombo();
+    }
+  }
+  if (info.native_sampler) {
+    const std::string own = cat("the scheduler's (", info.native_sampler, ")");
+    if (ImGui::BeginCombo("sampler", f.sampler ? sampler_name(*f.sampler) : own.c_str())) {
+      if (ImGui::Selectable(own.c_str(), !f.sampler)) f.sampler.reset();
+      for (const std::string& name : sampler_names()) {
+        const SamplerKind k = sampler_named(name);
+        if (ImGui::Selectable(name.c_str(), f.sampler == k)) f.sampler = k;
+      }
       ImGui::EndCombo();
     }
   }

@@ -62,6 +62,7 @@ struct Message {
 struct ControlsInfo {
   const std::vector<std::string>* class_names = nullptr;  // empty: the model has no classes
   bool has_text_encoder = false;                          // show the prompt boxes
+  const char* native_sampler = nullptr;  // latent models: the scheduler's own sampler; null: rectified flow
   std::string source;                                     // what is open now
   bool recording = false;
   std::string recording_status;  // "out/x.mp4: 120 frames, 3 dropped"

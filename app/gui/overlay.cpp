@@ -136,8 +136,11 @@ void draw_overlay(const Rect& area, const OverlayInfo& info, ControlsState& stat
   } else if (profile.frames() == 0) {
     ImGui::TextUnformatted("waiting for the first profiled frame");
   } else {
+    std::string stages;
+    for (const OpTypeRow& r : profile.by_stage()) stages += cat(stages.empty() ? "" : "   ", r.type, " ", r.ms, " ms");
+    ImGui::Text("%s time per frame by stage: %s", info.gpu ? "GPU" : "CPU", stages.c_str());
     const std::vector<OpTypeRow> rows = profile.by_type();
-    ImGui::Text("%s time per frame by op type (mean of %d frames)", info.gpu ? "GPU" : "CPU", profile.frames());
+    ImGui::Text("by op type (mean of %d frames)", profile.frames());
     stacked_bar(rows, state.budget_ms);
     op_table(rows, state.budget_ms, *info.implementations);
     ImGui::Spacing();

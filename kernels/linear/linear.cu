@@ -159,12 +159,18 @@ struct Plan {
   std::string named;
   cublasLtMatmulAlgo_t named_algo{};
   bool named_runs = false;
+  uint64_t last_used = 0;  // the cache's use count at its last lookup
 };
 
+// A model's GEMM shapes fit many times over (SD 2.1's U-Net, VAE and text encoder at two batch sizes: under
+// 60); a process that loads model after model (the tests, the GUI changing size and guidance) reuses the
+// least recently used plan. Plans are read only under the mutex, and cuBLASLt reads a descriptor only while
+// it enqueues (a captured CUDA graph holds its kernels, not the plan), so a plan may be replaced between calls.
 struct CublasltPlans {
   std::mutex mutex;
   std::array<Plan, kPlanCapacity> plans;
   int size = 0;
+  uint64_t uses = 0;
 };
 
 CublasltPlans& plan_cache() {
@@ -236,13 +242,22 @@ void make_plan(Plan& plan, const PlanKey& key, const CudaContext& ctx) {
 
 // The plan for `key`, built on first use. The caller holds the cache's mutex.
 Plan& find_plan(CublasltPlans& cache, const PlanKey& key, const CudaContext& ctx) {
+  const uint64_t use = ++cache.uses;
   for (int i = 0; i < cache.size; ++i)
-    if (cache.plans[i].key == key) return cache.plans[i];
-  if (cache.size == kPlanCapacity)
-    fail("linear: more than ", kPlanCapacity, " distinct (m, n, k, flags) keys; raise kPlanCapacity in linear.cu");
-  Plan& plan = cache.plans[cache.size++];
-  make_plan(plan, key, ctx);
-  return plan;
+    if (cache.plans[i].key == key) {
+      cache.plans[i].last_used = use;
+      return cache.plans[i];
+    }
+  Plan* slot = &cache.plans[0];
+  if (cache.size < kPlanCapacity) {
+    slot = &cache.plans[cache.size++];
+  } else {
+    for (Plan& p : cache.plans)
+      if (p.last_used < slot->last_used) slot = &p;
+  }
+  make_plan(*slot, key, ctx);
+  slot->last_used = use;
+  return *slot;
 }
 
 // An algorithm as text and back: its opaque bytes in hex.

@@ -50,6 +50,28 @@ std::vector<OpTypeRow> FrameProfile::by_type() const {
   return out;
 }
 
+std::string frame_stage(const std::string& layer) {
+  const auto starts = [&](const char* p) { return layer.rfind(p, 0) == 0; };
+  if (starts("encoder.") || starts("quant_conv") || layer == "image") return "encode";
+  if (starts("decoder.") || starts("post_quant_conv") || starts("decoded")) return "decode";
+  if (starts("sampler.")) return "sampler";
+  return "U-Net";
+}
+
+std::vector<OpTypeRow> FrameProfile::by_stage() const {
+  std::vector<OpTypeRow> out;
+  for (size_t i = 0; i < sum_ms_.size(); ++i) {
+    const std::string stage = frame_stage(layer_[i]);
+    auto it = std::find_if(out.begin(), out.end(), [&](const OpTypeRow& r) { return r.type == stage; });
+    if (it == out.end()) it = out.insert(out.end(), OpTypeRow{stage});
+    ++it->calls;
+    it->ms += sum_ms_[i] / std::max(frames_, 1);
+    it->flops += flops_[i];
+    it->bytes += bytes_[i];
+  }
+  return out;
+}
+
 std::vector<std::pair<std::string, double>> FrameProfile::slowest_layers(int n) const {
   std::map<std::string, double> per_layer;  // steps share layer names: summed over steps
   for (size_t i = 0; i < sum_ms_.size(); ++i) per_layer[layer_[i]] += sum_ms_[i] / std::max(frames_, 1);
@@ -62,7 +84,9 @@ std::vector<std::pair<std::string, double>> FrameProfile::slowest_layers(int n) 
 // Matrix ops are judged by arithmetic, the rest by memory traffic.
 std::string FrameProfile::table(const Ceilings& c) const {
   const double frame = mean_frame_ms();
-  std::string out = cat("per frame (mean of ", frames_, " profiled frames): ", frame, " ms\n");
+  std::string out = cat("per frame (mean of ", frames_, " profiled frames): ", frame, " ms\nby stage:");
+  for (const OpTypeRow& r : by_stage()) out += cat(" ", r.type, " ", r.ms, " ms;");
+  out.back() = '\n';
   char line[256];
   std::snprintf(line, sizeof line, "%-20s %6s %10s %8s %16s %8s\n", "op", "calls", "total ms", "% frame", "achieved", "% peak");
   out += line;

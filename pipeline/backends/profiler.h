@@ -24,6 +24,10 @@ struct OpTypeRow {
   double ms = 0, flops = 0, bytes = 0;
 };
 
+// The stage of a frame an op belongs to, from its layer name: "encode" (the autoencoder's encoder and the
+// image it reads), "U-Net", "sampler" (its steps), "decode" (the decoder, and the blend into RGBA8 after it).
+std::string frame_stage(const std::string& layer);
+
 class FrameProfile {
  public:
   // One profiled frame: op_ms[i] is the time of graph.frame[i].
@@ -31,6 +35,7 @@ class FrameProfile {
   int frames() const { return frames_; }
   double mean_frame_ms() const;
   std::vector<OpTypeRow> by_type() const;                            // per op type, per frame, slowest first
+  std::vector<OpTypeRow> by_stage() const;  // per stage of the frame (frame_stage), per frame, in frame order
   std::vector<std::pair<std::string, double>> slowest_layers(int n) const;  // (layer, ms per frame)
   std::string table(const Ceilings& c) const;  // op, calls, total ms, % of frame, TFLOP/s or GB/s, % of peak
   void write_chrome_trace(const std::string& path, const std::vector<Op>& ops) const;  // last frame
