@@ -94,6 +94,30 @@ TEST(Cli, ReadsThePromptFlags) {
   EXPECT_EQ(error_of({"--clip-skip", "-1"}), "flag '--clip-skip': expected an integer >= 0, got -1");
 }
 
+// The latent models' flags: --lora repeats (each FILE[:SCALE] kept in order), the others are single values.
+TEST(Cli, ReadsTheModelFlags) {
+  const RenderOptions o = parse_render_options({"--model", "sd.safetensors", "--vae", "tiny", "--sampler", "lcm",
+                                                "--lora", "a.safetensors:0.5", "--lora=b.safetensors",
+                                                "--prediction-type", "v_prediction", "--config", "cfg/"});
+  EXPECT_EQ(o.engine.model.path, "sd.safetensors");
+  EXPECT_EQ(o.engine.model.vae, "tiny");
+  ASSERT_EQ(o.engine.model.loras.size(), 2u);
+  EXPECT_EQ(o.engine.model.loras[0].path, "a.safetensors");
+  EXPECT_FLOAT_EQ(o.engine.model.loras[0].scale, 0.5f);
+  EXPECT_EQ(o.engine.model.loras[1].path, "b.safetensors");
+  EXPECT_FLOAT_EQ(o.engine.model.loras[1].scale, 1.0f);
+  EXPECT_EQ(o.engine.model.prediction_type, "v_prediction");
+  EXPECT_EQ(o.engine.model.config, "cfg/");
+  EXPECT_EQ(o.frame.sampler, SamplerKind::Lcm);
+  const RenderOptions d = parse_render_options({});
+  EXPECT_FALSE(d.frame.sampler.has_value()) << "the checkpoint's scheduler decides";
+  EXPECT_TRUE(d.engine.model.loras.empty());
+  EXPECT_EQ(error_of({"--sampler", "heun"}), "flag '--sampler': expected euler, lcm or ddim, got 'heun'");
+  EXPECT_EQ(error_of({"--prediction-type", "sample"}),
+            "flag '--prediction-type': expected epsilon or v_prediction, got 'sample'");
+  EXPECT_EQ(error_of({"--vae", ""}), "flag '--vae': expected a path, got ''");
+}
+
 TEST(Cli, SquareSizeAndLastRepeatWins) {
   const RenderOptions o = parse_render_options({"--size", "48", "--frames", "3", "--frames=9"});
   EXPECT_EQ(o.engine.width, 48);

@@ -116,6 +116,44 @@ TEST_F(RenderE2E, SameSeedSameBytesOtherSeedOtherFrames) {
   EXPECT_TRUE(any_differs) << "seeds 7 and 8 rendered the same frames";
 }
 
+// An SD model from a diffusers folder with a prompt, TAESD instead of its VAE (8 pixels per latent: 256x256
+// frames from the tiny U-Net's 32x32 latents) and a LoRA: the frames come out at that size, the LoRA changes
+// them, and the same flags give the same bytes.
+TEST_F(RenderE2E, SdModelWithTaesdAndLora) {
+  const std::vector<std::string> sd = {"render", "--device", "cpu", "-q", "--model", rtvd::test::test_data("tiny_sd"),
+                                       "--vae", rtvd::test::test_data("tiny_taesd"), "--prompt", "a watercolor fox",
+                                       "--steps", "2", "--guidance", "0", "--frames", "2"};
+  const auto render = [&](const std::string& out, std::vector<std::string> extra) {
+    std::vector<std::string> args = sd;
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.insert(args.end(), {"-o", path(out)});
+    const Result r = run(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return files_in(path(out));
+  };
+  const std::string lora = rtvd::test::test_data("lora/lora_peft.safetensors") + ":0.7";
+  const auto plain = render("plain/", {}), with_lora = render("lora/", {"--lora", lora}),
+             again = render("again/", {"--lora", lora});
+  ASSERT_EQ(plain.size(), 2u);
+  ASSERT_EQ(with_lora.size(), 2u);
+  ASSERT_EQ(again.size(), 2u);
+  EXPECT_EQ(png_size(plain[0]), (std::array<uint32_t, 2>{256, 256}));
+  EXPECT_NE(read_file(plain[1]), read_file(with_lora[1])) << "the LoRA changes the frames";
+  EXPECT_EQ(read_file(with_lora[1]), read_file(again[1]));
+
+  // The latent models' flags on the default model, and a pickle as a model, are one line each.
+  const Result vae = run({"render", "--device", "cpu", "--vae", "tiny", "-o", path("x/")});
+  EXPECT_EQ(vae.exit_code, 1);
+  EXPECT_EQ(vae.err, "rtvd: error: --vae: the embedded default model is a pixel-space model (no autoencoder, scheduler "
+                     "or text encoder)\n");
+  std::ofstream(path("model.ckpt")) << "PK";
+  const Result ckpt = run({"render", "--device", "cpu", "--model", path("model.ckpt"), "-o", path("y/")});
+  EXPECT_EQ(ckpt.exit_code, 1);
+  EXPECT_NE(ckpt.err.find("safetensors"), std::string::npos) << ckpt.err;
+  EXPECT_EQ(std::count(ckpt.err.begin(), ckpt.err.end(), '\n'), 1) << ckpt.err;
+  EXPECT_FALSE(fs::exists(path("x"))) << "nothing is written";
+}
+
 TEST_F(RenderE2E, BadInputIsOneErrorLineAndNoOutput) {
   fs::create_directory(path("corrupt"));
   fs::copy_file(rtvd::test::test_data("tiny_batch/config.json"), path("corrupt/config.json"));
