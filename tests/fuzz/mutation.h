@@ -135,4 +135,14 @@ inline size_t emit(const std::string& s, uint8_t* data, size_t max_size) {
   return s.size();
 }
 
+// A structured mutation's output into data, or, when it outgrew max_size, the input's own size bytes
+// mutated byte-wise instead.
+inline size_t emit_or_mutate_bytes(std::string out, uint8_t* data, size_t size, size_t max_size) {
+  if (out.size() > max_size) {
+    out.assign(reinterpret_cast<const char*>(data), size);
+    mutate_bytes(out, max_size);
+  }
+  return emit(out, data, max_size);
+}
+
 }  // namespace rtvd::fuzz

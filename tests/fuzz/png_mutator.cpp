@@ -324,9 +324,5 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max
     }
   }
   std::string out = serialise(*png);
-  if (out.size() > max_size) {
-    out.assign(reinterpret_cast<const char*>(data), size);
-    mutate_bytes(out, max_size);
-  }
-  return emit(out, data, max_size);
+  return emit_or_mutate_bytes(std::move(out), data, size, max_size);
 }

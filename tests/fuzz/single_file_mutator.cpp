@@ -142,11 +142,7 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max
   for (uint64_t n = 1 + rng.below(3); n > 0; --n) mutate_file(*file, rng);
   retile(*file, rng);  // shapes changed: the file laid out again so that the reader takes it
   std::string out = rng.chance(95) ? envelope(*file) : serialise(*file, rng, max_size);
-  if (out.size() > max_size) {
-    out.assign(reinterpret_cast<const char*>(data), size);
-    mutate_bytes(out, max_size);
-  }
-  return emit(out, data, max_size);
+  return emit_or_mutate_bytes(std::move(out), data, size, max_size);
 }
 
 extern "C" size_t LLVMFuzzerCustomCrossOver(const uint8_t* a, size_t a_size, const uint8_t* b, size_t b_size,

@@ -47,6 +47,9 @@ import types
 import torch
 from safetensors.torch import load_file, save_file
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from export_tiny_sd import randomize  # noqa: E402
+
 LOG = []
 
 
@@ -54,21 +57,6 @@ def log(*args):
     line = " ".join(str(a) for a in args)
     LOG.append(line)
     print(line, flush=True)
-
-
-def randomize(module, gen, lora_only=False):
-    """Every parameter random (diffusers initialises LoRA's B and many biases to zero)."""
-    with torch.no_grad():
-        for name, p in module.named_parameters():
-            if lora_only and "lora_" not in name:
-                continue
-            if "norm" in name and name.endswith("weight"):
-                p.copy_(1 + 0.1 * torch.randn(p.shape, generator=gen))
-            elif name.endswith("bias"):
-                p.copy_(0.05 * torch.randn(p.shape, generator=gen))
-            else:
-                fan_in = p[0].numel() if p.dim() > 1 else p.numel()
-                p.copy_(torch.randn(p.shape, generator=gen) * fan_in ** -0.5)
 
 
 def flat(t):
@@ -294,8 +282,8 @@ def export_lora(tiny_sd, out, gen):
     pipe = StableDiffusionPipeline.from_pretrained(tiny_sd, torch_dtype=torch.float32)
     pipe.unet.add_adapter(LoraConfig(r=4, lora_alpha=4, init_lora_weights="gaussian", target_modules=UNET_TARGETS))
     pipe.text_encoder.add_adapter(LoraConfig(r=4, lora_alpha=4, init_lora_weights="gaussian", target_modules=TEXT_TARGETS))
-    randomize(pipe.unet, gen, lora_only=True)
-    randomize(pipe.text_encoder, gen, lora_only=True)
+    randomize(pipe.unet, gen, only=lambda name: "lora_" in name)
+    randomize(pipe.text_encoder, gen, only=lambda name: "lora_" in name)
     unet_peft = get_peft_model_state_dict(pipe.unet)
     text_peft = get_peft_model_state_dict(pipe.text_encoder)
     # PEFT layout (lora_A / lora_B), as diffusers' load_lora_weights takes it
@@ -409,7 +397,6 @@ def write_full_size(out, vocab_gz, gen):
     from diffusers import (AutoencoderKL, AutoencoderTiny, EulerDiscreteScheduler, StableDiffusionPipeline,
                            UNet2DConditionModel)
     from transformers import CLIPTextConfig, CLIPTextModel, CLIPTokenizer
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import clip_vocab
     unet = UNet2DConditionModel(sample_size=64, attention_head_dim=(5, 10, 20, 20), cross_attention_dim=1024,
                                 use_linear_projection=True)

@@ -31,9 +31,13 @@ PROMPTS = [("a watercolor fox", ""), ("Hello, World!! It's 4:30 -- café?", "blu
            (" ".join(["a red fox in the snow"] * 20), "ugly"), ("", "")]
 
 
-def randomize(module, gen):
+def randomize(module, gen, only=None):
+    """Every parameter (or those whose name `only` accepts) random: diffusers leaves norms at 1 and many biases
+    (and LoRA's B) at 0, which would hide them from a comparison."""
     with torch.no_grad():
         for name, p in module.named_parameters():
+            if only and not only(name):
+                continue
             if "norm" in name and name.endswith("weight"):
                 p.copy_(1 + 0.1 * torch.randn(p.shape, generator=gen))
             elif name.endswith("bias"):
