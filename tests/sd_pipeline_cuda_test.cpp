@@ -1,12 +1,13 @@
 // The whole latent frame on the CUDA backend (fp16, one CUDA graph once tuned) against diffusers' pipelines
 // in fp32 (support/sd_pipeline_reference.h), with every kernel family: the scaled-down cases of
-// tests/data/sd_refs always, and full-size SD-Turbo-architecture cases at 512x512 on the GPU machine from the
-// files tools/reference/export_sd_references.py --full writes there (never committed):
+// tests/data/sd_refs always, and full-size cases at 512x512 on the GPU machine (SD-Turbo's or SD 1.5's
+// architecture) from the files tools/reference/export_sd_references.py --full writes there (never committed):
 //
-//   RTVD_SD_PARITY_DIR=/tmp/rtvd-sd tests/sd_pipeline_cuda_test
+//   RTVD_SD_PARITY_DIR=/tmp/rtvd-sd [RTVD_SD_PARITY_MODEL=/tmp/rtvd-sd/model.safetensors] tests/sd_pipeline_cuda_test
 //
-// with <dir>/pipelines.json, pipelines.safetensors, model/ (the diffusers folder) and taesd/ (every case with
-// `auto`, the first with each family). Tolerances: the
+// with <dir>/pipelines.json, pipelines.safetensors, model/ (the diffusers folder the cases ran; or the model
+// RTVD_SD_PARITY_MODEL names instead, such as diffusers' conversion of it to one file) and taesd/ (every case
+// with `auto`, the first with each family). Tolerances: the
 // final latents and images at relative L2 <= 2e-2 (the bound for whole images on the GPU). Without the
 // variable or a device those tests skip.
 #include <gtest/gtest.h>
@@ -46,12 +47,14 @@ TEST(SdPipelineCuda, ScaledDownMatchesDiffusers) {
             "tiny", false);
 }
 
-TEST(SdPipelineCuda, SdTurboArchitectureAt512MatchesDiffusers) {
+TEST(SdPipelineCuda, FullSizeAt512MatchesDiffusers) {
   RTVD_SKIP_WITHOUT_CUDA();
   const char* dir = std::getenv("RTVD_SD_PARITY_DIR");
   if (!dir) GTEST_SKIP() << "RTVD_SD_PARITY_DIR is not set (tools/reference/export_sd_references.py --full writes it)";
   if (!std::filesystem::exists(std::string(dir) + "/pipelines.json")) GTEST_SKIP() << "no " << dir << "/pipelines.json";
-  check_all(test::read_pipeline_reference(dir, std::string(dir) + "/model", std::string(dir) + "/taesd"), "sd_turbo", true);
+  const char* model = std::getenv("RTVD_SD_PARITY_MODEL");
+  check_all(test::read_pipeline_reference(dir, model ? model : std::string(dir) + "/model", std::string(dir) + "/taesd"),
+            model ? "full_size_model" : "full_size", true);
 }
 
 }  // namespace

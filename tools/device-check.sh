@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On the GPU machine: unpack the bundle built here (tools/device-bundle.sh), then run what is asked:
-#   tools/device-check.sh [tests|sanitize|render|bench|kernels|text|sd|gui|all]...
+#   tools/device-check.sh [tests|sanitize|render|bench|kernels|text|sd|sd15|gui|all]...
 # Few files come back from the device, so $OUT gets: summary.txt, logs.tar.gz (every log), the
 # benchmark JSON and the Perfetto trace of a profiled render. The summary is printed last.
 set -uo pipefail
@@ -183,7 +183,7 @@ run_sd() {
   run_test env RTVD_SD_PARITY_DIR=$d timeout 400 $dir/tests/sd_pipeline_cuda_test --gtest_brief=1 >"$LOGS/sd_parity.log" 2>&1
   local rc=$?
   note "$(printf 'sd parity rc=%s %s' $rc "$(grep -E '^\[  (PASSED|FAILED) ' "$LOGS/sd_parity.log" | tr '\n' ' ')")"
-  grep -E 'sd pipeline sd_turbo.*_auto:' "$LOGS/sd_parity.log" | sed 's/^/  /'
+  grep -E 'sd pipeline full_size.*_auto:' "$LOGS/sd_parity.log" | sed 's/^/  /'
   local common=(--device cuda --model $d/model --size 512 --guidance 0 --frames 300)
   ./rtvd bench frames "${common[@]}" --vae $d/taesd --steps 2 --strength 0.5 --img2img --json "$LOGS/bench_sd_taesd_img2img.json" \
     >"$LOGS/bench_sd_taesd_img2img.txt" 2>&1
@@ -194,6 +194,27 @@ run_sd() {
   for b in taesd_img2img vae_txt2img; do stamp "$LOGS/bench_sd_$b.json" "$OUT/bench_sd_$b.json"; done
   ./rtvd info --device cuda --model $d/model --vae $d/taesd --size 512 --steps 1 --guidance 0 >"$LOGS/sd_info.txt" 2>&1
   note "sd info rc=$? $(grep -E 'memory' "$LOGS/sd_info.txt")"
+}
+
+# SD 1.5 at full size: a random-weight pipeline written by diffusers, its conversion to one file by diffusers'
+# script, and rtvd on both (the single file's architecture inferred from its shapes) against diffusers' frames.
+run_sd15() {
+  local d=/tmp/rtvd-sd15 dif=${DIFFUSERS:-/tmp/dif}
+  if [[ ! -f $d/pipelines.json ]]; then
+    (cd "$root" && PYTHONPATH=$dif/src python3 tools/reference/export_sd_references.py tests/data/tiny_sd $d \
+       --full assets/clip/bpe_simple_vocab_16e6.txt.gz --arch sd15) >"$LOGS/sd15_export.log" 2>&1 ||
+      note "sd15: export failed: $(tail -1 "$LOGS/sd15_export.log")"
+  fi
+  grep -E 'FAILED|single file' "$d/log.txt" | head -5
+  for m in folder file; do
+    local model=()
+    [[ $m == file ]] && model=(RTVD_SD_PARITY_MODEL=$d/model.safetensors)
+    run_test env RTVD_SD_PARITY_DIR=$d "${model[@]}" timeout 300 $dir/tests/sd_pipeline_cuda_test --gtest_brief=1 \
+      --gtest_filter='*FullSize*' >"$LOGS/sd15_parity_$m.log" 2>&1
+    local rc=$?
+    note "$(printf 'sd15 %s parity rc=%s %s' $m $rc "$(grep -E '^\[  (PASSED|FAILED) ' "$LOGS/sd15_parity_$m.log" | tr '\n' ' ')")"
+    grep -E 'sd pipeline full_size.*_auto:' "$LOGS/sd15_parity_$m.log" | sed 's/^/  /'
+  done
 }
 
 # Every kernel and its library alternative at production shapes.
@@ -225,6 +246,7 @@ for what in "${@:-all}"; do
     kernels) run_kernels ;;
     text) run_text ;;
     sd) run_sd ;;
+    sd15) run_sd15 ;;
     gui) run_gui ;;
     all) run_tests; run_render; run_bench ;;
   esac

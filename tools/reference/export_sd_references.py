@@ -1,10 +1,13 @@
 """diffusers' own outputs for the scaled-down SD pipeline of tests/data/tiny_sd, for rtvd's CPU tests (issue 16).
 
     PYTHONPATH=<diffusers>/src python3 tools/reference/export_sd_references.py TINY_SD_DIR OUT_DIR
-    PYTHONPATH=<diffusers>/src python3 tools/reference/export_sd_references.py TINY_SD_DIR OUT_DIR --full VOCAB_GZ
+    PYTHONPATH=<diffusers>/src python3 tools/reference/export_sd_references.py TINY_SD_DIR OUT_DIR --full VOCAB_GZ \
+        [--arch sd-turbo|sd15]
 
 --full (on the GPU machine) writes instead a random-weight SD-Turbo-architecture pipeline (OUT_DIR/model: SD 2.1's
-U-Net, the SD VAE, OpenCLIP-H; fp16) and a TAESD of the published architecture (OUT_DIR/taesd), then
+U-Net, the SD VAE, OpenCLIP-H; fp16), or with --arch sd15 SD 1.5's (CLIP ViT-L/14, 8 heads, conv projections;
+also OUT_DIR/model.safetensors, diffusers' conversion of it to one file), and a TAESD of the published
+architecture (OUT_DIR/taesd), then
 pipelines.json / pipelines.safetensors as below for SD-Turbo's cases at 512x512, run in fp32 on the GPU (TF32
 off): what tests/sd_pipeline_cuda_test reads from RTVD_SD_PARITY_DIR.
 
@@ -391,33 +394,56 @@ def export_single_files(tiny_sd, out, diffusers_root):
         f"text encoder exactly: {same}")
 
 
-def write_full_size(out, vocab_gz, gen):
-    """Random-weight SD-Turbo-architecture pipeline (SD 2.1's U-Net, the SD VAE, OpenCLIP-H as diffusers stores it,
-    Euler with trailing spacing) and a TAESD of the published architecture, written by save_pretrained in fp16."""
+# SD 1.5's cases: its usual step counts, guidance, LCM (as with LCM-LoRA) and img2img.
+SD15_RUNS = [
+    ("txt2img_euler_g5", "txt2img", "euler", "full", 4, 5.0, 1.0, "a watercolor fox", "blurry"),
+    ("txt2img_lcm_g0", "txt2img", "lcm", "full", 4, 0.0, 1.0, "a watercolor fox", ""),
+    ("img2img_ddim_g3", "img2img", "ddim", "full", 4, 3.0, 0.5, "a red fox in the snow", ""),
+    ("txt2img_euler_taesd", "txt2img", "euler", "tiny", 2, 0.0, 1.0, "a watercolor fox", ""),
+]
+
+
+def write_full_size(out, vocab_gz, gen, arch, diffusers_root):
+    """Random-weight full-size pipeline of SD-Turbo's architecture (SD 2.1's U-Net, the SD VAE, OpenCLIP-H as
+    diffusers stores it, Euler with trailing spacing) or SD 1.5's (CLIP ViT-L/14, 8 heads, conv projections,
+    Euler with leading spacing; then diffusers' conversion to one file), and a TAESD of the published
+    architecture, written by save_pretrained in fp16."""
     from diffusers import (AutoencoderKL, AutoencoderTiny, EulerDiscreteScheduler, StableDiffusionPipeline,
                            UNet2DConditionModel)
     from transformers import CLIPTextConfig, CLIPTextModel, CLIPTokenizer
     import clip_vocab
-    unet = UNet2DConditionModel(sample_size=64, attention_head_dim=(5, 10, 20, 20), cross_attention_dim=1024,
-                                use_linear_projection=True)
+    sd15 = arch == "sd15"
+    unet = (UNet2DConditionModel(sample_size=64, attention_head_dim=8, cross_attention_dim=768)
+            if sd15 else UNet2DConditionModel(sample_size=64, attention_head_dim=(5, 10, 20, 20),
+                                              cross_attention_dim=1024, use_linear_projection=True))
     vae = AutoencoderKL(block_out_channels=(128, 256, 512, 512), down_block_types=("DownEncoderBlock2D",) * 4,
                         up_block_types=("UpDecoderBlock2D",) * 4, layers_per_block=2, latent_channels=4,
                         sample_size=512)
-    text = CLIPTextModel(CLIPTextConfig(vocab_size=49408, hidden_size=1024, intermediate_size=4096, num_hidden_layers=23,
+    text = CLIPTextModel(CLIPTextConfig(vocab_size=49408, hidden_size=768, intermediate_size=3072, num_hidden_layers=12,
+                                        num_attention_heads=12, hidden_act="quick_gelu", max_position_embeddings=77,
+                                        projection_dim=768) if sd15 else
+                         CLIPTextConfig(vocab_size=49408, hidden_size=1024, intermediate_size=4096, num_hidden_layers=23,
                                         num_attention_heads=16, hidden_act="gelu", max_position_embeddings=77,
                                         projection_dim=512))
     taesd = AutoencoderTiny()
     for m in (unet, vae, text, taesd):
         randomize(m, gen)
     vocab, merges = clip_vocab.write_vocab_and_merges(vocab_gz, "/tmp/sd_full_tokenizer")
-    tokenizer = CLIPTokenizer(vocab, merges, pad_token="!", model_max_length=77)
+    tokenizer = CLIPTokenizer(vocab, merges, pad_token="<|endoftext|>" if sd15 else "!", model_max_length=77)
     scheduler = EulerDiscreteScheduler(beta_schedule="scaled_linear", beta_start=0.00085, beta_end=0.012,
-                                       timestep_spacing="trailing", prediction_type="epsilon")
+                                       timestep_spacing="leading" if sd15 else "trailing", steps_offset=1,
+                                       prediction_type="epsilon")
     pipe = StableDiffusionPipeline(vae=vae, text_encoder=text, tokenizer=tokenizer, unet=unet, scheduler=scheduler,
                                    safety_checker=None, feature_extractor=None, requires_safety_checker=False)
     pipe.to(torch.float16).save_pretrained(os.path.join(out, "model"), safe_serialization=True)
     taesd.to(torch.float16).save_pretrained(os.path.join(out, "taesd"), safe_serialization=True)
-    log("full size: wrote model/ and taesd/")
+    log(f"full size ({arch}): wrote model/ and taesd/")
+    if sd15:
+        script = os.path.join(diffusers_root, "scripts", "convert_diffusers_to_original_stable_diffusion.py")
+        r = subprocess.run([sys.executable, script, "--model_path", os.path.join(out, "model"), "--checkpoint_path",
+                            os.path.join(out, "model.safetensors"), "--half", "--use_safetensors"],
+                           capture_output=True, text=True)
+        log(f"full size: single file by diffusers' conversion: rc {r.returncode} {r.stderr[-500:]}")
 
 
 def main():
@@ -425,24 +451,25 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("tiny_sd")
     ap.add_argument("out")
+    ap.add_argument("--arch", choices=["sd-turbo", "sd15"], default="sd-turbo", help="--full's architecture")
     ap.add_argument("--full", metavar="VOCAB_GZ",
                     help="instead: a random full-size SD-Turbo-architecture pipeline (out/model, out/taesd) and "
                          "diffusers' pipelines on it at 512x512 on the GPU (out/pipelines.*)")
     a = ap.parse_args()
     tiny_sd, out = a.tiny_sd, a.out
     os.makedirs(out, exist_ok=True)
+    diffusers_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+        __import__("diffusers").__file__))))
     if a.full:
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
         gen = torch.Generator().manual_seed(17)
-        write_full_size(out, a.full, gen)
+        write_full_size(out, a.full, gen, a.arch, diffusers_root)
         export_pipelines(os.path.join(out, "model"), os.path.join(out, "taesd"), out, gen, image_size=512,
-                         runs=FULL_RUNS, device="cuda")
+                         runs=SD15_RUNS if a.arch == "sd15" else FULL_RUNS, device="cuda")
         with open(os.path.join(out, "log.txt"), "w") as f:
             f.write("\n".join(LOG) + "\n")
         return
-    diffusers_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
-        __import__("diffusers").__file__))))
     torch.manual_seed(0)
     gen = torch.Generator().manual_seed(16)
     for step in (lambda: export_autoencoders(tiny_sd, out, gen), lambda: export_schedulers(out, gen),
