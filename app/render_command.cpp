@@ -69,7 +69,7 @@ int render_command(const std::vector<std::string>& args) {
   std::unique_ptr<Recorder> recorder = open_recorder(o.output, engine.width(), engine.height(), fps);
   if (!o.quiet) {
     if (!engine.device_note().empty()) std::fprintf(stderr, "note: %s\n", engine.device_note().c_str());
-    if (const std::string note = size_note(engine.config(), engine.width(), engine.height()); !note.empty())
+    if (const std::string note = size_note(engine.model().native_size(), engine.width(), engine.height()); !note.empty())
       std::fprintf(stderr, "%s\n", note.c_str());
     for (const std::string& notice : prompt_notices) std::fprintf(stderr, "%s\n", notice.c_str());
     const std::string partial =

@@ -174,6 +174,23 @@ void expect_panel_drawn(const rtvd::ImageRgba8& shot, const rtvd::gui::Rect& r, 
   EXPECT_GT(colours.size(), 16u) << name << ": distinct colours";
 }
 
+// The frame region of a 1280x720 screenshot with nearest filtering against a headless frame of `side` x `side`:
+// the centre of each texel's footprint shows that texel exactly, and the region is not flat.
+void expect_frame_shown(const rtvd::ImageRgba8& shot, const rtvd::ImageRgba8& frame, int side) {
+  const rtvd::gui::Rect f = rtvd::gui::layout_window(1280, 720, true, true, side, side).frame;
+  int worst = 0, lo = 255, hi = 0;
+  for (int ty = 0; ty < side; ++ty)
+    for (int tx = 0; tx < side; ++tx) {
+      const Pixel s = at(shot, f.x + (2 * tx + 1) * f.w / (2 * side), f.y + (2 * ty + 1) * f.h / (2 * side));
+      const Pixel e = at(frame, tx, ty);
+      worst = std::max({worst, std::abs(s.r - e.r), std::abs(s.g - e.g), std::abs(s.b - e.b)});
+      lo = std::min({lo, s.r, s.g, s.b});
+      hi = std::max({hi, s.r, s.g, s.b});
+    }
+  EXPECT_LE(worst, 1) << "the frame region differs from the headless frame";
+  EXPECT_GT(hi - lo, 40) << "the frame region is flat (blank or black)";
+}
+
 TEST_F(GuiUnderXvfb, ScreenshotHoldsTheRenderedFrameAndTheOverlayAndRecordingWritesTheFrames) {
   const std::vector<std::string> common = {"--device", "cpu", "--size", "32", "--seed", "7", "--steps", "2",
                                            "--frames", "5"};
@@ -194,19 +211,7 @@ TEST_F(GuiUnderXvfb, ScreenshotHoldsTheRenderedFrameAndTheOverlayAndRecordingWri
   ASSERT_EQ(shot.width, 1280);
   ASSERT_EQ(shot.height, 720);
   const rtvd::gui::Layout layout = rtvd::gui::layout_window(1280, 720, true, true, 32, 32);
-  const rtvd::gui::Rect f = layout.frame;
-  // With nearest filtering the centre of each texel's footprint shows that texel exactly.
-  int worst = 0, lo = 255, hi = 0;
-  for (int ty = 0; ty < 32; ++ty)
-    for (int tx = 0; tx < 32; ++tx) {
-      const Pixel s = at(shot, f.x + (2 * tx + 1) * f.w / 64, f.y + (2 * ty + 1) * f.h / 64);
-      const Pixel e = at(last, tx, ty);
-      worst = std::max({worst, std::abs(s.r - e.r), std::abs(s.g - e.g), std::abs(s.b - e.b)});
-      lo = std::min({lo, s.r, s.g, s.b});
-      hi = std::max({hi, s.r, s.g, s.b});
-    }
-  EXPECT_LE(worst, 1) << "the frame region differs from the headless frame";
-  EXPECT_GT(hi - lo, 40) << "the frame region is flat (blank or black)";
+  expect_frame_shown(shot, last, 32);
 
   expect_panel_drawn(shot, layout.controls, "controls panel");
   expect_panel_drawn(shot, layout.overlay, "timing overlay");
@@ -229,6 +234,27 @@ TEST_F(GuiUnderXvfb, ScreenshotHoldsTheRenderedFrameAndTheOverlayAndRecordingWri
   ASSERT_EQ(int(files.size()), written);
   ASSERT_GE(written, 1);
   EXPECT_EQ(rtvd::read_png(files.front().string()).pixels, rtvd::read_png(path("frames/frame_00000.png")).pixels);
+}
+
+// An SD model in the window: a diffusers folder with its prompt (the controls then hold the prompt boxes and
+// the sampler), decoded by its VAE; the window shows the frame rtvd render makes for the same flags.
+TEST_F(GuiUnderXvfb, AnSdModelWithAPromptShowsTheRenderedFrame) {
+  const std::vector<std::string> common = {"--device", "cpu", "--model", rtvd::test::test_data("tiny_sd"), "--prompt",
+                                           "a watercolor fox", "--seed", "7", "--steps", "2", "--guidance", "0",
+                                           "--frames", "3"};
+  std::vector<std::string> gui = {"gui", "--screenshot", path("sd.png"), "--filter", "nearest", "--window", "1280x720",
+                                  "--no-vsync"};
+  gui.insert(gui.end(), common.begin(), common.end());
+  const Result g = run(gui, display_env());
+  ASSERT_EQ(g.exit_code, 0) << "stdout:\n" << g.out << "stderr:\n" << g.err;
+  std::vector<std::string> render = {"render", "-q", "-o", path("sd_frames/")};
+  render.insert(render.end(), common.begin(), common.end());
+  const Result h = run(render);
+  ASSERT_EQ(h.exit_code, 0) << h.err;
+  const rtvd::ImageRgba8 shot = rtvd::read_png(path("sd.png"));
+  ASSERT_EQ(shot.width, 1280);
+  expect_frame_shown(shot, rtvd::read_png(path("sd_frames/frame_00002.png")), 64);
+  expect_panel_drawn(shot, rtvd::gui::layout_window(1280, 720, true, true, 64, 64).controls, "controls panel");
 }
 
 }  // namespace

@@ -3,7 +3,6 @@
 
 #include <string>
 
-#include "pipeline/model_files/model_config.h"
 #include "pipeline/size_note.h"
 #include "support/test_util.h"
 
@@ -13,16 +12,14 @@ namespace {
 TEST(SizeNote, SilentAtTheTrainingSizeOneLineAtAnyOther) {
   test::Rng rng;
   SCOPED_TRACE(test::seed_trace(rng));
-  ModelConfig config;
-  config.sample_size = 8 * rng.integer(1, 64);
-  const int n = config.sample_size;
+  const int n = 8 * rng.integer(1, 64);
   const std::string trained = std::to_string(n) + "x" + std::to_string(n);
-  EXPECT_EQ(size_note(config, n, n), "");
+  EXPECT_EQ(size_note(n, n, n), "");
   struct Size {
     int w, h;
   };
   for (const Size s : {Size{2 * n, 2 * n}, Size{n / 2, n / 2}, Size{n, n + 8}, Size{n + 8, n}}) {
-    const std::string note = size_note(config, s.w, s.h);
+    const std::string note = size_note(n, s.w, s.h);
     SCOPED_TRACE(note);
     EXPECT_EQ(note, "note: the model was trained at " + trained + "; at " + std::to_string(s.w) + "x" +
                         std::to_string(s.h) + " it gives poor images (leave out --size for " + trained + ")");

@@ -131,7 +131,7 @@ App::App(const GuiOptions& o)
       presenter_(engine_.width(), engine_.height()),
       default_record_path_(state_.record_path) {
   if (!engine_.device_note().empty()) std::fprintf(stderr, "note: %s\n", engine_.device_note().c_str());
-  if (const std::string note = size_note(engine_.config(), engine_.width(), engine_.height()); !note.empty())
+  if (const std::string note = size_note(engine_.model().native_size(), engine_.width(), engine_.height()); !note.empty())
     std::fprintf(stderr, "%s\n", note.c_str());
   std::string why_not;
   upload_ = make_interop_upload(presenter_, engine_, &why_not);

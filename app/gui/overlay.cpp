@@ -137,8 +137,12 @@ void draw_overlay(const Rect& area, const OverlayInfo& info, ControlsState& stat
     ImGui::TextUnformatted("waiting for the first profiled frame");
   } else {
     std::string stages;
-    for (const OpTypeRow& r : profile.by_stage()) stages += cat(stages.empty() ? "" : "   ", r.type, " ", r.ms, " ms");
-    ImGui::Text("%s time per frame by stage: %s", info.gpu ? "GPU" : "CPU", stages.c_str());
+    char stage[64];
+    for (const OpTypeRow& r : profile.by_stage()) {
+      std::snprintf(stage, sizeof stage, "%s%s %.2f ms", stages.empty() ? "" : ", ", r.type.c_str(), r.ms);
+      stages += stage;
+    }
+    ImGui::TextWrapped("%s time per frame by stage: %s", info.gpu ? "GPU" : "CPU", stages.c_str());
     const std::vector<OpTypeRow> rows = profile.by_type();
     ImGui::Text("by op type (mean of %d frames)", profile.frames());
     stacked_bar(rows, state.budget_ms);
