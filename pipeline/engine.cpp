@@ -37,8 +37,9 @@ Engine::Engine(const EngineOptions& o) : model_(load_model(o.model)) {
   } else if (o.clip_skip != 0) {
     fail("--clip-skip ", o.clip_skip, ": this model has no text encoder");
   }
-  // The first plan builds every weight (img2img's for latent models, whose encoder txt2img leaves out); the
-  // checkpoint must hold exactly those tensors.
+  // The first plan builds every weight (img2img's for latent models, whose encoder txt2img leaves out): the
+  // checkpoint must hold exactly those tensors, and they are uploaded once, so that a later switch to an image
+  // source uploads nothing.
   configure(FrameSettings{}, model_.latent());
   model_.weights->check_all_read();
 }
@@ -67,8 +68,7 @@ void Engine::configure(const FrameSettings& s, bool img2img) {
   img2img_ = img2img;
   const int act_bytes = int(backend_->act_bytes());
   if (model_.latent()) {
-    sampler_ = std::move(sampler);
-    plan_ = build_latent_frame_plan({model_.config, *model_.autoencoder, sampler_}, *model_.weights, s, img2img, width_,
+    plan_ = build_latent_frame_plan({model_.config, *model_.autoencoder, sampler}, *model_.weights, s, img2img, width_,
                                     height_, act_bytes);
   } else {
     plan_ = build_frame_plan(model_.config, *model_.weights, s, img2img, width_, height_, act_bytes);

@@ -12,7 +12,6 @@
 #include "pipeline/models/model.h"
 #include "pipeline/prompt_encoder.h"
 #include "pipeline/prompt_settings.h"
-#include "pipeline/samplers/sampler_plan.h"
 
 namespace rtvd {
 
@@ -86,7 +85,6 @@ class Engine {
   float context_t_ = -1;  // travel position of the context on the backend; -1 = not written
   bool img2img_ = false, configured_ = false, first_frame_ = true, image_current_ = false;
   FramePlan plan_;
-  SamplerPlan sampler_;  // latent models: the sampler's steps for the current settings
   int64_t frame_ = 0;
   std::vector<float> sample_, noise_;
   ImageRgba8 image_, taken_;

@@ -15,6 +15,7 @@
 #include "pipeline/model_files/autoencoder_config.h"
 #include "pipeline/models/autoencoder.h"
 #include "support/autoencoder_reference.h"
+#include "support/model_configs.h"
 #include "support/test_util.h"
 
 namespace rtvd {
@@ -189,16 +190,6 @@ TEST(AutoencoderConfigs, BadKeysAreNamed) {
 // ---------------------------------------------------------------------------------------------------
 // Parameters and graphs
 
-int64_t parameter_count(const std::vector<TensorSpec>& specs) {
-  int64_t n = 0;
-  for (const TensorSpec& s : specs) {
-    int64_t e = 1;
-    for (int64_t d : s.shape) e *= d;
-    n += e;
-  }
-  return n;
-}
-
 // The parameter lists name exactly the tensors diffusers' save_pretrained wrote, with their shapes.
 TEST(AutoencoderParameters, AreTheCommittedCheckpoints) {
   for (const char* kind : {"vae", "taesd"}) {
@@ -216,7 +207,7 @@ TEST(AutoencoderParameters, AreTheCommittedCheckpoints) {
 TEST(AutoencoderParameters, SdVaeCount) {
   const auto specs = autoencoder_parameters(parse_autoencoder_config(kSdVaeConfig, "sd"), DType::F16);
   EXPECT_EQ(specs.size(), 248u);
-  EXPECT_EQ(parameter_count(specs), 83'653'863);
+  EXPECT_EQ(test::parameter_count(specs), 83'653'863);
 }
 
 // A graph of encode at 512x512 and decode of its 64x64 latent on a checkpoint of zeros that are never touched:

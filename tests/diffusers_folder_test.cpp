@@ -13,6 +13,7 @@
 #include "pipeline/model_files/diffusers_unet_config.h"
 #include "pipeline/models/model.h"
 #include "pipeline/unet_runner.h"
+#include "support/model_configs.h"
 #include "support/test_util.h"
 
 namespace rtvd {
@@ -75,30 +76,6 @@ constexpr const char* kSd21Base = R"({
   "use_linear_projection": true
 })";
 
-// Every field but name and dtype.
-void expect_same_architecture(const ModelConfig& a, const ModelConfig& b) {
-  EXPECT_EQ(a.sample_size, b.sample_size);
-  EXPECT_EQ(a.in_channels, b.in_channels);
-  EXPECT_EQ(a.out_channels, b.out_channels);
-  EXPECT_EQ(a.block_out_channels, b.block_out_channels);
-  EXPECT_EQ(a.layers_per_block, b.layers_per_block);
-  EXPECT_EQ(a.norm, b.norm);
-  EXPECT_EQ(a.norm_num_groups, b.norm_num_groups);
-  EXPECT_FLOAT_EQ(a.norm_eps, b.norm_eps);
-  EXPECT_EQ(a.attention_levels, b.attention_levels);
-  EXPECT_EQ(a.mid_attention, b.mid_attention);
-  EXPECT_EQ(a.attention_head_dim, b.attention_head_dim);
-  EXPECT_EQ(a.num_attention_heads, b.num_attention_heads);
-  EXPECT_EQ(a.transformer_layers_per_block, b.transformer_layers_per_block);
-  EXPECT_EQ(a.cross_attention_dim, b.cross_attention_dim);
-  EXPECT_EQ(a.context_length, b.context_length);
-  EXPECT_EQ(a.use_linear_projection, b.use_linear_projection);
-  EXPECT_EQ(a.num_class_embeds, b.num_class_embeds);
-  EXPECT_EQ(a.class_names, b.class_names);
-  EXPECT_EQ(a.flip_sin_to_cos, b.flip_sin_to_cos);
-  EXPECT_FLOAT_EQ(a.freq_shift, b.freq_shift);
-  EXPECT_FLOAT_EQ(a.timestep_scale, b.timestep_scale);
-}
 
 json read_json(const std::string& path) {
   std::ifstream in(path);
@@ -205,13 +182,13 @@ TEST(DiffusersFolder, Fp16VariantWeights) {
 
 TEST(DiffusersUNetConfig, Sd15MapsOntoTheBuiltinConfig) {
   const ModelConfig c = parse_diffusers_unet_config(kSd15, "sd15/unet/config.json", DType::F16);
-  expect_same_architecture(c, builtin_model_config("sd15"));
+  test::expect_same_architecture(c, builtin_model_config("sd15"));
   EXPECT_EQ(c.num_attention_heads, 8);  // attention_head_dim 8 is 8 heads at every level
 }
 
 TEST(DiffusersUNetConfig, Sd21MapsOntoTheBuiltinConfig) {
   const ModelConfig c = parse_diffusers_unet_config(kSd21Base, "sd21/unet/config.json", DType::F32);
-  expect_same_architecture(c, builtin_model_config("sd21"));
+  test::expect_same_architecture(c, builtin_model_config("sd21"));
   EXPECT_EQ(c.attention_head_dim, 64);  // 5/10/20 heads of 320/640/1280 channels
   EXPECT_EQ(c.dtype, DType::F32);
   EXPECT_EQ(c.name, "sd21/unet/config.json");
@@ -222,7 +199,7 @@ TEST(DiffusersUNetConfig, Sd21MapsOntoTheBuiltinConfig) {
   sd21_768["upcast_attention"] = true;
   ModelConfig expected = builtin_model_config("sd21");
   expected.sample_size = 96;
-  expect_same_architecture(parse_diffusers_unet_config(sd21_768.dump(), "sd21-768", DType::F16), expected);
+  test::expect_same_architecture(parse_diffusers_unet_config(sd21_768.dump(), "sd21-768", DType::F16), expected);
 }
 
 // A missing key means diffusers' default, not ModelConfig's: SD 1.5's U-Net with a context of 1280.
@@ -231,7 +208,7 @@ TEST(DiffusersUNetConfig, MissingKeysTakeDiffusersDefaults) {
       parse_diffusers_unet_config(R"({"_class_name": "UNet2DConditionModel", "sample_size": 64})", "u", DType::F16);
   ModelConfig expected = builtin_model_config("sd15");
   expected.cross_attention_dim = 1280;
-  expect_same_architecture(c, expected);
+  test::expect_same_architecture(c, expected);
 }
 
 TEST(DiffusersUNetConfig, NumAttentionHeadsIsAHeadCount) {

@@ -146,6 +146,11 @@ TEST_F(RenderE2E, SdModelWithTaesdAndLora) {
   EXPECT_EQ(vae.exit_code, 1);
   EXPECT_EQ(vae.err, "rtvd: error: --vae: the embedded default model is a pixel-space model (no autoencoder, scheduler "
                      "or text encoder)\n");
+  const Result config = run({"render", "--device", "cpu", "--model", rtvd::test::test_data("tiny_sd"), "--config",
+                             rtvd::test::test_data("tiny_sd"), "-o", path("z/")});
+  EXPECT_EQ(config.exit_code, 1);
+  EXPECT_NE(config.err.find("--config " + rtvd::test::test_data("tiny_sd") + ": only a single-file checkpoint"),
+            std::string::npos) << config.err;
   std::ofstream(path("model.ckpt")) << "PK";
   const Result ckpt = run({"render", "--device", "cpu", "--model", path("model.ckpt"), "-o", path("y/")});
   EXPECT_EQ(ckpt.exit_code, 1);

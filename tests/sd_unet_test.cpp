@@ -12,20 +12,11 @@
 #include "kernels/common/error.h"
 #include "pipeline/models/random_weights.h"
 #include "pipeline/models/unet.h"
+#include "support/model_configs.h"
 #include "support/test_util.h"
 
 namespace rtvd {
 namespace {
-
-int64_t parameter_count(const std::vector<TensorSpec>& specs) {
-  int64_t n = 0;
-  for (const TensorSpec& s : specs) {
-    int64_t e = 1;
-    for (int64_t d : s.shape) e *= d;
-    n += e;
-  }
-  return n;
-}
 
 // The frame and setup ops of a batch-2 forward at the config's sample size. The checkpoint is zeros that
 // are never touched (an anonymous mapping): building reads shapes, not values, so full size costs nothing.
@@ -102,8 +93,8 @@ TEST(SdConfigs, ParametersAreDiffusersCheckpointKeys) {
   const auto sd21 = unet_parameters(builtin_model_config("sd21")), sd15 = unet_parameters(builtin_model_config("sd15"));
   EXPECT_EQ(sd21.size(), 686u);
   EXPECT_EQ(sd15.size(), 686u);
-  EXPECT_EQ(parameter_count(sd21), 865'910'724);
-  EXPECT_EQ(parameter_count(sd15), 859'520'964);
+  EXPECT_EQ(test::parameter_count(sd21), 865'910'724);
+  EXPECT_EQ(test::parameter_count(sd15), 859'520'964);
   std::map<std::string, std::vector<int64_t>> by_name;
   for (const TensorSpec& s : sd21) by_name[s.name] = s.shape;
   EXPECT_EQ(by_name.at("down_blocks.0.attentions.0.proj_in.weight"), (std::vector<int64_t>{320, 320}));

@@ -31,6 +31,7 @@
 #include "pipeline/text_encoder.h"
 #include "pipeline/unet_runner.h"
 #include "support/tensor_files.h"
+#include "support/model_configs.h"
 #include "support/test_util.h"
 
 namespace rtvd {
@@ -341,28 +342,6 @@ void expect_names(const TensorSet& set, const std::vector<TensorSpec>& want, con
   EXPECT_EQ(got, expected) << what;
 }
 
-void expect_same_architecture(const ModelConfig& a, const ModelConfig& b) {
-  EXPECT_EQ(a.sample_size, b.sample_size);
-  EXPECT_EQ(a.in_channels, b.in_channels);
-  EXPECT_EQ(a.out_channels, b.out_channels);
-  EXPECT_EQ(a.block_out_channels, b.block_out_channels);
-  EXPECT_EQ(a.layers_per_block, b.layers_per_block);
-  EXPECT_EQ(a.norm, b.norm);
-  EXPECT_EQ(a.norm_num_groups, b.norm_num_groups);
-  EXPECT_EQ(a.norm_eps, b.norm_eps);
-  EXPECT_EQ(a.attention_levels, b.attention_levels);
-  EXPECT_EQ(a.mid_attention, b.mid_attention);
-  EXPECT_EQ(a.attention_head_dim, b.attention_head_dim);
-  EXPECT_EQ(a.num_attention_heads, b.num_attention_heads);
-  EXPECT_EQ(a.transformer_layers_per_block, b.transformer_layers_per_block);
-  EXPECT_EQ(a.cross_attention_dim, b.cross_attention_dim);
-  EXPECT_EQ(a.context_length, b.context_length);
-  EXPECT_EQ(a.use_linear_projection, b.use_linear_projection);
-  EXPECT_EQ(a.num_class_embeds, b.num_class_embeds);
-  EXPECT_EQ(a.flip_sin_to_cos, b.flip_sin_to_cos);
-  EXPECT_EQ(a.freq_shift, b.freq_shift);
-  EXPECT_EQ(a.timestep_scale, b.timestep_scale);
-}
 
 void expect_same_text_config(const ClipTextConfig& a, const ClipTextConfig& b) {
   EXPECT_EQ(a.vocab_size, b.vocab_size);
@@ -402,7 +381,7 @@ TEST(FullSizeSingleFile, Sd15ShapesGiveTheBuiltinConfigs) {
   EXPECT_EQ(c.architecture, "SD 1.x");
   EXPECT_EQ(c.text_encoder_layout, "openai-clip");
   EXPECT_EQ(c.unet.config_label, "sd15.safetensors (SD 1.x, inferred from its shapes)");
-  expect_same_architecture(parse_diffusers_unet_config(c.unet.config_json, c.unet.config_label, DType::F16), sd15);
+  test::expect_same_architecture(parse_diffusers_unet_config(c.unet.config_json, c.unet.config_label, DType::F16), sd15);
   EXPECT_EQ(json::parse(c.vae.config_json), sd_vae_config(512));
   expect_same_text_config(parse_clip_text_config(c.text_encoder.config_json, c.text_encoder.config_label), clip_l());
   expect_names(c.unet.tensors, unet_parameters(sd15), "U-Net");
@@ -426,7 +405,7 @@ TEST(FullSizeSingleFile, Sd21ShapesGiveTheBuiltinConfigs) {
   const SingleFileCheckpoint c = read_single_file(file.file("sd21.safetensors"));
   EXPECT_EQ(c.architecture, "SD 2.x");
   EXPECT_EQ(c.text_encoder_layout, "openclip");
-  expect_same_architecture(parse_diffusers_unet_config(c.unet.config_json, c.unet.config_label, DType::F16), sd21);
+  test::expect_same_architecture(parse_diffusers_unet_config(c.unet.config_json, c.unet.config_label, DType::F16), sd21);
   EXPECT_EQ(json::parse(c.unet.config_json).at("attention_head_dim"), json({5, 10, 20, 20}));  // diffusers' own
   EXPECT_EQ(json::parse(c.vae.config_json), sd_vae_config(512));
   expect_same_text_config(parse_clip_text_config(c.text_encoder.config_json, c.text_encoder.config_label), open_clip_h());

@@ -48,19 +48,18 @@ std::string required_file(const std::string& path, std::string_view what) {
   return path;
 }
 
-// The U-Net's weights; diffusers names the fp16 variant diffusion_pytorch_model.fp16.safetensors.
-std::string unet_weights(const std::string& dir) {
-  for (const char* name : {"diffusion_pytorch_model.safetensors", "diffusion_pytorch_model.fp16.safetensors"})
-    if (fs::is_regular_file(cat(dir, "/", name))) return cat(dir, "/", name);
-  for (const char* name : {"diffusion_pytorch_model.bin", "diffusion_pytorch_model.fp16.bin"})
-    if (fs::exists(cat(dir, "/", name)))
-      fail(dir, "/", name, ": the U-Net's weights are a pickle, which rtvd never unpickles (loading one can run code "
-           "from the file): convert them to diffusion_pytorch_model.safetensors");
-  fail(dir, ": expected diffusion_pytorch_model.safetensors or diffusion_pytorch_model.fp16.safetensors (the "
-       "U-Net's weights)");
-}
-
 }  // namespace
+
+std::string component_weights(const std::string& dir, const std::string& stem, const std::string& pickle_stem,
+                              const std::string& what) {
+  for (const std::string& name : {stem + ".safetensors", stem + ".fp16.safetensors"})
+    if (fs::is_regular_file(cat(dir, "/", name))) return cat(dir, "/", name);
+  for (const std::string& name : {pickle_stem + ".bin", pickle_stem + ".fp16.bin"})
+    if (fs::exists(cat(dir, "/", name)))
+      fail(dir, "/", name, ": the ", what, "'s weights are a pickle, which rtvd never unpickles (loading one can run "
+           "code from the file): convert them to ", stem, ".safetensors");
+  fail(dir, ": expected ", stem, ".safetensors or ", stem, ".fp16.safetensors (the ", what, "'s weights)");
+}
 
 bool is_diffusers_folder(const std::string& dir) { return fs::is_regular_file(dir + "/model_index.json"); }
 
@@ -84,7 +83,7 @@ DiffusersFolder open_diffusers_folder(const std::string& dir) {
   f.root = dir;
   const std::string unet_dir = component_dir(r, dir, "unet");
   f.unet_config = required_file(unet_dir + "/config.json", "the U-Net's config");
-  f.unet_weights = unet_weights(unet_dir);
+  f.unet_weights = component_weights(unet_dir, "diffusion_pytorch_model", "diffusion_pytorch_model", "U-Net");
   if (listed(r, "text_encoder")) f.text_encoder_dir = component_dir(r, dir, "text_encoder");
   if (listed(r, "tokenizer")) f.tokenizer_dir = component_dir(r, dir, "tokenizer");
   if (listed(r, "vae")) f.vae_dir = component_dir(r, dir, "vae");

@@ -15,6 +15,12 @@ struct DiffusersFolder {
   std::string scheduler_config;  // scheduler/scheduler_config.json, "" when none is listed
 };
 
+// A component folder's weights: stem.safetensors, or diffusers' fp16 variant stem.fp16.safetensors. A pickle
+// (pickle_stem.bin: diffusers' diffusion_pytorch_model.bin, transformers' pytorch_model.bin) is refused unread,
+// naming it; none at all is an Error naming the folder and `what` ("U-Net", "text encoder").
+std::string component_weights(const std::string& dir, const std::string& stem, const std::string& pickle_stem,
+                              const std::string& what);
+
 bool is_diffusers_folder(const std::string& dir);  // dir has a model_index.json
 
 // Checks dir/model_index.json (a Stable Diffusion pipeline with a UNet2DConditionModel) and finds the files

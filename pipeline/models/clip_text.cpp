@@ -1,28 +1,14 @@
 #include "pipeline/models/clip_text.h"
 
-#include <filesystem>
 #include <utility>
 
 #include "kernels/common/error.h"
+#include "pipeline/model_files/diffusers_folder.h"
 
 namespace rtvd {
 
-namespace {
-
-// The weights file of a text_encoder/ folder: diffusers names the fp16 variant model.fp16.safetensors.
-std::string weights_path(const std::string& dir) {
-  for (const char* name : {"model.safetensors", "model.fp16.safetensors"})
-    if (std::filesystem::is_regular_file(dir + "/" + name)) return dir + "/" + name;
-  if (std::filesystem::exists(dir + "/pytorch_model.bin"))
-    fail(dir, ": the text encoder is a pickle (pytorch_model.bin), which rtvd never loads: convert it to "
-              "model.safetensors");
-  fail(dir, ": expected model.safetensors or model.fp16.safetensors (the text encoder's weights)");
-}
-
-}  // namespace
-
 TextEncoderCheckpoint load_text_encoder_folder(const std::string& dir) {
-  return {load_clip_text_config(dir + "/config.json"), TensorSet(SafeTensorsFile::open(weights_path(dir)))};
+  return {load_clip_text_config(dir + "/config.json"), TensorSet(SafeTensorsFile::open(component_weights(dir, "model", "pytorch_model", "text encoder")))};
 }
 
 ClipTextBuilder::ClipTextBuilder(const ClipTextConfig& cfg, WeightStore& weights, Graph& graph, int act_bytes,

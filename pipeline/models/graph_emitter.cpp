@@ -140,22 +140,24 @@ GraphEmitter::Act4 GraphEmitter::conv(const std::string& layer, const Act4& x, c
   return y;
 }
 
-Ref GraphEmitter::group_norm_stats(const std::string& layer, const Act4& x, int groups, float eps) {
+GroupNormOp GraphEmitter::group_norm_op(const std::string& layer, const Act4& x, int groups, float eps) {
   GroupNormOp op;
   op.p = {nullptr, nullptr, nullptr, nullptr, nullptr, batch_, x.h * x.w, x.c, groups, eps, Activation::None};
   op.x = x.t;
   op.stats = g_.add_tensor(join(tag_, layer + ".stats"), Elem::F32, {batch_, groups, 2});
+  return op;
+}
+
+Ref GraphEmitter::group_norm_stats(const std::string& layer, const Act4& x, int groups, float eps) {
+  GroupNormOp op = group_norm_op(layer, x, groups, eps);
   Ref stats = op.stats;
   emit(layer + ".stats", std::move(op), 0, act_bytes_ * elems(int64_t(batch_) * x.h * x.w * x.c));
   return stats;
 }
 
 Ref GraphEmitter::group_norm(const std::string& layer, const Act4& x, int groups, float eps) {
-  GroupNormOp op;
-  op.p = {nullptr, nullptr, nullptr, nullptr, nullptr, batch_, x.h * x.w, x.c, groups, eps, Activation::None};
-  op.x = x.t;
+  GroupNormOp op = group_norm_op(layer, x, groups, eps);
   op.y = new_act(layer, {batch_, x.h, x.w, x.c});
-  op.stats = g_.add_tensor(join(tag_, layer + ".stats"), Elem::F32, {batch_, groups, 2});
   op.gamma = vector(layer + ".weight", x.c);
   op.beta = vector(layer + ".bias", x.c);
   Ref y = op.y;

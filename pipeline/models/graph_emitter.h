@@ -55,6 +55,8 @@ class GraphEmitter {
   Ref group_norm_stats(const std::string& layer, const Act4& x, int groups, float eps);
   // GroupNorm of x with the weights `layer`.weight and `layer`.bias, no activation: (batch_, h, w, c).
   Ref group_norm(const std::string& layer, const Act4& x, int groups, float eps);
+  // Their shared start: the op over x with its statistics tensor.
+  GroupNormOp group_norm_op(const std::string& layer, const Act4& x, int groups, float eps);
   // Nearest-neighbour 2x: (batch_, 2h, 2w, c).
   Act4 upsample2x(const std::string& layer, const Act4& x);
   // out_scale * act(in_scale * x + in_shift), element by element, into a new tensor of x's extent.

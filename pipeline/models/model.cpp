@@ -32,17 +32,6 @@ ModelComponent component(const std::string& name, const TensorSet& t, const std:
   return {name, source, dtypes_of(t), t.parameters()};
 }
 
-// A component folder's weights: diffusers names the fp16 variant NAME.fp16.safetensors; pickles are refused.
-std::string weights_in(const std::string& dir, const std::string& name, const std::string& what) {
-  for (const std::string& file : {name + ".safetensors", name + ".fp16.safetensors"})
-    if (fs::is_regular_file(dir + "/" + file)) return dir + "/" + file;
-  for (const std::string& file : {name + ".bin", name + ".fp16.bin"})
-    if (fs::exists(dir + "/" + file))
-      fail(dir, "/", file, ": the ", what, "'s weights are a pickle, which rtvd never unpickles (loading one can run "
-           "code from the file): convert them to ", name, ".safetensors");
-  fail(dir, ": expected ", name, ".safetensors or ", name, ".fp16.safetensors (the ", what, "'s weights)");
-}
-
 // An autoencoder folder (diffusers' vae/, or a TAESD download): config.json and its weights.
 struct AutoencoderFolder {
   AutoencoderConfig config;
@@ -53,8 +42,8 @@ AutoencoderFolder open_autoencoder_folder(const std::string& dir, const std::str
   if (!fs::is_directory(dir))
     fail(flag, dir, ": not a folder (expected a diffusers AutoencoderKL or AutoencoderTiny folder: config.json and "
          "diffusion_pytorch_model.safetensors)");
-  return {load_autoencoder_config(dir + "/config.json"),
-          TensorSet(SafeTensorsFile::open(weights_in(dir, "diffusion_pytorch_model", "autoencoder")))};
+  const std::string weights = component_weights(dir, "diffusion_pytorch_model", "diffusion_pytorch_model", "autoencoder");
+  return {load_autoencoder_config(dir + "/config.json"), TensorSet(SafeTensorsFile::open(weights))};
 }
 
 std::string taesd_folder(const std::string& model_path) {
@@ -114,6 +103,9 @@ DType unet_dtype(const TensorSet& t) {
 }
 
 Model load_diffusers_model(const ModelOptions& o) {
+  if (!o.config.empty())
+    fail("--config ", o.config, ": only a single-file checkpoint takes other configs; ", o.path,
+         " is a diffusers folder, whose own are read");
   const DiffusersFolder f = open_diffusers_folder(o.path);
   Model m;
   m.source = o.path;

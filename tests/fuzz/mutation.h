@@ -135,14 +135,17 @@ inline size_t emit(const std::string& s, uint8_t* data, size_t max_size) {
   return s.size();
 }
 
-// A structured mutation's output into data, or, when it outgrew max_size, the input's own size bytes
-// mutated byte-wise instead.
-inline size_t emit_or_mutate_bytes(std::string out, uint8_t* data, size_t size, size_t max_size) {
-  if (out.size() > max_size) {
-    out.assign(reinterpret_cast<const char*>(data), size);
-    mutate_bytes(out, max_size);
-  }
-  return emit(out, data, max_size);
+// The input's size bytes of data mutated byte-wise, in place: what a structured mutator does with an input it
+// cannot parse, or now and then by chance.
+inline size_t mutate_input_bytes(uint8_t* data, size_t size, size_t max_size) {
+  std::string bytes(reinterpret_cast<const char*>(data), size);
+  mutate_bytes(bytes, max_size);
+  return emit(bytes, data, max_size);
+}
+
+// A structured mutation's output into data, or, when it outgrew max_size, the input mutated byte-wise instead.
+inline size_t emit_or_mutate_bytes(const std::string& out, uint8_t* data, size_t size, size_t max_size) {
+  return out.size() > max_size ? mutate_input_bytes(data, size, max_size) : emit(out, data, max_size);
 }
 
 }  // namespace rtvd::fuzz

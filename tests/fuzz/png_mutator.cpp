@@ -306,9 +306,7 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max
   std::optional<Png> png = parse_png(data, size);
   if (!png && rng.chance(30)) png = fresh_png(rng);
   if (!png || rng.chance(5)) {  // not a PNG the mutator can parse, or by chance: libFuzzer's byte mutations
-    std::string bytes(reinterpret_cast<const char*>(data), size);
-    mutate_bytes(bytes, max_size);
-    return emit(bytes, data, max_size);
+    return mutate_input_bytes(data, size, max_size);
   }
   for (uint64_t n = 1 + rng.below(2); n > 0; --n) {
     const std::optional<Header> header = read_header(*png);
@@ -324,5 +322,5 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max
     }
   }
   std::string out = serialise(*png);
-  return emit_or_mutate_bytes(std::move(out), data, size, max_size);
+  return emit_or_mutate_bytes(out, data, size, max_size);
 }

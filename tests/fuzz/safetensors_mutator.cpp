@@ -137,14 +137,12 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max
   std::optional<File> file = parse_file(data, size);
   if (!file && rng.chance(30)) file = fresh_file(rng);
   if (!file || rng.chance(5)) {  // not a file the mutator can parse, or by chance: libFuzzer's byte mutations
-    std::string bytes(reinterpret_cast<const char*>(data), size);
-    mutate_bytes(bytes, max_size);
-    return emit(bytes, data, max_size);
+    return mutate_input_bytes(data, size, max_size);
   }
   for (uint64_t n = 1 + rng.below(3); n > 0; --n) mutate_file(*file, rng);
   if (rng.chance(25)) retile(*file, rng);
   std::string out = serialise(*file, rng, max_size);
-  return emit_or_mutate_bytes(std::move(out), data, size, max_size);
+  return emit_or_mutate_bytes(out, data, size, max_size);
 }
 
 extern "C" size_t LLVMFuzzerCustomCrossOver(const uint8_t* a, size_t a_size, const uint8_t* b, size_t b_size,

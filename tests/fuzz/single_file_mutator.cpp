@@ -135,14 +135,12 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max
   Rng rng(seed);
   std::optional<File> file = parse_file(data, size);
   if (!file || rng.chance(5)) {
-    std::string bytes(reinterpret_cast<const char*>(data), size);
-    mutate_bytes(bytes, max_size);
-    return emit(bytes, data, max_size);
+    return mutate_input_bytes(data, size, max_size);
   }
   for (uint64_t n = 1 + rng.below(3); n > 0; --n) mutate_file(*file, rng);
   retile(*file, rng);  // shapes changed: the file laid out again so that the reader takes it
   std::string out = rng.chance(95) ? envelope(*file) : serialise(*file, rng, max_size);
-  return emit_or_mutate_bytes(std::move(out), data, size, max_size);
+  return emit_or_mutate_bytes(out, data, size, max_size);
 }
 
 extern "C" size_t LLVMFuzzerCustomCrossOver(const uint8_t* a, size_t a_size, const uint8_t* b, size_t b_size,

@@ -38,6 +38,7 @@ void PrintTo(const Conv2dCase& c, std::ostream* os) { *os << c.name; }
 
 namespace {
 
+using test::activation_ref;
 using test::rel_l2;
 using test::silu_ref;
 
@@ -52,17 +53,6 @@ std::string describe(const Conv2dCase& c) {
              c.act != Activation::None ? cat(" ", activation_name(c.act)) : "",
              c.gn_groups ? cat(" gn", c.gn_groups) : "", c.in_place ? " in place" : "",
              c.x_misalign_bytes ? cat(" x misaligned by ", c.x_misalign_bytes) : "");
-}
-
-// The activations by their definitions, in float64.
-double activation_ref(double x, Activation act) {
-  switch (act) {
-    case Activation::None: return x;
-    case Activation::Silu: return silu_ref(x);
-    case Activation::Relu: return x > 0 ? x : 0;
-    default: ADD_FAILURE() << "conv2d has no " << activation_name(act);
-  }
-  return x;
 }
 
 // Whether the CPU's GEMM accumulates the residual itself (no scale, and no activation between the two), which

@@ -34,6 +34,7 @@ void PrintTo(const ScaleActivationCase& c, std::ostream* os) { *os << c.name; }
 
 namespace {
 
+using test::activation_ref;
 using test::rel_l2;
 using test::silu_ref;
 
@@ -47,20 +48,6 @@ class SiluCpu : public testing::TestWithParam<SiluCase> {};
 class Upsample2xCpu : public testing::TestWithParam<Upsample2xCase> {};
 class ConcatCpu : public testing::TestWithParam<ConcatCase> {};
 class ScaleActivationCpu : public testing::TestWithParam<ScaleActivationCase> {};
-
-// The activations by their definitions, in float64.
-double activation_ref(double x, Activation act) {
-  switch (act) {
-    case Activation::None: return x;
-    case Activation::Silu: return silu_ref(x);
-    case Activation::Gelu: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
-    case Activation::QuickGelu: return x / (1.0 + std::exp(-1.702 * x));
-    case Activation::Relu: return x > 0 ? x : 0;
-    case Activation::Tanh: return std::tanh(x);
-  }
-  ADD_FAILURE() << "unknown activation " << int(act);
-  return x;
-}
 
 TEST_P(GegluCpu, UsesExactGelu) {
   test::Rng rng;

@@ -32,23 +32,8 @@ void PrintTo(const LinearCase& c, std::ostream* os) { *os << c.name; }
 
 namespace {
 
+using test::activation_ref;
 using test::rel_l2;
-using test::silu_ref;
-
-// The activations by their definitions: GELU as PyTorch's F.gelu (erf, no tanh approximation), quick GELU as
-// transformers' QuickGELUActivation.
-double activation_ref(double x, Activation act) {
-  switch (act) {
-    case Activation::None: return x;
-    case Activation::Silu: return silu_ref(x);
-    case Activation::Gelu: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
-    case Activation::QuickGelu: return x / (1.0 + std::exp(-1.702 * x));
-    case Activation::Relu: return x > 0 ? x : 0;
-    case Activation::Tanh: return std::tanh(x);
-  }
-  ADD_FAILURE() << "unknown activation " << int(act);
-  return x;
-}
 
 constexpr double kTolerance = 1e-5;
 constexpr double kNaiveBudget = 1e8;  // multiply-adds the naive loops may take per case

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "build_config.h"
+#include "kernels/common/activation.h"
 #include "kernels/common/error.h"
 
 namespace rtvd::test {
@@ -107,6 +108,21 @@ inline constexpr CaseName case_name{};
 
 // SiLU in float64, for the naive references.
 inline double silu_ref(double x) { return x / (1.0 + std::exp(-x)); }
+
+// Every activation by its definition, in float64: GELU as PyTorch's F.gelu (erf, no tanh approximation), quick
+// GELU as transformers' QuickGELUActivation.
+inline double activation_ref(double x, Activation act) {
+  switch (act) {
+    case Activation::None: return x;
+    case Activation::Silu: return silu_ref(x);
+    case Activation::Gelu: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case Activation::QuickGelu: return x / (1.0 + std::exp(-1.702 * x));
+    case Activation::Relu: return x > 0 ? x : 0;
+    case Activation::Tanh: return std::tanh(x);
+  }
+  ADD_FAILURE() << "unknown activation " << int(act);
+  return x;
+}
 
 // A normalisation case's inputs (group_norm, layer_norm: c.elements(), c.c channels, c.offset, c.stddev):
 // x ~ N(offset, stddev); gamma in [0.5, 1.5], beta in [-0.5, 0.5].
