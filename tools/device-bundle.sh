@@ -10,6 +10,10 @@
 #                                .gl takes 47 of the 64 MiB a call may carry: configure that build with
 #                                -DRTVD_DEFAULT_MODEL_DIR=$PWD/tests/data/tiny_batch (a 0.3 MB embedded model)
 #                                and pass --model assets/default there
+#   tools/device-bundle.sh fuzz TARGET...
+#                                .device/fuzz.tar.xz: those fuzzers of build-fuzz (tools/fuzz.sh build), each
+#                                with its corpus so far, seeds and regression inputs, for long runs on that
+#                                machine's CPU cores (tools/device-check.sh fuzz)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 what=${1:-tests}
@@ -19,6 +23,20 @@ mkdir -p "$stage/lib" "$root/.device"
 if [[ $what == gui ]]; then
   cp "$root/build-device-gui/rtvd" "$stage/"
   out=$root/.device/gui.tar.xz
+elif [[ $what == fuzz ]]; then
+  shift
+  for target in "$@"; do
+    parser=${target%_fuzzer}
+    parser=${parser%_structured}
+    cp "$root/build-fuzz/tests/fuzz/$target" "$stage/"
+    mkdir -p "$stage/corpus/$target" "$stage/seeds/$parser" "$stage/regressions/$parser"
+    cp -r "$root/tests/fuzz/corpus/$parser/." "$stage/seeds/$parser/"
+    if [[ -d $root/build-fuzz/corpus/$target ]]; then cp -r "$root/build-fuzz/corpus/$target/." "$stage/corpus/$target/"; fi
+    if [[ -d $root/tests/data/fuzz/$parser ]]; then cp -r "$root/tests/data/fuzz/$parser/." "$stage/regressions/$parser/"; fi
+  done
+  # What the run fuzzes: the commit, and any change to the tree beside it.
+  git -C "$root" status --short >"$stage/.tree_status"
+  out=$root/.device/fuzz.tar.xz
 else
   mkdir -p "$stage/tests"
   cp "$root/build-device/rtvd" "$stage/"

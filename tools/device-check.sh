@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On the GPU machine: unpack the bundle built here (tools/device-bundle.sh), then run what is asked:
-#   tools/device-check.sh [tests|sanitize|render|bench|kernels|text|sd|sd15|gui|all]...
+#   tools/device-check.sh [tests|sanitize|render|bench|kernels|text|sd|sd15|gui|fuzz|all]...
 # Few files come back from the device, so $OUT gets: summary.txt, logs.tar.gz (every log), the
 # benchmark JSON and the Perfetto trace of a profiled render. The summary is printed last.
 set -uo pipefail
@@ -13,7 +13,7 @@ root=$PWD
 # Only the GUI run goes without it (it has its own, .device/gui.tar.xz).
 if [[ -f .device/bundle.tar.xz ]]; then
   rm -rf $dir && mkdir -p $dir && tar -xJf .device/bundle.tar.xz -C $dir
-elif [[ "$*" != gui ]]; then
+elif [[ "$*" != gui && "$*" != fuzz ]]; then
   echo "no .device/bundle.tar.xz: run tools/device-bundle.sh first"; exit 1
 fi
 export LD_LIBRARY_PATH=$dir/lib:${LD_LIBRARY_PATH:-}
@@ -236,6 +236,38 @@ run_gui() {
   cat "$LOGS/gui.txt"
 }
 
+# Long fuzz runs on the machine's CPU cores, from .device/fuzz.tar.xz (tools/device-bundle.sh fuzz):
+# FUZZ_JOBS="TARGET:WORKERS ..." all at once for FUZZ_SECONDS, each target's workers sharing one corpus
+# (libFuzzer's -jobs and -workers), with tools/fuzz.sh's flags. The executions are the sum of the workers'
+# final stats; the grown corpora and the logs come back in $OUT.
+run_fuzz() {
+  local fdir=/tmp/rtvd-fuzz
+  rm -rf $fdir && mkdir -p $fdir && tar -xJf "$root/.device/fuzz.tar.xz" -C $fdir || { note "fuzz: no .device/fuzz.tar.xz"; return; }
+  note "fuzz: commit $(cat $fdir/.commit), tree changes: $(wc -l <$fdir/.tree_status), $(nproc) cores, ${FUZZ_SECONDS:=600} s"
+  local spec t n parser
+  for spec in ${FUZZ_JOBS:?FUZZ_JOBS=\"TARGET:WORKERS ...\"}; do
+    t=${spec%:*} n=${spec#*:} parser=${t%_fuzzer} parser=${parser%_structured}
+    mkdir -p $fdir/logs/$t $fdir/artifacts
+    (cd $fdir/logs/$t && LD_LIBRARY_PATH=$fdir/lib nice -n 5 $fdir/$t -jobs=$n -workers=$n \
+       -max_total_time=$FUZZ_SECONDS -max_len=65536 -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=256 \
+       -print_final_stats=1 -artifact_prefix=$fdir/artifacts/$t- $fdir/corpus/$t $fdir/seeds/$parser \
+       $fdir/regressions/$parser >main.log 2>&1) &
+  done
+  wait
+  for spec in $FUZZ_JOBS; do
+    t=${spec%:*} n=${spec#*:}
+    note "$(printf 'fuzz %-30s workers=%s executions=%s crashes=%s corpus=%s inputs, %s; last: %s' $t $n \
+      "$(cat $fdir/logs/$t/fuzz-*.log | awk '/stat::number_of_executed_units/ { s += $2 } END { print s + 0 }')" \
+      "$(ls $fdir/artifacts | grep -c "^$t-")" "$(ls $fdir/corpus/$t | wc -l)" "$(du -sh $fdir/corpus/$t | cut -f1)" \
+      "$(grep -h -E '^#[0-9]+' $fdir/logs/$t/fuzz-*.log | tail -1 | grep -o 'cov: [0-9]* ft: [0-9]*')")"
+    tar -C $fdir/corpus -cJf "$OUT/fuzz_corpus_$t.tar.xz" $t
+  done
+  cp -r $fdir/artifacts $LOGS/fuzz_artifacts
+  for f in $fdir/logs/*/*.log; do  # each worker's start and end: a whole log is megabytes
+    mkdir -p $LOGS/fuzz/$(basename $(dirname $f)) && { head -30 $f; echo ...; tail -40 $f; } >$LOGS/fuzz/$(basename $(dirname $f))/$(basename $f)
+  done
+}
+
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 for what in "${@:-all}"; do
   case $what in
@@ -248,6 +280,7 @@ for what in "${@:-all}"; do
     sd) run_sd ;;
     sd15) run_sd15 ;;
     gui) run_gui ;;
+    fuzz) run_fuzz ;;
     all) run_tests; run_render; run_bench ;;
   esac
 done
