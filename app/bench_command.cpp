@@ -165,6 +165,8 @@ const std::vector<cli::FlagSpec>& bench_unet_flags() {
   using K = cli::ValueKind;
   static const std::vector<cli::FlagSpec> specs = with_backend_flags({
       {"config", 0, K::String, "sd21, sd15, a model directory or a config.json", "sd21", "NAME|DIR|FILE"},
+      {"model", 0, K::String, "instead of --config: a checkpoint (a diffusers folder or one file), its U-Net with its weights",
+       "", "DIR|FILE"},
       {"batch", 0, K::Int, "images per forward (2: guidance's cond + uncond)", "2", "N"},
       {"size", 0, K::Int, "square latent size", "the config's sample size", "N"},
       {"weights", 0, K::String, "safetensors checkpoint in the config's dtype", "random weights", "FILE"},
@@ -191,8 +193,20 @@ int bench_unet_command(const std::vector<std::string>& args) {
   }
   if (!flags.positional().empty())
     fail("unexpected argument '", flags.positional().front(), "' for 'rtvd bench unet' (see rtvd bench unet --help)");
+  const std::string model_path = flags.get_string("model", "");
+  if (!model_path.empty() && (flags.has("config") || flags.has("weights")))
+    fail("flag '--model': a checkpoint brings its own config and weights (no --config or --weights with it)");
   const std::string config_spec = flags.get_string("config", "sd21");
-  const ModelConfig cfg = find_model_config(config_spec);
+  // A checkpoint is read before the backend (its config sizes the run); its time counts as the weights step.
+  Model model;
+  const auto load_start = std::chrono::steady_clock::now();
+  if (!model_path.empty()) {
+    ModelOptions options;
+    options.path = model_path;
+    model = load_model(options);
+  }
+  const double model_load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
+  const ModelConfig cfg = model_path.empty() ? find_model_config(config_spec) : model.config;
   const int batch = flags.get_int("batch", 2, 1, 64);
   const int size = flags.get_int("size", cfg.sample_size, 1, 4096);
   if (size % cfg.size_multiple()) fail("--size ", size, ": must be a multiple of ", cfg.size_multiple(), " for this config");
@@ -223,17 +237,20 @@ int bench_unet_command(const std::vector<std::string>& args) {
   const size_t memory_before = cuda ? cuda_memory_used(gpus.front().index) : 0;
   auto backend = make_backend(cuda ? DeviceKind::Cuda : DeviceKind::Cpu, backend_options.threads, kernels, nullptr);
   step("backend");
-  Model model;
-  if (weights_path.empty()) {
-    model = random_model(cfg, uint64_t(seed), config_spec);
+  if (!model_path.empty()) {
+    steps.emplace_back("weights", model_load_s);
   } else {
-    model.config = cfg;
-    model.weights = std::make_unique<WeightStore>(SafeTensorsFile::open(weights_path));
+    if (weights_path.empty()) {
+      model = random_model(cfg, uint64_t(seed), config_spec);
+    } else {
+      model.config = cfg;
+      model.weights = std::make_unique<WeightStore>(SafeTensorsFile::open(weights_path));
+    }
+    step("weights");
   }
   WeightStore& weights = *model.weights;
-  step("weights");
   UNetRunner runner(cfg, weights, *backend, batch, size, size, 0.5f);
-  weights.check_all_read();
+  if (model_path.empty()) weights.check_all_read();  // a checkpoint's store also holds its autoencoder
   const UNetRunner::LoadTimes& load = runner.load_times();
   steps.insert(steps.end(), {{"build", load.build}, {"upload", load.upload}, {"prepare", load.prepare}});
   clock = std::chrono::steady_clock::now();
@@ -273,7 +290,8 @@ int bench_unet_command(const std::vector<std::string>& args) {
     std::snprintf(text, sizeof text, "%s%s %.3f", step_text.empty() ? "" : ", ", what.c_str(), s);
     step_text += text;
   }
-  std::printf("rtvd bench unet: %s (%s), batch %d, %dx%dx%d latents", cfg.name.c_str(), config_spec.c_str(), batch, size, size,
+  std::printf("rtvd bench unet: %s (%s), batch %d, %dx%dx%d latents", cfg.name.c_str(),
+              (model_path.empty() ? config_spec : model_path).c_str(), batch, size, size,
               cfg.in_channels);
   if (cfg.cross_attention_dim > 0) std::printf(", context %dx%d", cfg.context_length, cfg.cross_attention_dim);
   std::printf("\nbackend: %s\n", backend->describe().c_str());
@@ -313,7 +331,7 @@ int bench_unet_command(const std::vector<std::string>& args) {
     const nlohmann::json doc = {
         {"bench", "unet"}, {"date", utc_now()}, {"commit", bundle_commit()},
         {"gpu", cuda ? gpus.front().name : "cpu"}, {"driver", cuda ? nvidia_driver_version() : ""},
-        {"backend", backend->describe()}, {"kernels", kernel_family_name(kernels)}, {"config", config_spec}, {"model", cfg.name},
+        {"backend", backend->describe()}, {"kernels", kernel_family_name(kernels)}, {"config", model_path.empty() ? config_spec : model_path}, {"model", cfg.name},
         {"batch", batch}, {"height", size}, {"width", size},
         {"weights", weights_path.empty() ? cat("random seed ", seed) : weights_path},
         {"parameters", weights.checkpoint_parameters()}, {"runs", runs}, {"ms_median", ms_median},
@@ -459,6 +477,9 @@ int bench_command(const std::vector<std::string>& args) {
     nlohmann::json ops = nlohmann::json::array();
     for (const OpTypeRow& r : profile.by_type())
       ops.push_back({{"op", r.type}, {"calls", r.calls}, {"ms", r.ms}, {"flops", r.flops}, {"bytes", r.bytes}});
+    nlohmann::json stages = nlohmann::json::array();  // op-timed: encode, U-Net, sampler, decode
+    for (const OpTypeRow& r : profile.by_stage())
+      stages.push_back({{"stage", r.type}, {"ops", r.calls}, {"ms", r.ms}, {"flops", r.flops}, {"bytes", r.bytes}});
     const nlohmann::json doc = {
         {"bench", "frames"}, {"date", utc_now()}, {"backend", engine.backend().describe()},
         {"model", engine.config().name}, {"width", engine.width()}, {"height", engine.height()}, {"steps", s.steps},
@@ -468,7 +489,7 @@ int bench_command(const std::vector<std::string>& args) {
         {"profiler_overhead_percent", 100.0 * (profiled_ms / plain_ms - 1.0)},
         {"ceilings", {{"gemm_tflops", ceilings.gemm_tflops}, {"gemm", ceilings.gemm_what},
                       {"copy_gbps", ceilings.copy_gbps}, {"copy", ceilings.copy_what}}},
-        {"ops_per_frame", ops}};
+        {"ops_per_frame", ops}, {"stages_per_frame", stages}};
     write_json(path, doc);
   }
   return 0;

@@ -56,6 +56,33 @@ def timed_ms(fn, runs):
     return [start.elapsed_time(end) for start, end in events]
 
 
+def step_clock(start_s):
+    """(steps, step): step(name) records under name the seconds since the previous step (or since this call;
+    "start" is start_s)."""
+    steps = {"start": start_s}
+    clock = [time.perf_counter()]
+
+    def step(name):
+        now = time.perf_counter()
+        steps[name] = now - clock[0]
+        clock[0] = now
+    return steps, step
+
+
+def captured(fn):
+    """fn captured in one CUDA graph after warm-up: (replay, the output fn gave in the capture)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up outside the capture, as torch.cuda.graphs asks
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = fn()
+    return graph.replay, out
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model_dir")
@@ -71,14 +98,7 @@ def main():
     args = parser.parse_args()
     torch.backends.cudnn.benchmark = not args.no_cudnn_benchmark
 
-    steps = {"start": START_S}
-    clock = time.perf_counter()
-
-    def step(name):
-        nonlocal clock
-        now = time.perf_counter()
-        steps[name] = now - clock
-        clock = now
+    steps, step = step_clock(START_S)
 
     torch.cuda.init()
     device_used_before = torch.cuda.mem_get_info()[1] - torch.cuda.mem_get_info()[0]
@@ -116,16 +136,7 @@ def main():
         finite = bool(torch.isfinite(out).all())
         del out  # a compiled graph's later replays overwrite it
         if args.mode == "graph":
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):  # warm-up outside the capture, as torch.cuda.graphs asks
-                for _ in range(3):
-                    run()
-            torch.cuda.current_stream().wait_stream(side)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                run()
-            run = graph.replay
+            run = captured(run)[0]
         for _ in range(args.warmup):
             run()
         ms = timed_ms(run, args.runs)

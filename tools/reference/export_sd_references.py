@@ -2,14 +2,15 @@
 
     PYTHONPATH=<diffusers>/src python3 tools/reference/export_sd_references.py TINY_SD_DIR OUT_DIR
     PYTHONPATH=<diffusers>/src python3 tools/reference/export_sd_references.py TINY_SD_DIR OUT_DIR --full VOCAB_GZ \
-        [--arch sd-turbo|sd15]
+        [--arch sd-turbo|sd15] [--weights-only]
 
 --full (on the GPU machine) writes instead a random-weight SD-Turbo-architecture pipeline (OUT_DIR/model: SD 2.1's
 U-Net, the SD VAE, OpenCLIP-H; fp16), or with --arch sd15 SD 1.5's (CLIP ViT-L/14, 8 heads, conv projections;
 also OUT_DIR/model.safetensors, diffusers' conversion of it to one file), and a TAESD of the published
 architecture (OUT_DIR/taesd), then
 pipelines.json / pipelines.safetensors as below for SD-Turbo's cases at 512x512, run in fp32 on the GPU (TF32
-off): what tests/sd_pipeline_cuda_test reads from RTVD_SD_PARITY_DIR.
+off): what tests/sd_pipeline_cuda_test reads from RTVD_SD_PARITY_DIR. --weights-only stops after writing the
+weights (tools/perf_table.py times them).
 
 Everything runs in fp32 on the CPU from the fp16 weights as stored. OUT_DIR gets:
   tiny_taesd/                 an AutoencoderTiny of TAESD's layout with 16 channels (save_pretrained, fp16)
@@ -455,6 +456,7 @@ def main():
     ap.add_argument("--full", metavar="VOCAB_GZ",
                     help="instead: a random full-size SD-Turbo-architecture pipeline (out/model, out/taesd) and "
                          "diffusers' pipelines on it at 512x512 on the GPU (out/pipelines.*)")
+    ap.add_argument("--weights-only", action="store_true", help="with --full: the model and TAESD, no pipelines")
     a = ap.parse_args()
     tiny_sd, out = a.tiny_sd, a.out
     os.makedirs(out, exist_ok=True)
@@ -465,8 +467,9 @@ def main():
         torch.backends.cudnn.allow_tf32 = False
         gen = torch.Generator().manual_seed(17)
         write_full_size(out, a.full, gen, a.arch, diffusers_root)
-        export_pipelines(os.path.join(out, "model"), os.path.join(out, "taesd"), out, gen, image_size=512,
-                         runs=SD15_RUNS if a.arch == "sd15" else FULL_RUNS, device="cuda")
+        if not a.weights_only:
+            export_pipelines(os.path.join(out, "model"), os.path.join(out, "taesd"), out, gen, image_size=512,
+                             runs=SD15_RUNS if a.arch == "sd15" else FULL_RUNS, device="cuda")
         with open(os.path.join(out, "log.txt"), "w") as f:
             f.write("\n".join(LOG) + "\n")
         return
