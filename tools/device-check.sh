@@ -55,7 +55,8 @@ run_tests() {
 # them with nothing of rtvd in the process) and cuDNN's generated SDPA kernels. racecheck_own is racecheck
 # again without the tests that reach those kernels (every cuBLASLt algorithm and linear()'s default, cuDNN's
 # SDPA and convolution): rtvd's kernels alone, which must report no hazard.
-# SANITIZE_TESTS (test binary names) and SANITIZE_TOOLS narrow a run that would not fit one device call.
+# SANITIZE_TESTS (test binary names), SANITIZE_TOOLS and SANITIZE_FILTER (one gtest filter for every binary,
+# in place of each one's own) narrow a run that would not fit one device call.
 run_sanitizers() {
   local tests=(${SANITIZE_TESTS:-"${op_tests[@]}" unet_cuda_test engine_test})
   local tools=(${SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck racecheck_own})
@@ -77,6 +78,7 @@ run_sanitizers() {
             without='*.Cudnn/*:*CudnnPlan*' limit=300 ;;
           linear_test) without='Production/LinearCuda.Fallback/*' limit=240 ;;
         esac
+        [[ -n ${SANITIZE_FILTER:-} ]] && filter=$SANITIZE_FILTER without='' limit=300
         [[ $tool == racecheck_own ]] && without+="${without:+:}*LinearCuda.Cublaslt/*:*LinearCuda.Default/*:*Cudnn*"
         run_test timeout $limit compute-sanitizer --tool $run_tool "${skip[@]}" --error-exitcode 3 "$dir/tests/$t" \
           --gtest_brief=1 --gtest_filter="$filter${without:+-$without}" >"$LOGS/san_${tool}_$t.log" 2>&1

@@ -67,6 +67,11 @@ std::vector<Conv2dCase> make_cases() {
        .bias = kImage, .act = kSilu},
       {.name = "plain_8x8_32", .h = 8, .w = 8, .c_in = 32, .c_out = 32, .hostile = "no epilogue at all"},
       {.name = "plain_32x32_64", .h = 32, .w = 32, .c_in = 64, .c_out = 64, .hostile = "no epilogue at all"},
+      {.name = "wide_3x256_64_res_relu", .h = 3, .w = 256, .c_in = 64, .c_out = 64, .residual = true,
+       .act_after_residual = true, .bias = kChannel, .act = kRelu,
+       .hostile = "rows wider than a wgmma tile: a tile is part of a row, its neighbours' columns the padding"},
+      {.name = "wide_2x384_128_96_gn", .n = 1, .h = 2, .w = 384, .c_in = 128, .c_out = 96, .bias = kChannel,
+       .gn_groups = 32, .hostile = "rows of three 128-pixel tiles, c_out not a multiple of the tile's"},
 
       // ---- first and last layers: 3 and 4 channels
       {.name = "c3_first_layer", .n = 1, .h = 7, .w = 5, .c_in = 3, .c_out = 8,

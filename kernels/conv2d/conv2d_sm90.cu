@@ -1,8 +1,9 @@
 // conv2d on Hopper: the implicit GEMM y (pixels, c_out) = A (pixels, kh kw c_in) B (c_out, kh kw c_in)^T on
-// wgmma, with both operands loaded by TMA. A block computes BM output pixels (whole rows of one image) by BN
-// output channels with two consumer warpgroups (64 x BN or BM x BN/2 each) and a producer warpgroup whose
-// first lane loads, per K step of 64 channels of one filter tap (r, s), the input box of 64 channels x w x
-// BM/w rows shifted by (r - pad, s - pad) and the matching 64 weights of BN filters, into a ring of
+// wgmma, with both operands loaded by TMA. A block computes BM output pixels (whole rows of one image, or part
+// of one row where rows are wider than BM) by BN output channels with two consumer warpgroups (64 x BN or
+// BM x BN/2 each) and a producer warpgroup whose first lane loads, per K step of 64 channels of one filter tap
+// (r, s), the input box of 64 channels x min(w, BM) x BM/w rows shifted by (r - pad, s - pad) and the matching
+// 64 weights of BN filters, into a ring of
 // shared-memory stages on mbarriers. TMA reads coordinates outside the image as zeros, which is exactly
 // the conv's zero padding, so no im2col exists anywhere and the borders need no code. Both tiles land
 // 128-byte swizzled, wgmma's K-major layout (the same as attention_sm90.cu's Q K^T). The consumers keep one
@@ -79,7 +80,7 @@ __global__ void __launch_bounds__(T::kThreads, 1)
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int n0 = blockIdx.x * T::kBlockN, m0 = blockIdx.y * T::kBlockM;
-  const int hw = p.h * p.w, image = m0 / hw, row0 = (m0 % hw) / p.w;
+  const int hw = p.h * p.w, image = m0 / hw, row0 = (m0 % hw) / p.w, col0 = (m0 % hw) % p.w;
   // This block's K steps (64 channels of one tap each): all of them, or its part with split-K (grid z).
   const int chunks = p.c_in / kChunk, total_steps = p.kh * p.kw * chunks;
   const int k_begin = int(int64_t(total_steps) * blockIdx.z / gridDim.z);
@@ -103,7 +104,7 @@ __global__ void __launch_bounds__(T::kThreads, 1)
         if (k >= T::kStages) mbarrier_wait(empty(s), (k / T::kStages - 1) & 1);
         const int r = tap / p.kw, q = tap % p.kw;
         mbarrier_arrive_expect_tx(full(s), T::kStageBytes);
-        tma_load_4d(a_tile(s), x_map, full(s), c0, q - p.pad, row0 + r - p.pad, image);
+        tma_load_4d(a_tile(s), x_map, full(s), c0, col0 + q - p.pad, row0 + r - p.pad, image);
         tma_load_2d(b_tile(s), w_map, full(s), tap * p.c_in + c0, n0);
         c0 += kChunk;
         if (c0 == p.c_in) c0 = 0, ++tap;
@@ -188,7 +189,8 @@ void launch(const Conv2dParams& p, int split_k, float* partials, const CudaConte
   RTVD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
   const uint64_t x_dims[4] = {uint64_t(p.c_in), uint64_t(p.w), uint64_t(p.h), uint64_t(p.n)};
   const uint64_t x_strides[3] = {uint64_t(p.c_in) * 2, uint64_t(p.w) * p.c_in * 2, uint64_t(p.h) * p.w * p.c_in * 2};
-  const uint32_t x_box[4] = {uint32_t(kChunk), uint32_t(p.w), uint32_t(T::kBlockM / p.w), 1};
+  const int box_w = std::min(p.w, T::kBlockM);  // whole rows, or BM pixels of one row
+  const uint32_t x_box[4] = {uint32_t(kChunk), uint32_t(box_w), uint32_t(T::kBlockM / box_w), 1};
   const CUtensorMap x_map = make_tensor_map_f16("conv2d_sm90 x", p.x, 4, x_dims, x_strides, x_box);
   const uint64_t k_total = uint64_t(p.kh) * p.kw * p.c_in;
   const uint64_t w_dims[2] = {k_total, uint64_t(p.c_out)};
@@ -204,8 +206,10 @@ void launch(const Conv2dParams& p, int split_k, float* partials, const CudaConte
 
 #endif  // RTVD_HAS_SM90A
 
-// Every block tile, bm x bn.
-constexpr int kShapes[][2] = {{128, 160}, {64, 160}, {128, 128}, {128, 256}, {64, 128}};
+// Every block tile, bm x bn. 128x64 only for layers of at most 64 output channels (TAESD, the default model),
+// which the wider tiles run half empty; the wider layers' tiles keep their ranking.
+constexpr int kShapes[][2] = {{128, 160}, {64, 160}, {128, 128}, {128, 256}, {64, 128}, {128, 64}};
+constexpr int kNarrowBn = 64;
 constexpr int kMaxSplit = 4;
 constexpr int kMinStepsPerSplit = 16;  // K steps each part of a split keeps (shorter: the ring barely fills)
 
@@ -213,8 +217,11 @@ Conv2dSm90Tile tile(int bm, int bn, int split) {
   return {bm, bn, split, cat(bm, "x", bn, split > 1 ? cat(" split-k ", split) : std::string())};
 }
 
-// Whole image rows per tile: w divides bm, and the rows divide h.
-bool tile_fits(const Conv2dParams& p, int bm) { return p.w <= bm && bm % p.w == 0 && p.h % (bm / p.w) == 0; }
+// Whole image rows per tile (w divides bm, and the rows divide h), or whole tiles per row (bm divides w).
+bool tile_fits(const Conv2dParams& p, int bm) {
+  return p.w <= bm ? bm % p.w == 0 && p.h % (bm / p.w) == 0 : p.w % bm == 0;
+}
+bool tile_offered(const Conv2dParams& p, int bm, int bn) { return tile_fits(p, bm) && (bn != kNarrowBn || p.c_out <= kNarrowBn); }
 
 // What p and the GPU must be for any tile, whatever the workspace; null when met.
 const char* shape_unmet(const Conv2dParams& p, const CudaContext& ctx) {
@@ -227,7 +234,7 @@ const char* shape_unmet(const Conv2dParams& p, const CudaContext& ctx) {
   if (p.c_out % 8) return "c_out must be a multiple of 8";
   if (!aligned(p.x, 16) || !aligned(p.weight, 16)) return "x and weight must be 16-byte aligned";
   if (!aligned(p.y, 4) || !aligned(p.residual, 4)) return "y and residual must be 4-byte aligned";
-  if (!tile_fits(p, 64)) return "w must divide 64 and 64 / w rows must divide h";
+  if (!tile_fits(p, 64)) return "w must divide 64 with 64 / w rows dividing h, or 64 must divide w";
   return nullptr;
 }
 
@@ -258,7 +265,7 @@ std::vector<Conv2dSm90Tile> conv2d_sm90_tiles(const Conv2dParams& p, const CudaC
   const int steps = p.kh * p.kw * p.c_in / kChunk;
   for (const auto& [bm, bn] : kShapes)
     for (int split = 1; split <= kMaxSplit && (split == 1 || steps / split >= kMinStepsPerSplit); ++split)
-      if (tile_fits(p, bm)) tiles.push_back(tile(bm, bn, split));
+      if (tile_offered(p, bm, bn)) tiles.push_back(tile(bm, bn, split));
   // First the tile whose grid fills the SMs best (blocks per SM rounded up to whole waves; a split's
   // reduction pass counted as a tenth), then the larger.
   const int64_t pixels = int64_t(p.n) * p.h * p.w, sms = std::max(ctx.sm_count, 1);
@@ -305,6 +312,7 @@ void conv2d_sm90(const Conv2dParams& p, const CudaContext& ctx, const Conv2dSm90
   if (bm == 128 && bn == 128) return launch<ConvTile<2, 1, 128>>(q, split, partials, ctx);
   if (bm == 128 && bn == 256) return launch<ConvTile<2, 1, 256>>(q, split, partials, ctx);
   if (bm == 64 && bn == 128) return launch<ConvTile<1, 2, 64>>(q, split, partials, ctx);
+  if (bm == 128 && bn == 64) return launch<ConvTile<2, 1, 64>>(q, split, partials, ctx);
 #endif
   fail("conv2d_sm90: no kernel instance for tile ", chosen->name);
 }
