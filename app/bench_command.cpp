@@ -295,7 +295,8 @@ int bench_unet_command(const std::vector<std::string>& args) {
               cfg.in_channels);
   if (cfg.cross_attention_dim > 0) std::printf(", context %dx%d", cfg.context_length, cfg.cross_attention_dim);
   std::printf("\nbackend: %s\n", backend->describe().c_str());
-  std::printf("weights: %s, %lld parameters, %s\n", weights_path.empty() ? cat("random (seed ", seed, ")").c_str() : weights_path.c_str(),
+  const std::string weights_from = !model_path.empty() ? model_path : !weights_path.empty() ? weights_path : cat("random (seed ", seed, ")");
+  std::printf("weights: %s, %lld parameters, %s\n", weights_from.c_str(),
               (long long)weights.checkpoint_parameters(), dtype_name(cfg.dtype));
   std::printf("forward: %.3f ms median of %d (min %.3f, max %.3f), %.4g GFLOP, %.3g TFLOP/s = %.0f%% of the %.3g TFLOP/s "
               "GEMM peak measured now (floor %.3f ms)\n",
@@ -333,7 +334,7 @@ int bench_unet_command(const std::vector<std::string>& args) {
         {"gpu", cuda ? gpus.front().name : "cpu"}, {"driver", cuda ? nvidia_driver_version() : ""},
         {"backend", backend->describe()}, {"kernels", kernel_family_name(kernels)}, {"config", model_path.empty() ? config_spec : model_path}, {"model", cfg.name},
         {"batch", batch}, {"height", size}, {"width", size},
-        {"weights", weights_path.empty() ? cat("random seed ", seed) : weights_path},
+        {"weights", !model_path.empty() ? model_path : weights_path.empty() ? cat("random seed ", seed) : weights_path},
         {"parameters", weights.checkpoint_parameters()}, {"runs", runs}, {"ms_median", ms_median},
         {"ms_min", *std::min_element(ms.begin(), ms.end())}, {"ms_max", *std::max_element(ms.begin(), ms.end())},
         {"forward_flops", flops}, {"setup_flops", runner.setup_flops()}, {"tflops", tflops},

@@ -110,7 +110,12 @@ def runner(fn, mode, what):
                 return compiled()
             return run
         if mode == "graph":
-            return captured(fn)[0]
+            replay, out = captured(fn)
+
+            def run():
+                replay()
+                return out
+            return run
         return fn
     host_image = torch.empty(512, 512, 3, dtype=torch.float32).uniform_(-1, 1).pin_memory()
     host_rgba = torch.empty(512, 512, 4, dtype=torch.uint8).pin_memory()
