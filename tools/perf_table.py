@@ -215,7 +215,7 @@ def main():
     # 1. the checkpoint, then what does not read it
     if not os.path.exists(os.path.join(w, "model", "model_index.json")):
         code, out = sh([sys.executable, "tools/reference/export_sd_references.py", "tests/data/tiny_sd", w, "--full",
-                        VOCAB, "--weights-only"], max(1, left() - 300), env)
+                        VOCAB, "--weights-only"], max(1, left() - 120), env)
         with open(os.path.join(w, "logs", "export.log"), "w") as f:
             f.write(out)
         mark("export")
