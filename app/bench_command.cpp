@@ -2,8 +2,6 @@
 // warm-up, the per-op profile against ceilings measured in the same run, and the profiler's overhead.
 // rtvd bench unet: one U-Net forward alone (SD-class configs), its time to first output and memory.
 // rtvd bench text: one CLIP text encoder forward alone (77 tokens), from a model's text_encoder/ folder.
-#include <time.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -26,6 +24,7 @@
 #include "pipeline/models/model.h"
 #include "pipeline/text_encoder.h"
 #include "pipeline/unet_runner.h"
+#include "process_clock.h"
 #if RTVD_HAS_CUDA
 #include "bench/kernel_bench.h"
 #endif
@@ -100,19 +99,6 @@ std::string utc_now() {
 void write_json(const std::string& path, const nlohmann::json& doc) {
   std::ofstream f(path);
   if (!(f << doc.dump(2) << "\n")) fail("--json ", path, ": cannot write");
-}
-
-// Seconds since this process started: the kernel's start time (/proc/self/stat field 22, clock ticks since
-// boot) against CLOCK_BOOTTIME, so exec and dynamic loading count too. 10 ms resolution.
-double seconds_since_process_start() {
-  std::ifstream f("/proc/self/stat");
-  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  std::istringstream fields(stat.substr(stat.rfind(')') + 2));  // after "pid (comm) ": field 3 onwards
-  std::string field;
-  for (int i = 3; i <= 22 && fields >> field; ++i) {}
-  timespec now{};
-  clock_gettime(CLOCK_BOOTTIME, &now);
-  return double(now.tv_sec) + now.tv_nsec * 1e-9 - std::stod(field) / double(sysconf(_SC_CLK_TCK));
 }
 
 // The NVIDIA kernel module's version ("580.159.04"), or "unknown": the first word of the first line made

@@ -19,6 +19,7 @@
 #include "pipeline/io/source.h"
 #include "pipeline/size_note.h"
 #include "pipeline/stop_signals.h"
+#include "process_clock.h"
 #include "progress.h"
 
 namespace rtvd {
@@ -55,13 +56,24 @@ int render_command(const std::vector<std::string>& args) {
     return 0;
   }
 
+  // The time to the first frame, step by step from process start (the summary's second line).
+  std::vector<std::pair<const char*, double>> startup{{"start", seconds_since_process_start()}};
+  const auto startup_step = [&](const char* what) {
+    const double now = seconds_since_process_start();
+    double before = 0;
+    for (const auto& step : startup) before += step.second;
+    startup.emplace_back(what, now - before);
+  };
   std::unique_ptr<FrameSource> source = open_source(o.source);
   refuse_output_over_source(*source, o.output);
   Engine engine(o.engine);
+  startup_step("model and backend");
   const FrameSettings s = frame_settings(o, engine);
   std::vector<std::string> prompt_notices;
   engine.set_prompts(o.prompts, &prompt_notices);
+  startup_step("prompts");
   engine.configure(s, source->has_images());
+  startup_step("plan");
 
   const int frames = o.frames ? *o.frames : (source->frame_count() > 0 ? source->frame_count() : cli::kDefaultFrames);
   const double fps = output_fps(o, *source);
@@ -84,6 +96,10 @@ int render_command(const std::vector<std::string>& args) {
   int frames_timed = 0;
   if (!o.profile_path.empty()) engine.backend().set_profiling(true);
   Progress progress(frames, o.quiet);
+  const auto write_image = [&] {
+    recorder->write(engine.take_image());
+    if (recorder->frames_written() == 1) startup_step("first frame");  // computed, on the host and written
+  };
   std::vector<float> image;
   const auto start = std::chrono::steady_clock::now();
   int done = 0;
@@ -98,7 +114,7 @@ int render_command(const std::vector<std::string>& args) {
       engine.step(source->has_images() ? &image : nullptr);
       // The frame is copied to the host while the next one computes; the recorder takes it a frame late.
       engine.queue_image();
-      if (engine.queued_images() == 2) recorder->write(engine.take_image());
+      if (engine.queued_images() == 2) write_image();
       if (!o.profile_path.empty()) {
         const std::vector<float> ms = engine.backend().frame_op_ms();
         if (!ms.empty()) profile.add_frame(engine.plan().graph.frame, ms);
@@ -106,7 +122,7 @@ int render_command(const std::vector<std::string>& args) {
       }
       progress.update(done + 1);
     }
-    while (engine.queued_images() > 0) recorder->write(engine.take_image());
+    while (engine.queued_images() > 0) write_image();
   } catch (const Cancelled&) {
     // A signal stopped the frame in progress: the frames before it are recorded below.
     while (engine.queued_images() > 0) recorder->write(engine.take_image());
@@ -133,6 +149,14 @@ int render_command(const std::vector<std::string>& args) {
   std::printf("%s%s %d frames (%dx%d, %d steps) to %s in %.1f s: %.2f frames/s\n",
               signo ? "interrupted by " : "", signo ? cat(signal_name(signo), ": wrote").c_str() : "wrote", written,
               engine.width(), engine.height(), s.steps, recorder->path().c_str(), seconds, written / seconds);
+  double first_frame_s = 0;
+  std::string steps;
+  for (const auto& [what, seconds] : startup) {
+    char step[64];
+    std::snprintf(step, sizeof step, "%s%s %.2f", steps.empty() ? "" : ", ", what, seconds);
+    first_frame_s += seconds, steps += step;
+  }
+  std::printf("first frame %.2f s after the process started (%s s)\n", first_frame_s, steps.c_str());
   if (!recorder->note().empty()) std::fprintf(stderr, "note: %s\n", recorder->note().c_str());
   if (source_ended && written < frames)
     std::fprintf(stderr, "note: %s ended after %d frames, before the %d asked for\n", source->describe().c_str(),
