@@ -228,6 +228,9 @@ const std::vector<FlagSpec>& generation_flags() {
        "scaled; repeatable", "", "FILE[:SCALE]", true},
       {"prediction-type", 0, K::String, "latent models: epsilon or v_prediction, what the U-Net predicts, for "
        "checkpoints that do not say", "the checkpoint's", "TYPE"},
+      {"timestep-spacing", 0, K::String, "latent models: where the steps sit in the training schedule (a distilled "
+       "few-step model such as SD-Turbo as one file, which brings no scheduler config: trailing)",
+       "the checkpoint's scheduler", "leading|trailing|linspace"},
       {"config", 0, K::String, "single-file checkpoints: a diffusers folder whose unet/, vae/ and text_encoder/ "
        "configs to use instead of inferring them from tensor shapes", "", "DIR"},
     };
@@ -301,6 +304,8 @@ void read_model_flags(const Flags& flags, ModelOptions& o) {
   for (const std::string& spec : flags.get_all("lora")) o.loras.push_back(parse_lora_spec(spec));
   if (flags.has("prediction-type"))
     o.prediction_type = flags.get_choice("prediction-type", "", {"epsilon", "v_prediction"});
+  if (flags.has("timestep-spacing"))
+    o.timestep_spacing = flags.get_choice("timestep-spacing", "", {"leading", "trailing", "linspace"});
   o.config = get_path(flags, "config", o.config);
 }
 

@@ -19,8 +19,8 @@ const std::vector<cli::FlagSpec>& info_flags() {
   using K = cli::ValueKind;
   static const std::vector<cli::FlagSpec> specs = [] {
     std::vector<cli::FlagSpec> s =
-        cli::generation_flags({"model", "vae", "lora", "prediction-type", "config", "size", "steps", "guidance",
-                               "sampler", "device"});
+        cli::generation_flags({"model", "vae", "lora", "prediction-type", "timestep-spacing", "config", "size", "steps",
+                               "guidance", "sampler", "device"});
     s.push_back({"help", 'h', K::None, "show this help", "", ""});
     return s;
   }();

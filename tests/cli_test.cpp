@@ -98,7 +98,8 @@ TEST(Cli, ReadsThePromptFlags) {
 TEST(Cli, ReadsTheModelFlags) {
   const RenderOptions o = parse_render_options({"--model", "sd.safetensors", "--vae", "tiny", "--sampler", "lcm",
                                                 "--lora", "a.safetensors:0.5", "--lora=b.safetensors",
-                                                "--prediction-type", "v_prediction", "--config", "cfg/"});
+                                                "--prediction-type", "v_prediction", "--timestep-spacing", "trailing",
+                                                "--config", "cfg/"});
   EXPECT_EQ(o.engine.model.path, "sd.safetensors");
   EXPECT_EQ(o.engine.model.vae, "tiny");
   ASSERT_EQ(o.engine.model.loras.size(), 2u);
@@ -107,6 +108,7 @@ TEST(Cli, ReadsTheModelFlags) {
   EXPECT_EQ(o.engine.model.loras[1].path, "b.safetensors");
   EXPECT_FLOAT_EQ(o.engine.model.loras[1].scale, 1.0f);
   EXPECT_EQ(o.engine.model.prediction_type, "v_prediction");
+  EXPECT_EQ(o.engine.model.timestep_spacing, "trailing");
   EXPECT_EQ(o.engine.model.config, "cfg/");
   EXPECT_EQ(o.frame.sampler, SamplerKind::Lcm);
   const RenderOptions d = parse_render_options({});
@@ -115,6 +117,8 @@ TEST(Cli, ReadsTheModelFlags) {
   EXPECT_EQ(error_of({"--sampler", "heun"}), "flag '--sampler': expected euler, lcm or ddim, got 'heun'");
   EXPECT_EQ(error_of({"--prediction-type", "sample"}),
             "flag '--prediction-type': expected epsilon or v_prediction, got 'sample'");
+  EXPECT_EQ(error_of({"--timestep-spacing", "middle"}),
+            "flag '--timestep-spacing': expected leading, trailing or linspace, got 'middle'");
   EXPECT_EQ(error_of({"--vae", ""}), "flag '--vae': expected a path, got ''");
 }
 

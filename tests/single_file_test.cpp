@@ -27,7 +27,9 @@
 #include "pipeline/model_files/ldm_layout.h"
 #include "pipeline/model_files/single_file.h"
 #include "pipeline/models/clip_text.h"
+#include "pipeline/models/model.h"
 #include "pipeline/models/unet.h"
+#include "pipeline/samplers/sampler_plan.h"
 #include "pipeline/text_encoder.h"
 #include "pipeline/unet_runner.h"
 #include "support/tensor_files.h"
@@ -167,6 +169,38 @@ TEST_P(TinySdSingleFile, ComputesWhatTheFolderComputes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Refs, TinySdSingleFile, ::testing::Values("tiny_sd_sd1", "tiny_sd_openclip"));
+
+// Without a scheduler config (the tiny folder's configs less its scheduler/, as a single file brings none) the
+// model runs SD's assumed schedule at leading spacing; --timestep-spacing replaces the spacing, so that one step
+// of a distilled model starts at the top of the schedule.
+TEST(SingleFileModel, AssumedScheduleAndTimestepSpacing) {
+  test::TempDir dir;
+  const std::string path = rebuilt_file("tiny_sd_sd1", dir);
+  const std::string configs = dir.path("configs");
+  for (const char* component : {"unet", "vae", "text_encoder"}) {
+    fs::create_directories(configs + "/" + component);
+    fs::copy_file(tiny_sd(cat(component, "/config.json")), configs + "/" + component + "/config.json");
+  }
+  ModelOptions o;
+  o.path = path;
+  o.config = configs;
+  o.prediction_type = "epsilon";  // architectures from configs do not say
+  const Model assumed = load_model(o);
+  ASSERT_TRUE(assumed.scheduler);
+  EXPECT_TRUE(assumed.scheduler->assumed);
+  EXPECT_EQ(assumed.scheduler->timestep_spacing, TimestepSpacing::Leading);
+  EXPECT_EQ(make_sampler_plan(*assumed.scheduler, SamplerKind::Euler, 1, 1.0f).steps.front().timestep, 1.0);
+
+  o.timestep_spacing = "trailing";
+  const Model trailing = load_model(o);
+  EXPECT_EQ(trailing.scheduler->timestep_spacing, TimestepSpacing::Trailing);
+  EXPECT_EQ(make_sampler_plan(*trailing.scheduler, SamplerKind::Euler, 1, 1.0f).steps.front().timestep, 999.0);
+
+  o.config = tiny_sd();  // the folder's own scheduler config: not assumed, and the flag still decides
+  const Model own = load_model(o);
+  EXPECT_FALSE(own.scheduler->assumed);
+  EXPECT_EQ(own.scheduler->timestep_spacing, TimestepSpacing::Trailing);
+}
 
 // ---- the full-size layouts, from the parameter lists of the architectures
 

@@ -79,6 +79,10 @@ void finish_latent_model(Model& m, LatentParts parts, const ModelOptions& o) {
     apply_lora(lora, parts.unet, parts.text_encoder ? &parts.text_encoder->tensors : nullptr);
   if (!o.prediction_type.empty())
     m.scheduler->prediction = o.prediction_type == "epsilon" ? PredictionType::Epsilon : PredictionType::VPrediction;
+  if (!o.timestep_spacing.empty())
+    m.scheduler->timestep_spacing = o.timestep_spacing == "leading"    ? TimestepSpacing::Leading
+                                    : o.timestep_spacing == "trailing" ? TimestepSpacing::Trailing
+                                                                       : TimestepSpacing::Linspace;
 
   m.autoencoder = parts.autoencoder->config;
   if (m.autoencoder->latent().channels != m.config.in_channels || m.config.out_channels != m.config.in_channels)
@@ -172,7 +176,7 @@ Model load_single_file_model(const ModelOptions& o) {
 // rtvd's own pixel-space models take none of the latent models' flags.
 void refuse_latent_flags(const ModelOptions& o, const std::string& what) {
   const char* flag = !o.vae.empty() ? "--vae" : !o.loras.empty() ? "--lora" : !o.prediction_type.empty() ? "--prediction-type"
-                     : !o.config.empty() ? "--config" : nullptr;
+                     : !o.timestep_spacing.empty() ? "--timestep-spacing" : !o.config.empty() ? "--config" : nullptr;
   if (flag) fail(flag, ": ", what, " is a pixel-space model (no autoencoder, scheduler or text encoder)");
 }
 

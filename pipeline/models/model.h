@@ -24,6 +24,7 @@ struct ModelOptions {
   std::string vae;                  // "" or "full": the checkpoint's; "tiny": TAESD (taesd_folder()); else a folder
   std::vector<LoraSpec> loras;      // merged in order
   std::string prediction_type;      // "" = the checkpoint's (scheduler config or metadata); else overrides it
+  std::string timestep_spacing;     // "" = the checkpoint's scheduler config's; else leading|trailing|linspace
   std::string config;               // single files: a diffusers folder whose component configs to use
 };
 

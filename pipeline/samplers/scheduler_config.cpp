@@ -245,6 +245,7 @@ SchedulerConfig load_scheduler_config(const std::string& path) {
 SchedulerConfig default_scheduler_config(PredictionType prediction) {
   SchedulerConfig c;
   c.label = "SD's default scheduler config (the checkpoint has none)";
+  c.assumed = true;
   c.class_name = "PNDMScheduler";
   c.num_train_timesteps = 1000;
   c.beta_start = 0.00085;

@@ -37,6 +37,7 @@ const char* timestep_spacing_name(TimestepSpacing s);  // "leading" | "trailing"
 // sampler that runs, when make_sampler_plan knows which.
 struct SchedulerConfig {
   std::string label;       // the file (or what stands for it): named in every error about the config
+  bool assumed = false;    // default_scheduler_config(): the checkpoint brings none
   std::string class_name;  // _class_name, e.g. "EulerDiscreteScheduler", "PNDMScheduler" (SD 1.5 ships PNDM)
 
   // The training noise schedule: num_train_timesteps betas from beta_start to beta_end

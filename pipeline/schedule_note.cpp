@@ -1,0 +1,18 @@
+#include "pipeline/schedule_note.h"
+
+#include "kernels/common/error.h"
+#include "pipeline/samplers/sampler_plan.h"
+
+namespace rtvd {
+
+std::string schedule_note(const SchedulerConfig& cfg, SamplerKind sampler, int steps) {
+  constexpr int kFewSteps = 4;
+  if (!cfg.assumed || sampler == SamplerKind::Lcm || steps > kFewSteps) return "";
+  if (cfg.timestep_spacing.value_or(TimestepSpacing::Leading) != TimestepSpacing::Leading) return "";
+  const SamplerPlan plan = make_sampler_plan(cfg, sampler, steps, 1.0f);
+  return cat("note: the checkpoint brings no scheduler config, and SD's default spaces ", steps, " step",
+             steps == 1 ? "" : "s", " from t = ", plan.steps.front().timestep, " of ", cfg.num_train_timesteps - 1,
+             " (leading): a distilled few-step model (SD-Turbo) wants --timestep-spacing trailing");
+}
+
+}  // namespace rtvd

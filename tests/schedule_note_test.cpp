@@ -1,0 +1,38 @@
+// schedule_note: one line for an assumed (default) schedule at leading spacing and a few steps, naming the first
+// timestep as make_sampler_plan computes it and the flag; silent for a checkpoint's own config, other spacings,
+// more steps and LCM.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "pipeline/samplers/scheduler_config.h"
+#include "pipeline/schedule_note.h"
+
+namespace rtvd {
+namespace {
+
+const std::string kFlag = " (leading): a distilled few-step model (SD-Turbo) wants --timestep-spacing trailing";
+
+TEST(ScheduleNote, NamesTheFirstTimestepOfAnAssumedLeadingScheduleAtFewSteps) {
+  const SchedulerConfig sd = default_scheduler_config(PredictionType::Epsilon);
+  ASSERT_TRUE(sd.assumed);
+  // Leading spacing with diffusers' steps_offset 1: t = i * (1000 / steps) + 1, the largest first.
+  EXPECT_EQ(schedule_note(sd, SamplerKind::Ddim, 1),
+            "note: the checkpoint brings no scheduler config, and SD's default spaces 1 step from t = 1 of 999" + kFlag);
+  EXPECT_EQ(schedule_note(sd, SamplerKind::Euler, 2),
+            "note: the checkpoint brings no scheduler config, and SD's default spaces 2 steps from t = 501 of 999" + kFlag);
+  EXPECT_EQ(schedule_note(sd, SamplerKind::Ddim, 4),
+            "note: the checkpoint brings no scheduler config, and SD's default spaces 4 steps from t = 751 of 999" + kFlag);
+  EXPECT_EQ(schedule_note(sd, SamplerKind::Ddim, 5), "") << "more steps reach high noise";
+  EXPECT_EQ(schedule_note(sd, SamplerKind::Lcm, 1), "") << "LCM spaces its own steps";
+
+  SchedulerConfig trailing = sd;
+  trailing.timestep_spacing = TimestepSpacing::Trailing;  // as --timestep-spacing trailing sets it
+  EXPECT_EQ(schedule_note(trailing, SamplerKind::Euler, 1), "");
+  SchedulerConfig own = sd;
+  own.assumed = false;  // a config the checkpoint brings says what it was distilled for
+  EXPECT_EQ(schedule_note(own, SamplerKind::Euler, 1), "");
+}
+
+}  // namespace
+}  // namespace rtvd
