@@ -164,6 +164,22 @@ const std::vector<cli::FlagSpec>& bench_unet_flags() {
   return specs;
 }
 
+// The n slowest layers of a profile (ms per frame or forward, summed over steps) with the implementation the
+// backend runs each with, printed under a heading and returned for the JSON.
+nlohmann::json print_slowest_layers(const FrameProfile& profile, const std::vector<Op>& ops, const Backend& backend,
+                                    int n, const char* per) {
+  std::printf("slowest layers (ms per %s, implementation):\n", per);
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& [layer, layer_ms] : profile.slowest_layers(n)) {
+    size_t i = 0;
+    while (i < ops.size() && ops[i].layer != layer) ++i;
+    const std::string impl = backend.frame_op_impl(i);
+    std::printf("  %-60s %8.3f  %s\n", layer.c_str(), layer_ms, impl.c_str());
+    rows.push_back({{"layer", layer}, {"ms", layer_ms}, {"implementation", impl}});
+  }
+  return rows;
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -296,6 +312,7 @@ int bench_unet_command(const std::vector<std::string>& args) {
 
   // Profiled forwards after the timed ones, so that profiling never touches the reported time.
   FrameProfile profile;
+  nlohmann::json slowest;
   if (flags.has("profile")) {
     backend->set_profiling(true);
     for (int i = 0; i < 2000 && profile.frames() < 20; ++i) {
@@ -304,13 +321,8 @@ int bench_unet_command(const std::vector<std::string>& args) {
       if (const std::vector<float> op_ms = backend->frame_op_ms(); !op_ms.empty()) profile.add_frame(runner.graph().frame, op_ms);
     }
     backend->set_profiling(false);
-    std::printf("\n%s\nslowest layers (ms per forward, implementation):\n", profile.table(ceilings).c_str());
-    const std::vector<Op>& ops = runner.graph().frame;
-    for (const auto& [layer, layer_ms] : profile.slowest_layers(16)) {
-      size_t i = 0;
-      while (i < ops.size() && ops[i].layer != layer) ++i;
-      std::printf("  %-60s %8.3f  %s\n", layer.c_str(), layer_ms, backend->frame_op_impl(i).c_str());
-    }
+    std::printf("\n%s\n", profile.table(ceilings).c_str());
+    slowest = print_slowest_layers(profile, runner.graph().frame, *backend, 16, "forward");
   }
 
   if (const std::string path = flags.get_string("json", ""); !path.empty()) {
@@ -334,6 +346,7 @@ int bench_unet_command(const std::vector<std::string>& args) {
     nlohmann::json with_profile = doc;
     for (const OpTypeRow& r : profile.by_type())
       with_profile["ops_per_forward"].push_back({{"op", r.type}, {"calls", r.calls}, {"ms", r.ms}, {"flops", r.flops}, {"bytes", r.bytes}});
+    with_profile["slowest_layers"] = slowest;
     write_json(path, with_profile);
   }
   if (!finite) fail("the forward's output is not finite (NaN or inf): a broken kernel or an fp16 overflow");
@@ -460,6 +473,7 @@ int bench_command(const std::vector<std::string>& args) {
               1e3 / plain_ms);
   std::printf("with per-op profiling: %.3f ms (overhead %.1f%%)\n\n%s", profiled_ms, 100.0 * (profiled_ms / plain_ms - 1.0),
               profile.table(ceilings).c_str());
+  const nlohmann::json slowest = print_slowest_layers(profile, engine.plan().graph.frame, engine.backend(), 24, "frame");
 
   if (const std::string path = flags.get_string("json", ""); !path.empty()) {
     nlohmann::json ops = nlohmann::json::array();
@@ -477,7 +491,7 @@ int bench_command(const std::vector<std::string>& args) {
         {"profiler_overhead_percent", 100.0 * (profiled_ms / plain_ms - 1.0)},
         {"ceilings", {{"gemm_tflops", ceilings.gemm_tflops}, {"gemm", ceilings.gemm_what},
                       {"copy_gbps", ceilings.copy_gbps}, {"copy", ceilings.copy_what}}},
-        {"ops_per_frame", ops}, {"stages_per_frame", stages}};
+        {"ops_per_frame", ops}, {"stages_per_frame", stages}, {"slowest_layers", slowest}};
     write_json(path, doc);
   }
   return 0;

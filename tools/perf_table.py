@@ -260,7 +260,7 @@ def main():
     rtvd_json("rtvd_frame_vae", ["bench", "frames"] + common + ["--steps", "1"])
     for b in (1, 2):
         rtvd_json(f"rtvd_unet_b{b}", ["bench", "unet", "--model", model, "--batch", str(b), "--runs",
-                                      "300" if cuda else "1"] + device)
+                                      "300" if cuda else "1", "--profile"] + device)
     rtvd_json("rtvd_text_b2", ["bench", "text", "--model", model, "--batch", "2", "--runs", "300" if cuda else "1"]
               + device)
     if not cuda:
