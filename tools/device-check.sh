@@ -239,9 +239,10 @@ run_gui() {
 }
 
 # Long fuzz runs on the machine's CPU cores, from .device/fuzz.tar.xz (tools/device-bundle.sh fuzz):
-# FUZZ_JOBS="TARGET:WORKERS ..." all at once for FUZZ_SECONDS, each target's workers sharing one corpus
-# (libFuzzer's -jobs and -workers), with tools/fuzz.sh's flags. The executions are the sum of the workers'
-# final stats; the grown corpora and the logs come back in $OUT.
+# FUZZ_JOBS="TARGET:WORKERS ..." all at once for FUZZ_SECONDS, each target in libFuzzer's fork mode (-fork=WORKERS:
+# child processes on short jobs, new inputs merged into one corpus by the parent) with tools/fuzz.sh's flags. Fork
+# mode, not -jobs: 50 -jobs workers reloading one shared corpus ran at a fifth of one worker's rate each
+# (docs/fuzzing.md). The executions are the parent's count; the grown corpora and the logs come back in $OUT.
 run_fuzz() {
   local fdir=/tmp/rtvd-fuzz
   rm -rf $fdir && mkdir -p $fdir && tar -xJf "$root/.device/fuzz.tar.xz" -C $fdir || { note "fuzz: no .device/fuzz.tar.xz"; return; }
@@ -249,25 +250,24 @@ run_fuzz() {
   local spec t n parser
   for spec in ${FUZZ_JOBS:?FUZZ_JOBS=\"TARGET:WORKERS ...\"}; do
     t=${spec%:*} n=${spec#*:} parser=${t%_fuzzer} parser=${parser%_structured}
-    mkdir -p $fdir/logs/$t $fdir/artifacts
-    (cd $fdir/logs/$t && LD_LIBRARY_PATH=$fdir/lib nice -n 5 $fdir/$t -jobs=$n -workers=$n \
-       -max_total_time=$FUZZ_SECONDS -max_len=65536 -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=256 \
-       -print_final_stats=1 -artifact_prefix=$fdir/artifacts/$t- $fdir/corpus/$t $fdir/seeds/$parser \
-       $fdir/regressions/$parser >main.log 2>&1) &
+    mkdir -p $fdir/logs $fdir/artifacts
+    (cd $fdir && LD_LIBRARY_PATH=$fdir/lib nice -n 5 $fdir/$t -fork=$n -max_total_time=$FUZZ_SECONDS -max_len=65536 \
+       -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=256 -print_final_stats=1 -artifact_prefix=$fdir/artifacts/$t- \
+       $fdir/corpus/$t $fdir/seeds/$parser $fdir/regressions/$parser >$fdir/logs/$t.log 2>&1) &
   done
   wait
   for spec in $FUZZ_JOBS; do
     t=${spec%:*} n=${spec#*:}
+    local last
+    last=$(grep -E '^#[0-9]+: cov' $fdir/logs/$t.log | tail -1)
     note "$(printf 'fuzz %-30s workers=%s executions=%s crashes=%s corpus=%s inputs, %s; last: %s' $t $n \
-      "$(cat $fdir/logs/$t/fuzz-*.log | awk '/stat::number_of_executed_units/ { s += $2 } END { print s + 0 }')" \
-      "$(ls $fdir/artifacts | grep -c "^$t-")" "$(ls $fdir/corpus/$t | wc -l)" "$(du -sh $fdir/corpus/$t | cut -f1)" \
-      "$(grep -h -E '^#[0-9]+' $fdir/logs/$t/fuzz-*.log | tail -1 | grep -o 'cov: [0-9]* ft: [0-9]*')")"
+      "$(echo "$last" | sed -E 's/^#([0-9]+):.*/\1/')" "$(ls $fdir/artifacts | grep -c "^$t-")" \
+      "$(ls $fdir/corpus/$t | wc -l)" "$(du -sh $fdir/corpus/$t | cut -f1)" "$(echo "$last" | cut -d' ' -f2-5)")"
     tar -C $fdir/corpus -cJf "$OUT/fuzz_corpus_$t.tar.xz" $t
   done
   cp -r $fdir/artifacts $LOGS/fuzz_artifacts
-  for f in $fdir/logs/*/*.log; do  # each worker's start and end: a whole log is megabytes
-    mkdir -p $LOGS/fuzz/$(basename $(dirname $f)) && { head -30 $f; echo ...; tail -40 $f; } >$LOGS/fuzz/$(basename $(dirname $f))/$(basename $f)
-  done
+  mkdir -p $LOGS/fuzz
+  for f in $fdir/logs/*.log; do grep -vE '^\s+NEW_FUNC' $f | tail -200 >$LOGS/fuzz/$(basename $f); done
 }
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
