@@ -84,9 +84,8 @@ int render_command(const std::vector<std::string>& args) {
     if (!engine.device_note().empty()) std::fprintf(stderr, "note: %s\n", engine.device_note().c_str());
     if (const std::string note = size_note(engine.model().native_size(), engine.width(), engine.height()); !note.empty())
       std::fprintf(stderr, "%s\n", note.c_str());
-    if (const auto& sc = engine.model().scheduler)
-      if (const std::string note = schedule_note(*sc, s.sampler.value_or(sc->native_sampler()), s.steps); !note.empty())
-        std::fprintf(stderr, "%s\n", note.c_str());
+    if (const std::string note = schedule_note(engine.model().scheduler, s.sampler, s.steps); !note.empty())
+      std::fprintf(stderr, "%s\n", note.c_str());
     for (const std::string& notice : prompt_notices) std::fprintf(stderr, "%s\n", notice.c_str());
     const std::string partial =
         recorder->partial_path() == recorder->path() ? "" : " (" + recorder->partial_path() + " until it is complete)";

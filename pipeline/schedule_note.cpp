@@ -5,9 +5,12 @@
 
 namespace rtvd {
 
-std::string schedule_note(const SchedulerConfig& cfg, SamplerKind sampler, int steps) {
+std::string schedule_note(const std::optional<SchedulerConfig>& config, std::optional<SamplerKind> asked, int steps) {
   constexpr int kFewSteps = 4;
-  if (!cfg.assumed || sampler == SamplerKind::Lcm || steps > kFewSteps) return "";
+  if (!config || !config->assumed || steps > kFewSteps) return "";
+  const SchedulerConfig& cfg = *config;
+  const SamplerKind sampler = asked.value_or(cfg.native_sampler());
+  if (sampler == SamplerKind::Lcm) return "";
   if (cfg.timestep_spacing.value_or(TimestepSpacing::Leading) != TimestepSpacing::Leading) return "";
   const SamplerPlan plan = make_sampler_plan(cfg, sampler, steps, 1.0f);
   return cat("note: the checkpoint brings no scheduler config, and SD's default spaces ", steps, " step",

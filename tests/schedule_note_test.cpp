@@ -25,6 +25,8 @@ TEST(ScheduleNote, NamesTheFirstTimestepOfAnAssumedLeadingScheduleAtFewSteps) {
             "note: the checkpoint brings no scheduler config, and SD's default spaces 4 steps from t = 751 of 999" + kFlag);
   EXPECT_EQ(schedule_note(sd, SamplerKind::Ddim, 5), "") << "more steps reach high noise";
   EXPECT_EQ(schedule_note(sd, SamplerKind::Lcm, 1), "") << "LCM spaces its own steps";
+  EXPECT_EQ(schedule_note(sd, std::nullopt, 1), schedule_note(sd, SamplerKind::Ddim, 1)) << "PNDM's own: DDIM";
+  EXPECT_EQ(schedule_note(std::nullopt, std::nullopt, 1), "") << "a pixel-space model has no schedule";
 
   SchedulerConfig trailing = sd;
   trailing.timestep_spacing = TimestepSpacing::Trailing;  // as --timestep-spacing trailing sets it

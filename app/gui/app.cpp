@@ -134,10 +134,9 @@ App::App(const GuiOptions& o)
   if (!engine_.device_note().empty()) std::fprintf(stderr, "note: %s\n", engine_.device_note().c_str());
   if (const std::string note = size_note(engine_.model().native_size(), engine_.width(), engine_.height()); !note.empty())
     std::fprintf(stderr, "%s\n", note.c_str());
-  if (const auto& sc = engine_.model().scheduler)
-    if (const std::string note = schedule_note(*sc, state_.settings.sampler.value_or(sc->native_sampler()), state_.settings.steps);
-        !note.empty())
-      std::fprintf(stderr, "%s\n", note.c_str());
+  if (const std::string note = schedule_note(engine_.model().scheduler, state_.settings.sampler, state_.settings.steps);
+      !note.empty())
+    std::fprintf(stderr, "%s\n", note.c_str());
   std::string why_not;
   upload_ = make_interop_upload(presenter_, engine_, &why_not);
   interop_ = upload_ != nullptr;
