@@ -20,7 +20,6 @@
 #include "pipeline/schedule_note.h"
 #include "pipeline/size_note.h"
 #include "pipeline/stop_signals.h"
-#include "process_clock.h"
 #include "progress.h"
 
 namespace rtvd {
@@ -57,13 +56,14 @@ int render_command(const std::vector<std::string>& args) {
     return 0;
   }
 
-  // The time to the first frame, step by step from process start (the summary's second line).
-  std::vector<std::pair<const char*, double>> startup{{"start", seconds_since_process_start()}};
+  // The time to the first frame, step by step from here (the summary's second line). Not from the process's
+  // start: a wrapper that execs rtvd (tools/quickstart.sh render, after building) would count as rtvd's.
+  std::vector<std::pair<const char*, double>> startup;
+  auto step_start = std::chrono::steady_clock::now();
   const auto startup_step = [&](const char* what) {
-    const double now = seconds_since_process_start();
-    double before = 0;
-    for (const auto& step : startup) before += step.second;
-    startup.emplace_back(what, now - before);
+    const auto now = std::chrono::steady_clock::now();
+    startup.emplace_back(what, std::chrono::duration<double>(now - step_start).count());
+    step_start = now;
   };
   std::unique_ptr<FrameSource> source = open_source(o.source);
   refuse_output_over_source(*source, o.output);
@@ -159,7 +159,7 @@ int render_command(const std::vector<std::string>& args) {
     std::snprintf(step, sizeof step, "%s%s %.2f", steps.empty() ? "" : ", ", what, seconds);
     first_frame_s += seconds, steps += step;
   }
-  std::printf("first frame %.2f s after the process started (%s s)\n", first_frame_s, steps.c_str());
+  std::printf("first frame %.2f s after the command started (%s s)\n", first_frame_s, steps.c_str());
   if (!recorder->note().empty()) std::fprintf(stderr, "note: %s\n", recorder->note().c_str());
   if (source_ended && written < frames)
     std::fprintf(stderr, "note: %s ended after %d frames, before the %d asked for\n", source->describe().c_str(),
