@@ -242,11 +242,14 @@ run_gui() {
 # FUZZ_JOBS="TARGET:WORKERS ..." all at once for FUZZ_SECONDS, each target in libFuzzer's fork mode (-fork=WORKERS:
 # child processes on short jobs, new inputs merged into one corpus by the parent) with tools/fuzz.sh's flags. Fork
 # mode, not -jobs: 50 -jobs workers reloading one shared corpus ran at a fifth of one worker's rate each
-# (docs/fuzzing.md). The executions are the parent's count; the grown corpora and the logs come back in $OUT.
+# (docs/fuzzing.md). The executions are the parent's count; each grown corpus comes back in $OUT minimised
+# (-merge=1: the inputs that keep its coverage; a whole corpus of whole checkpoints can pass the 16 MiB a file
+# may bring back), with the logs. FUZZ_SECONDS leaves a minute of the call's ten for that.
 run_fuzz() {
   local fdir=/tmp/rtvd-fuzz
   rm -rf $fdir && mkdir -p $fdir && tar -xJf "$root/.device/fuzz.tar.xz" -C $fdir || { note "fuzz: no .device/fuzz.tar.xz"; return; }
-  note "fuzz: commit $(cat $fdir/.commit), tree changes: $(wc -l <$fdir/.tree_status), $(nproc) cores, ${FUZZ_SECONDS:=600} s"
+  note "fuzz: commit $(cat $fdir/.commit), tree changes: $(wc -l <$fdir/.tree_status), $(nproc) cores, ${FUZZ_SECONDS:=480} s"
+  export ASAN_OPTIONS=quarantine_size_mb=16:malloc_context_size=8  # as tools/fuzz.sh runs them
   local spec t n parser
   for spec in ${FUZZ_JOBS:?FUZZ_JOBS=\"TARGET:WORKERS ...\"}; do
     t=${spec%:*} n=${spec#*:} parser=${t%_fuzzer} parser=${parser%_structured}
@@ -263,7 +266,20 @@ run_fuzz() {
     note "$(printf 'fuzz %-30s workers=%s executions=%s crashes=%s corpus=%s inputs, %s; last: %s' $t $n \
       "$(echo "$last" | sed -E 's/^#([0-9]+):.*/\1/')" "$(ls $fdir/artifacts | grep -c "^$t-")" \
       "$(ls $fdir/corpus/$t | wc -l)" "$(du -sh $fdir/corpus/$t | cut -f1)" "$(echo "$last" | cut -d' ' -f2-5)")"
-    tar -C $fdir/corpus -cJf "$OUT/fuzz_corpus_$t.tar.xz" $t
+    mkdir -p $fdir/minimised/$t
+    (cd $fdir && LD_LIBRARY_PATH=$fdir/lib timeout 60 $fdir/$t -merge=1 -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+       -malloc_limit_mb=256 $fdir/minimised/$t $fdir/corpus/$t >$fdir/logs/$t.merge.log 2>&1) &
+  done
+  wait
+  for spec in $FUZZ_JOBS; do
+    t=${spec%:*}
+    if grep -q '^MERGE-OUTER: .* new files' $fdir/logs/$t.merge.log; then
+      note "fuzz $t: corpus minimised to $(ls $fdir/minimised/$t | wc -l) inputs, $(du -sh $fdir/minimised/$t | cut -f1)"
+      tar -C $fdir/minimised -cJf "$OUT/fuzz_corpus_$t.tar.xz" $t
+    else
+      note "fuzz $t: the merge did not finish in 60 s; the whole corpus instead"
+      tar -C $fdir/corpus -cJf "$OUT/fuzz_corpus_$t.tar.xz" $t
+    fi
   done
   cp -r $fdir/artifacts $LOGS/fuzz_artifacts
   mkdir -p $LOGS/fuzz
