@@ -78,8 +78,9 @@ def stage_ms(frames, *names):
 
 
 def kernel_row(kernels, case, impl_prefix):
+    """The first timed row of the case whose implementation starts with impl_prefix (refusals have no time)."""
     for r in (kernels or {}).get("results", []):
-        if r["case"] == case and r["impl"].startswith(impl_prefix):
+        if r["case"] == case and r["impl"].startswith(impl_prefix) and "tflops" in r:
             return r
     return None
 

@@ -49,40 +49,45 @@ Conv2dCandidate mma_candidate(const Conv2dConfig& cfg) {
 }
 
 #if RTVD_HAS_CUDNN
-// cuDNN's plan for p's shape, made at the first ask and kept in ctx.plans; null where cuDNN has none.
-const Conv2dCudnnPlan* cudnn_plan(const Conv2dParams& p, const CudaContext& ctx) {
+// cuDNN's plan for p's shape (fused: for the fused form), made at the first ask and kept in ctx.plans; null
+// where cuDNN has none.
+const Conv2dCudnnPlan* cudnn_plan(const Conv2dParams& p, const CudaContext& ctx, bool fused) {
   if (!ctx.cudnn || !ctx.plans) return nullptr;
-  return ctx.plans->get<Conv2dCudnnPlan>(cat("conv2d ", conv2d_shape_key(p)), [&]() -> std::unique_ptr<Conv2dCudnnPlan> {
-    try {
-      return std::make_unique<Conv2dCudnnPlan>(make_conv2d_cudnn_plan(p, ctx.cudnn));
-    } catch (const Error&) {
-      return nullptr;  // no algorithm for the shape: the candidate says so in can_implement
-    }
-  });
+  return ctx.plans->get<Conv2dCudnnPlan>(
+      cat("conv2d ", conv2d_shape_key(p), fused ? " cudnn fused" : ""), [&]() -> std::unique_ptr<Conv2dCudnnPlan> {
+        try {
+          return std::make_unique<Conv2dCudnnPlan>(make_conv2d_cudnn_plan(p, ctx.cudnn, size_t(32) << 20, fused));
+        } catch (const Error&) {
+          return nullptr;  // no algorithm for the shape: the candidate says so in can_implement
+        }
+      });
 }
 
-Conv2dCandidate cudnn_candidate(const Conv2dParams& p) {
+// cuDNN's convolution with our epilogue pass after it, or (fused) with the epilogue in its own.
+Conv2dCandidate cudnn_candidate(const Conv2dParams& p, bool fused) {
   Conv2dCandidate c;
-  c.name = "cuDNN";
+  c.name = fused ? "cuDNN fused" : "cuDNN";
   c.provider = Provider::Cudnn;
   c.takes_prepass = p.gn_stats != nullptr;
-  c.can_implement = [](const Conv2dParams& q, const CudaContext& ctx, std::string* why) {
+  c.can_implement = [fused](const Conv2dParams& q, const CudaContext& ctx, std::string* why) {
+    std::string fuse_why;
     const char* unmet = !ctx.cudnn || !ctx.plans ? "no cuDNN handle and plan cache in the context"
                         : q.residual && q.residual == q.y ? "residual must not alias y (the epilogue runs in place on y)"
                         : !conv2d_symmetric(q)
                             ? "cuDNN pads both sides alike: h_out and w_out must be (h + 2 pad - kh) / stride + 1"
-                        : !cudnn_plan(q, ctx) ? "cuDNN has no algorithm for the shape"
-                                              : nullptr;
+                        : fused && !conv2d_cudnn_fuses(q, &fuse_why) ? fuse_why.c_str()
+                        : !cudnn_plan(q, ctx, fused) ? "cuDNN has no algorithm for the shape"
+                                                     : nullptr;
     if (unmet && why) *why = unmet;
     return unmet == nullptr;
   };
-  c.workspace_bytes = [](const Conv2dParams& q, const CudaContext& ctx) {
-    const Conv2dCudnnPlan* plan = cudnn_plan(q, ctx);
+  c.workspace_bytes = [fused](const Conv2dParams& q, const CudaContext& ctx) {
+    const Conv2dCudnnPlan* plan = cudnn_plan(q, ctx, fused);
     return plan ? plan->workspace_bytes : 0;
   };
-  c.run = [](const Conv2dParams& q, const CudaContext& ctx, const GroupNormParams* norm) {
-    const Conv2dCudnnPlan* plan = cudnn_plan(q, ctx);
-    if (!plan) fail("conv2d: cuDNN can't run ", conv2d_shape_key(q));
+  c.run = [fused, name = c.name](const Conv2dParams& q, const CudaContext& ctx, const GroupNormParams* norm) {
+    const Conv2dCudnnPlan* plan = cudnn_plan(q, ctx, fused);
+    if (!plan) fail("conv2d: ", name, " can't run ", conv2d_shape_key(q));
     conv2d_cudnn(q, *plan, ctx, norm);
   };
   return c;
@@ -121,7 +126,8 @@ std::vector<Conv2dCandidate> conv2d_candidates(const Conv2dParams& p, const Cuda
   }
   if (preferred.kernel != Conv2dKernel::Direct) out.push_back(mma_candidate({Conv2dKernel::Direct, 1}));
 #if RTVD_HAS_CUDNN
-  out.push_back(cudnn_candidate(p));
+  out.push_back(cudnn_candidate(p, false));
+  out.push_back(cudnn_candidate(p, true));
 #endif
   return out;
 }

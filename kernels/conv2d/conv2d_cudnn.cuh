@@ -1,12 +1,16 @@
-// conv2d through cuDNN 9's legacy convolution API, the baseline the custom kernel is measured against:
-// cudnnConvolutionForward (NHWC fp16, fp32 compute, tensor-op math) and two small kernels of ours for what
-// it can't fuse: the GroupNorm+SiLU prologue as a pre-pass into ctx.workspace, and the per-image
-// scale/bias, SiLU and residual as an in-place epilogue on y. Same params and function as conv2d().
-// Only built when CMake finds cuDNN (RTVD_HAS_CUDNN).
+// conv2d through cuDNN 9's legacy convolution API, the baseline the custom kernel is measured against, in
+// two forms (NHWC fp16, fp32 compute, tensor-op math; the GroupNorm+SiLU prologue as our pre-pass into
+// ctx.workspace in both):
+//   separate: cudnnConvolutionForward, then our in-place epilogue pass on y (any of conv2d.h's epilogues);
+//   fused: cudnnConvolutionBiasActivationForward, y = act(conv + z + bias) in cuDNN's own epilogue, where
+//     conv2d.h's epilogue is of that form (conv2d_cudnn_fuses): the autoencoders' convs, whose separate pass
+//     reads and writes 32 MB activations again at 512².
+// Same params and function as conv2d(). Only built when CMake finds cuDNN (RTVD_HAS_CUDNN).
 #pragma once
 #include <cudnn.h>
 
 #include <cstddef>
+#include <string>
 
 #include "kernels/conv2d/conv2d.h"
 #include "kernels/common/cuda_context.cuh"
@@ -22,6 +26,10 @@ struct Conv2dCudnnPlan {
   cudnnTensorDescriptor_t x_desc = nullptr, y_desc = nullptr;
   cudnnFilterDescriptor_t w_desc = nullptr;
   cudnnConvolutionDescriptor_t conv_desc = nullptr;
+  cudnnTensorDescriptor_t bias_desc = nullptr;          // fused: (1, c_out, 1, 1) fp16
+  cudnnActivationDescriptor_t act_desc = nullptr;       // fused: ReLU or identity
+  bool fused = false;                                   // cudnnConvolutionBiasActivationForward
+  size_t bias_offset = 0;  // fused: where the fp16 copy of p.bias goes in ctx.workspace, after the rest
   cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
   size_t algo_workspace_bytes = 0;
   size_t workspace_bytes = 0;  // of ctx.workspace conv2d_cudnn needs: the algorithm's, plus conv2d_prepass()'s
@@ -35,11 +43,18 @@ struct Conv2dCudnnPlan {
   ~Conv2dCudnnPlan();
 };
 
+// Whether cuDNN's fused form computes p's epilogue: act(conv + residual + bias) with one bias row for the
+// whole batch, no scale, ReLU or no activation (the residual before it). If not and why is given, *why
+// names the part it can't.
+bool conv2d_cudnn_fuses(const Conv2dParams& p, std::string* why = nullptr);
+
 // Descriptors for p's sizes and the fastest algorithm by cuDNN's heuristics
-// (cudnnGetConvolutionForwardAlgorithm_v7, tensor-op math) whose workspace fits max_workspace_bytes.
-// Pointers in p are ignored. Throws rtvd::Error for invalid params or when cuDNN has no algorithm.
+// (cudnnGetConvolutionForwardAlgorithm_v7, tensor-op math) whose workspace fits max_workspace_bytes; fused:
+// for the fused form (IMPLICIT_PRECOMP_GEMM without an activation, the only algorithm cuDNN fuses identity
+// with). Pointers in p are ignored. Throws rtvd::Error for invalid params, when cuDNN has no algorithm, or
+// (fused) when conv2d_cudnn_fuses(p) is false.
 Conv2dCudnnPlan make_conv2d_cudnn_plan(const Conv2dParams& p, cudnnHandle_t handle,
-                                       size_t max_workspace_bytes = size_t(32) << 20);
+                                       size_t max_workspace_bytes = size_t(32) << 20, bool fused = false);
 
 // y = conv2d.h's function of p on ctx.stream (sets the plan's handle to that stream). p must have the
 // plan's sizes and prologue on/off; residual must not alias y (the epilogue runs in place on y);

@@ -591,6 +591,48 @@ TEST(Conv2dCudaRequirements, CudnnPlanRejectsMismatchedParams) {
   EXPECT_NE(why.find("alias"), std::string::npos) << why;
 }
 
+// cuDNN's fused form (cudnnConvolutionBiasActivationForward) is offered exactly where conv2d.h's epilogue is
+// act(conv + residual + bias) with ReLU or none: the autoencoders' convs, which Conv2dCuda.Cudnn checks
+// against the CPU; the U-Net's FiLM and SiLU epilogues are refused, naming the part it lacks.
+TEST(Conv2dCudaRequirements, CudnnFusedFormWhereItsEpilogueFits) {
+  RTVD_SKIP_WITHOUT_CUDA();
+  CudaHost host;
+  test::Rng rng;
+  const std::vector<std::pair<const char*, const char*>> cases = {
+      {"taesd_512x512_64_relu", ""},        {"taesd_512x512_64_res_relu", ""},
+      {"vae_512x512_128_gn_res", ""},       {"wide_2x384_128_96_gn", ""},
+      {"sd_64x64_320_film_silu", "bias row per image"}, {"scaled_16x16_128", "scale"}};
+  for (const auto& [name, refusal] : cases) {
+    SCOPED_TRACE(name);
+    const GpuProblem pr(case_named(name), rng);
+    const test::HalfTensor y = pr.fresh_y();
+    const Conv2dParams p = pr.params(y.get());
+    const std::vector<Conv2dCandidate> all = conv2d_candidates(p, host.ctx());
+    const Conv2dCandidate* fused = candidate_named(all, "cuDNN fused");
+    ASSERT_NE(fused, nullptr);
+    std::string why;
+    EXPECT_EQ(fused->can_implement(p, host.ctx(), &why), *refusal == '\0') << why;
+    if (*refusal) {
+      EXPECT_NE(why.find(refusal), std::string::npos) << why;
+      EXPECT_THROW(make_conv2d_cudnn_plan(p, host.ctx().cudnn, size_t(32) << 20, true), Error);
+    }
+  }
+  const GpuProblem pr(case_named("taesd_512x512_64_res_relu"), rng);
+  const test::HalfTensor y = pr.fresh_y();
+  const Conv2dParams p = pr.params(y.get());
+  auto other = p;
+  other.act_after_residual = false;
+  std::string why;
+  EXPECT_FALSE(conv2d_cudnn_fuses(other, &why));
+  EXPECT_NE(why.find("residual after the activation"), std::string::npos) << why;
+  // A fused plan runs only the activation it was made with: its descriptor holds it.
+  const Conv2dCudnnPlan plan = make_conv2d_cudnn_plan(p, host.ctx().cudnn, size_t(32) << 20, true);
+  other = p;
+  other.act = Activation::None;
+  EXPECT_PRED_FORMAT2(testing::IsSubstring, "another activation",
+                      test::error_of([&] { conv2d_cudnn(other, plan, host.with_workspace(plan.workspace_bytes)); }));
+}
+
 // cuDNN's descriptors pad both sides alike: a conv with a zero row and column only after its input
 // (Downsample2D at an even size) is refused with that reason, and conv2d() runs it on rtvd's kernels (whose
 // output the Conv2dCuda tests check). At an odd size the stride-2 windows never reach that row and column, so
