@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "kernels/attention/attention.cuh"
+#include "kernels/attention/attention_gemm.cuh"
 #include "kernels/attention/attention_sm90.cuh"
 #include "kernels/common/plan_cache.h"
 #if RTVD_HAS_CUDNN
@@ -91,9 +92,15 @@ std::vector<AttentionCandidate> attention_candidates(const AttentionParams& p, c
   mma.worth_timing = [](const AttentionParams& q, const CudaContext& ctx) {
     return q.kv_len < kSm90MinKeys || !attention_sm90_can_implement(q, ctx);
   };
+  // The GEMM path where neither flash kernel holds the head dim (the VAE's 512): there it is timed, and it is
+  // the default before the fallback, which takes ~150x as long at the VAE's 4096 tokens.
+  AttentionCandidate gemm = make("cuBLASLt GEMM softmax GEMM", Provider::Cublaslt, attention_gemm_can_implement,
+                                 attention_gemm);
+  gemm.workspace_bytes = [](const AttentionParams& q, const CudaContext&) { return attention_gemm_workspace_bytes(q); };
+  gemm.worth_timing = [](const AttentionParams& q, const CudaContext&) { return !attention_can_implement(q); };
   std::vector<AttentionCandidate> out;
-  if (p.kv_len >= kSm90MinKeys) out = {wgmma, mma};
-  else out = {mma, wgmma};
+  if (p.kv_len >= kSm90MinKeys) out = {wgmma, mma, gemm};
+  else out = {mma, wgmma, gemm};
   out.push_back(make(
       "custom fallback", Provider::Rtvd,
       [](const AttentionParams& q, const CudaContext&, std::string* why) { return attention_fallback_can_implement(q, why); },

@@ -15,7 +15,8 @@
 namespace rtvd {
 
 // Who wrote the implementation: --kernels custom leaves out cuDNN's, --kernels cudnn prefers it. cuBLASLt is
-// the linears' GEMM under every family (rtvd has no GEMM of its own to replace it).
+// the GEMM under every family (rtvd has no GEMM of its own to replace it): the linears', and the attention's
+// where the head dim is beyond the flash kernels'.
 enum class Provider { Rtvd, Cudnn, Cublaslt };
 
 template <class Params, class... RunExtra>

@@ -7,10 +7,11 @@
 //     against float64).
 //   AttentionCuda (CUDA builds, skipping without a device): every candidate
 //     (kernels/attention/attention_candidates.cuh) that can run a case, one test per kind (Flash: the
-//     mma.sync flash kernel; FlashWgmma: the sm_90a one; Fallback; Cudnn: cuDNN's fused SDPA), and the entry
+//     mma.sync flash kernel; FlashWgmma: the sm_90a one; Gemm: cuBLASLt's two products around a softmax;
+//     Fallback; Cudnn: cuDNN's fused SDPA), and the entry
 //     point attention() (Default), against attention_cpu on the same fp16 values: rel L2 <= 2e-3 (fp16
 //     output, fp32 softmax and accumulation in another order). Each runs twice and must agree bit for bit.
-//     A candidate that can't apply the causal mask must refuse causal cases (cuDNN's does).
+//     A candidate that can't apply the causal mask must refuse causal cases (the GEMM path and cuDNN's do).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,6 +29,7 @@
 #if RTVD_HAS_CUDA
 #include "kernels/attention/attention.cuh"
 #include "kernels/attention/attention_candidates.cuh"
+#include "kernels/attention/attention_gemm.cuh"
 #include "kernels/attention/attention_sm90.cuh"
 #if RTVD_HAS_CUDNN
 #include "kernels/attention/attention_cudnn.cuh"
@@ -227,6 +229,7 @@ bool is_flash_wgmma(const AttentionCandidate& c) { return rtvd_named(c, "flash w
 bool is_flash(const AttentionCandidate& c) { return rtvd_named(c, "flash") && !is_flash_wgmma(c); }
 bool is_fallback(const AttentionCandidate& c) { return rtvd_named(c, "fallback"); }
 bool is_cudnn(const AttentionCandidate& c) { return c.provider == Provider::Cudnn; }
+bool is_gemm(const AttentionCandidate& c) { return c.provider == Provider::Cublaslt; }
 
 class AttentionCuda : public test::OnCuda<AttentionCase> {
  protected:
@@ -302,6 +305,23 @@ TEST_P(AttentionCuda, Fallback) {
   for (const AttentionCandidate* cand : mine) check_twice(pr, *cand, host_->ctx());
 }
 
+// Two cuBLASLt GEMMs around a softmax, for head dims beyond the flash kernels' (the VAE's 512): every case
+// whose sizes and strides are multiples of 8; causal cases are refused by name.
+TEST_P(AttentionCuda, Gemm) {
+  SCOPED_TRACE(test::seed_trace(rng));
+  const GpuAttention pr(GetParam(), rng);
+  const auto mine = candidates(pr, is_gemm, "GEMM");
+  if (GetParam().causal) {
+    EXPECT_TRUE(mine.empty()) << "the GEMM path must refuse a causal case";
+    EXPECT_NE(refused_.find("causal"), std::string::npos) << refused_;
+  }
+  if (mine.empty()) GTEST_SKIP() << refused_;
+  for (const AttentionCandidate* cand : mine) {
+    const CudaContext& ctx = host_->with_workspace(cand->workspace_bytes(pr.params(nullptr), host_->ctx()));
+    check_twice(pr, *cand, ctx);
+  }
+}
+
 #if RTVD_HAS_CUDNN
 // cuDNN's fused attention, the library alternative: every head dim of the SD models (40, 64, 80, 160) must
 // get an engine; other shapes cuDNN may refuse, by a message naming the shape. A plan runs only the shape it
@@ -343,7 +363,7 @@ TEST_P(AttentionCuda, Cudnn) {
 #endif
 
 // The entry point attention(): the default candidate (from 256 keys the wgmma kernel where it applies, else
-// the mma.sync flash kernel, else the fallback), the same bits every run.
+// the mma.sync flash kernel, else the GEMM path, else the fallback), the same bits every run.
 TEST_P(AttentionCuda, Default) {
   SCOPED_TRACE(test::seed_trace(rng));
   const GpuAttention pr(GetParam(), rng);
@@ -351,13 +371,16 @@ TEST_P(AttentionCuda, Default) {
   const AttentionParams p = pr.params(probe.get());
   const std::vector<AttentionCandidate> all = attention_candidates(p, host_->ctx());
   for (const AttentionCandidate& cand : all) {
-    EXPECT_EQ(is_flash(cand) + is_flash_wgmma(cand) + is_fallback(cand) + is_cudnn(cand), 1)
+    EXPECT_EQ(is_flash(cand) + is_flash_wgmma(cand) + is_gemm(cand) + is_fallback(cand) + is_cudnn(cand), 1)
         << cand.name << ": every candidate is tested under exactly one kind";
   }
   const AttentionCandidate& def = default_candidate(all, p, host_->ctx(), KernelFamily::Custom, "attention");
   SCOPED_TRACE("default candidate " + def.name);
   if (attention_sm90_can_implement(p, host_->ctx()) && p.kv_len >= 256) {
     EXPECT_TRUE(is_flash_wgmma(def)) << "attention() runs the wgmma kernel from 256 keys on";
+  }
+  if (!attention_can_implement(p) && attention_gemm_can_implement(p, host_->ctx())) {
+    EXPECT_TRUE(is_gemm(def)) << "beyond the flash kernels, attention() runs the GEMM path before the fallback";
   }
   const CudaContext& ctx = host_->with_workspace(def.workspace_bytes(p, host_->ctx()));
   const auto entry = [&](const AttentionParams& q) { attention(q, ctx); };
