@@ -160,7 +160,11 @@ size_t LayerChoices::workspace_bytes() const {
 void LayerChoices::run(size_t i, Op& op, int frame, bool capturing) {
   const auto run_slot = [&](auto& s, const auto& p, const char* name, int tuned_at, auto&&... extra) {
     if (!s.chosen || s.deferred) {
-      if (frame < tuned_at) return invoke(default_candidate(s.all, p, host_.ctx(), family_, name), p, host_.ctx());
+      if (frame < tuned_at) {  // eager: the default's workspace (the attention's GEMM path takes ~100 MB) grows now
+        const auto& def = default_candidate(s.all, p, host_.ctx(), family_, name);
+        if (!capturing) host_.with_workspace(def.workspace_bytes(p, host_.ctx()));
+        return invoke(def, p, host_.ctx());
+      }
       if (capturing) fail(name, " autotune: ", key_of(p), " is not tuned before capture");
       if (!s.chosen) tune(s, p, key_of(p), name, output_of(p));
       s.deferred = false;
