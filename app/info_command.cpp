@@ -83,7 +83,7 @@ int info_command(const std::vector<std::string>& args) {
     const FrameSettings& s = engine.settings();
     std::printf("  scheduler    %s: %s prediction, %s spacing; sampler %s%s\n", sc.class_name.c_str(),
                 prediction_type_name(sc.prediction), sc.timestep_spacing ? timestep_spacing_name(*sc.timestep_spacing) : "default",
-                sampler_name(s.sampler.value_or(sc.native_sampler())), s.sampler ? " (--sampler)" : " (the scheduler's)");
+                sampler_name(sc.sampler_for(s.sampler)), s.sampler ? " (--sampler)" : " (the scheduler's)");
     const LatentSpace& l = m.autoencoder->latent();
     std::printf("  autoencoder  %s, %d latent channels, one per %dx%d pixels, scaling factor %g\n",
                 m.autoencoder->tiny() ? "AutoencoderTiny (TAESD)" : "AutoencoderKL", l.channels, l.pixels_per_latent,

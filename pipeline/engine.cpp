@@ -54,7 +54,7 @@ void Engine::configure(const FrameSettings& s, bool img2img) {
   // the engine keeps its plan, and the GUI its last good settings.
   SamplerPlan sampler;
   if (model_.latent())
-    sampler = make_sampler_plan(*model_.scheduler, s.sampler.value_or(model_.scheduler->native_sampler()), s.steps,
+    sampler = make_sampler_plan(*model_.scheduler, model_.scheduler->sampler_for(s.sampler), s.steps,
                                 img2img ? s.strength : 1.0f);
 
   if (frame_ > 0) image();  // the new plan's memory no longer holds the last frame

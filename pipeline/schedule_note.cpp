@@ -9,7 +9,7 @@ std::string schedule_note(const std::optional<SchedulerConfig>& config, std::opt
   constexpr int kFewSteps = 4;
   if (!config || !config->assumed || steps > kFewSteps) return "";
   const SchedulerConfig& cfg = *config;
-  const SamplerKind sampler = asked.value_or(cfg.native_sampler());
+  const SamplerKind sampler = cfg.sampler_for(asked);
   if (sampler == SamplerKind::Lcm) return "";
   if (cfg.timestep_spacing.value_or(TimestepSpacing::Leading) != TimestepSpacing::Leading) return "";
   const SamplerPlan plan = make_sampler_plan(cfg, sampler, steps, 1.0f);

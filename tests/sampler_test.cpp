@@ -212,6 +212,8 @@ TEST(SchedulerConfig, TinySdConfigLoads) {
   const SchedulerConfig cfg = load_scheduler_config(path);
   EXPECT_EQ(cfg.class_name, "EulerDiscreteScheduler");
   EXPECT_EQ(cfg.native_sampler(), SamplerKind::Euler);
+  EXPECT_EQ(cfg.sampler_for(std::nullopt), SamplerKind::Euler) << "no --sampler: the scheduler's own";
+  EXPECT_EQ(cfg.sampler_for(SamplerKind::Lcm), SamplerKind::Lcm) << "--sampler wins";
   EXPECT_EQ(cfg.prediction, PredictionType::Epsilon);
   EXPECT_EQ(cfg.timestep_spacing, TimestepSpacing::Trailing);
   EXPECT_EQ(cfg.beta_schedule, BetaSchedule::ScaledLinear);

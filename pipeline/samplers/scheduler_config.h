@@ -71,6 +71,8 @@ struct SchedulerConfig {
   // step in alphas_cumprod (PNDM, DDPM, DPMSolverMultistep/Singlestep, DEIS, UniPC) give DDIM, whose
   // update PNDM's PLMS steps reuse and which is the first-order DPM-Solver++, DEIS and UniPC.
   SamplerKind native_sampler() const;
+  // What runs: --sampler's choice when given, else native_sampler().
+  SamplerKind sampler_for(std::optional<SamplerKind> asked) const { return asked.value_or(native_sampler()); }
 };
 
 // json_text: a scheduler_config.json; label names it in errors. Every key must be one that a scheduler class
