@@ -58,7 +58,7 @@ int render_command(const std::vector<std::string>& args) {
 
   // The time to the first frame, step by step from here (the summary's second line). Not from the process's
   // start: a wrapper that execs rtvd (tools/quickstart.sh render, after building) would count as rtvd's.
-  std::vector<std::pair<const char*, double>> startup;
+  std::vector<std::pair<std::string, double>> startup;
   auto step_start = std::chrono::steady_clock::now();
   const auto startup_step = [&](const char* what) {
     const auto now = std::chrono::steady_clock::now();
@@ -67,8 +67,10 @@ int render_command(const std::vector<std::string>& args) {
   };
   std::unique_ptr<FrameSource> source = open_source(o.source);
   refuse_output_over_source(*source, o.output);
+  startup_step("source");
   Engine engine(o.engine);
-  startup_step("model and backend");
+  startup.insert(startup.end(), engine.startup_seconds().begin(), engine.startup_seconds().end());
+  step_start = std::chrono::steady_clock::now();
   const FrameSettings s = frame_settings(o, engine);
   std::vector<std::string> prompt_notices;
   engine.set_prompts(o.prompts, &prompt_notices);
@@ -156,7 +158,7 @@ int render_command(const std::vector<std::string>& args) {
   std::string steps;
   for (const auto& [what, seconds] : startup) {
     char step[64];
-    std::snprintf(step, sizeof step, "%s%s %.2f", steps.empty() ? "" : ", ", what, seconds);
+    std::snprintf(step, sizeof step, "%s%s %.2f", steps.empty() ? "" : ", ", what.c_str(), seconds);
     first_frame_s += seconds, steps += step;
   }
   std::printf("first frame %.2f s after the command started (%s s)\n", first_frame_s, steps.c_str());

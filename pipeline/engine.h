@@ -3,6 +3,7 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pipeline/backends/backend.h"
@@ -36,6 +37,10 @@ class Engine {
   int width() const { return width_; }
   int height() const { return height_; }
   std::string device_note() const { return device_note_; }  // why this backend (e.g. "no CUDA device")
+  // How long making the engine took, part by part, in seconds: "model files" (read and checked), "backend",
+  // "text encoder" (its backend and weights; models with one), "weights" (the first plan: every weight built
+  // and uploaded).
+  const std::vector<std::pair<std::string, double>>& startup_seconds() const { return startup_; }
 
   // New settings take effect at the next frame; re-plans (no per-frame cost) only when they changed.
   void configure(const FrameSettings& settings, bool img2img);
@@ -74,6 +79,7 @@ class Engine {
   int class_id(const std::string& name_or_id) const;
 
  private:
+  std::vector<std::pair<std::string, double>> startup_;  // before model_: its load is the first part timed
   Model model_;
   std::unique_ptr<Backend> backend_;
   std::string device_note_;

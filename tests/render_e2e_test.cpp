@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -140,6 +141,26 @@ TEST_F(RenderE2E, SdModelWithTaesdAndLora) {
   EXPECT_EQ(png_size(plain[0]), (std::array<uint32_t, 2>{256, 256}));
   EXPECT_NE(read_file(plain[1]), read_file(with_lora[1])) << "the LoRA changes the frames";
   EXPECT_EQ(read_file(with_lora[1]), read_file(again[1]));
+
+  // The time to the first frame, part by part: the parts, in the order they run, add up to the total.
+  std::vector<std::string> timed_args = sd;
+  timed_args.insert(timed_args.end(), {"-o", path("timed/")});
+  const Result timed = run(timed_args);
+  const std::regex line(R"(first frame ([0-9.]+) s after the command started \((.*) s\)\n)");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(timed.out, m, line)) << timed.out;
+  std::vector<std::string> parts;
+  double sum = 0;
+  const std::regex part(R"(([a-z ]+) ([0-9.]+))");
+  const std::string listed = m[2];
+  for (auto it = std::sregex_iterator(listed.begin(), listed.end(), part); it != std::sregex_iterator(); ++it) {
+    parts.push_back((*it)[1].str().substr((*it)[1].str().find_first_not_of(' ')));
+    sum += std::stod((*it)[2]);
+  }
+  EXPECT_EQ(parts, (std::vector<std::string>{"source", "model files", "backend", "text encoder", "weights", "prompts",
+                                             "plan", "first frame"}))
+      << m[2];
+  EXPECT_NEAR(sum, std::stod(m[1]), 0.005 * (parts.size() + 1)) << m[0];
 
   // The latent models' flags on the default model, and a pickle as a model, are one line each.
   const Result vae = run({"render", "--device", "cpu", "--vae", "tiny", "-o", path("x/")});
