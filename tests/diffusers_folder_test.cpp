@@ -285,6 +285,17 @@ TEST(DiffusersFolder, MissingComponentFolder) {
   EXPECT_EQ(open_diffusers_folder(copy.dir).vae_dir, "");
 }
 
+// An inpainting or InstructPix2Pix U-Net (latents plus an image's latents, and a mask) is refused by what it is.
+TEST(DiffusersFolder, InpaintingAndImageConditionedUNetsAreRefusedByName) {
+  const TinySdCopy copy;
+  for (const auto& [in, what] : {std::pair{9, "is an inpainting model, which rtvd does not run"},
+                                 std::pair{8, "is an image-conditioned model (InstructPix2Pix), which rtvd does not run"},
+                                 std::pair{5, "the autoencoder's 4 latent channels do not fit the U-Net's 5 in and 4 out\n"}}) {
+    copy.edit("unet/config.json", [&, in = in](json& j) { j["in_channels"] = in; });
+    EXPECT_PRED_FORMAT2(IsSubstring, what, copy.load_error() + "\n");
+  }
+}
+
 TEST(DiffusersFolder, UnknownKeyInTheUNetConfig) {
   const TinySdCopy copy;
   copy.edit("unet/config.json", [](json& j) { j["brand_new_option"] = true; });

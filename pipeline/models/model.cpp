@@ -85,9 +85,19 @@ void finish_latent_model(Model& m, LatentParts parts, const ModelOptions& o) {
                                                                        : TimestepSpacing::Linspace;
 
   m.autoencoder = parts.autoencoder->config;
-  if (m.autoencoder->latent().channels != m.config.in_channels || m.config.out_channels != m.config.in_channels)
-    fail(parts.autoencoder_source, ": the autoencoder's ", m.autoencoder->latent().channels, " latent channels do not "
-         "fit the U-Net's ", m.config.in_channels, " in and ", m.config.out_channels, " out");
+  const int z = m.autoencoder->latent().channels;
+  if (z != m.config.in_channels || m.config.out_channels != m.config.in_channels) {
+    // The SD variants whose U-Net takes more than the latents, which rtvd does not run, by name.
+    const bool predicts_latents = m.config.out_channels == z;
+    const char* kind = predicts_latents && m.config.in_channels == 2 * z + 1
+                           ? "; a U-Net that takes the latents, a masked image's and a mask is an inpainting model"
+                       : predicts_latents && m.config.in_channels == 2 * z
+                           ? "; a U-Net that takes the latents and an image's is an image-conditioned model "
+                             "(InstructPix2Pix)"
+                           : "";
+    fail(parts.autoencoder_source, ": the autoencoder's ", z, " latent channels do not fit the U-Net's ",
+         m.config.in_channels, " in and ", m.config.out_channels, " out", kind, *kind ? ", which rtvd does not run" : "");
+  }
   m.components.push_back(component("unet", parts.unet, parts.unet_source));
   m.components.push_back(component(m.autoencoder->tiny() ? "vae (TAESD)" : "vae", parts.autoencoder->tensors,
                                    parts.autoencoder_source));
