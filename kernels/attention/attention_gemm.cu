@@ -21,12 +21,10 @@
 namespace rtvd {
 namespace {
 
-constexpr size_t kAlign = 256;                       // workspace regions start on this boundary
 constexpr size_t kCublasWorkspace = size_t(8) << 20;  // cuBLASLt's scratch, after S and P
 constexpr size_t kMaxScoreBytes = size_t(1) << 30;    // S and P of one image at most
 constexpr int kSoftmaxThreads = 256;
 
-size_t align_up(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 size_t scores(const AttentionParams& p) { return size_t(p.heads) * p.q_len * p.kv_len; }
 size_t p_offset(const AttentionParams& p) { return align_up(scores(p) * sizeof(float)); }
 size_t cublas_offset(const AttentionParams& p) { return p_offset(p) + align_up(scores(p) * sizeof(__half)); }

@@ -68,8 +68,6 @@ void destroy_descriptors(Conv2dCudnnPlan& plan) {
   plan.bias_desc = nullptr, plan.act_desc = nullptr;
 }
 
-size_t align_up(size_t bytes) { return (bytes + 255) / 256 * 256; }
-
 bool same_shape(const Conv2dParams& a, const Conv2dParams& b) {
   return a.n == b.n && a.h == b.h && a.w == b.w && a.c_in == b.c_in && a.c_out == b.c_out && a.kh == b.kh &&
          a.kw == b.kw && a.stride == b.stride && a.pad == b.pad && a.h_out == b.h_out && a.w_out == b.w_out &&

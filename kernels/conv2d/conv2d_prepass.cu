@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "kernels/common/alignment.h"
 #include "kernels/conv2d/conv2d_traits.cuh"
 #include "kernels/group_norm/group_norm.cuh"
 
@@ -12,8 +13,6 @@ namespace {
 
 using namespace conv2d_detail;
 
-constexpr size_t kAlign = 256;  // workspace regions start on this boundary
-size_t align_up(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
 // pre(x) = silu(GroupNorm affine(x)) for 8 channels of one pixel per thread (fewer at the end of a row
 // when c_in % 8 != 0); vec: 16-byte loads and stores.
