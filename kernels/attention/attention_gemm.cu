@@ -15,6 +15,7 @@
 
 #include "kernels/attention/attention_candidates.cuh"
 #include "kernels/common/alignment.h"
+#include "kernels/common/cublaslt_preference.cuh"
 #include "kernels/common/nvtx_range.h"
 #include "kernels/common/plan_cache.h"
 
@@ -54,14 +55,7 @@ bool init_matmul(Matmul& m, cublasOperation_t transa, const CudaContext& ctx) {
   RTVD_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(&m.desc, CUBLASLT_MATMUL_DESC_TRANSA, &transa, sizeof(transa)));
   RTVD_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(&m.desc, CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof(transb)));
   cublasLtMatmulPreferenceOpaque_t pref{};
-  RTVD_CUBLAS_CHECK(cublasLtMatmulPreferenceInit(&pref));
-  const uint64_t workspace = kCublasWorkspace;
-  const uint32_t alignment = 16;
-  RTVD_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(&pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
-                                                         sizeof(workspace)));
-  for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
-    RTVD_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(&pref, attr, &alignment, sizeof(alignment)));
+  init_cublaslt_preference(pref, kCublasWorkspace);
   cublasLtMatmulHeuristicResult_t result{};
   int returned = 0;
   const cublasStatus_t status =
@@ -95,9 +89,7 @@ std::unique_ptr<AttentionGemmPlan> make_plan(const AttentionParams& p, const Cud
 // The plan for p's sizes and strides, made at the first ask and kept in ctx.plans; null where cuBLASLt has
 // no algorithm (remembered too).
 AttentionGemmPlan* plan_for(const AttentionParams& p, const CudaContext& ctx) {
-  const std::string key = cat("attention gemm ", p.batch, "x", p.heads, "x", p.head_dim, " q", p.q_len, " kv", p.kv_len,
-                              " strides ", p.q_stride, "/", p.k_stride, "/", p.v_stride, "/", p.o_stride);
-  return ctx.plans->get<AttentionGemmPlan>(key, [&] { return make_plan(p, ctx); });
+  return ctx.plans->get<AttentionGemmPlan>(cat("gemm ", attention_shape_key(p)), [&] { return make_plan(p, ctx); });
 }
 
 // P = softmax(S) over each row of kv_len scores: one block per row, the row's max and sum in one pass

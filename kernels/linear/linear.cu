@@ -16,6 +16,7 @@
 
 #include "kernels/linear/linear.cuh"
 #include "kernels/common/alignment.h"
+#include "kernels/common/cublaslt_preference.cuh"
 #include "kernels/common/device_math.cuh"
 
 namespace rtvd {
@@ -207,14 +208,7 @@ bool try_configure(Plan& plan, const CudaContext& ctx, BiasPath bias) {
   RTVD_CUBLAS_CHECK(cublasLtMatrixLayoutInit(&plan.d, CUDA_R_16F, key.n, key.m, key.n));  // y: (n x m), ld n
 
   cublasLtMatmulPreferenceOpaque_t pref{};
-  RTVD_CUBLAS_CHECK(cublasLtMatmulPreferenceInit(&pref));
-  const uint64_t workspace = key.workspace_bytes - plan.staging_bytes;
-  const uint32_t alignment = 16;
-  RTVD_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(&pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
-                                                         sizeof(workspace)));
-  for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
-    RTVD_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(&pref, attr, &alignment, sizeof(alignment)));
+  init_cublaslt_preference(pref, key.workspace_bytes - plan.staging_bytes);
 
   std::array<cublasLtMatmulHeuristicResult_t, kAlgoCandidates> results{};
   int returned = 0;
