@@ -11,20 +11,8 @@
 #include "pipeline/latent_frame_plan.h"
 
 namespace rtvd {
-namespace {
-
-// f()'s result; how long it took goes into steps under `what`.
-template <class F>
-auto timed(std::vector<std::pair<std::string, double>>& steps, const char* what, F&& f) {
-  const auto start = std::chrono::steady_clock::now();
-  auto result = f();
-  steps.emplace_back(what, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  return result;
-}
-
-}  // namespace
-
-Engine::Engine(const EngineOptions& o) : model_(timed(startup_, "model files", [&] { return load_model(o.model); })) {
+Engine::Engine(const EngineOptions& o) : model_(load_model(o.model)) {
+  lap("model files");
   const ModelConfig& c = model_.config;
   width_ = o.width > 0 ? o.width : model_.native_size();
   height_ = o.height > 0 ? o.height : model_.native_size();
@@ -33,8 +21,8 @@ Engine::Engine(const EngineOptions& o) : model_(timed(startup_, "model files", [
   const int m = model_.size_multiple();
   if (width_ % m || height_ % m)
     fail("--size ", width_, "x", height_, ": width and height must be multiples of ", m, " for this model");
-  backend_ = timed(startup_, "backend", [&] { return make_backend(o.device, o.threads, o.kernels, &device_note_); });
-  const auto text_start = std::chrono::steady_clock::now();
+  backend_ = make_backend(o.device, o.threads, o.kernels, &device_note_);
+  lap("backend");
   if (model_.text_encoder) {
     // The text encoder gets a backend of its own (its graph is prepared once, beside the frame's), on the
     // device the frames run on.
@@ -48,19 +36,22 @@ Engine::Engine(const EngineOptions& o) : model_(timed(startup_, "model files", [
       fail(label, ": the text encoder gives ", prompt_encoder_->tokens(), " x ", prompt_encoder_->width(),
            " embeddings, but the U-Net's cross-attention takes ", c.context_length, " x ", c.cross_attention_dim);
     set_prompts(PromptSettings{});
-    startup_.emplace_back("text encoder",
-                          std::chrono::duration<double>(std::chrono::steady_clock::now() - text_start).count());
+    lap("text encoder");
   } else if (o.clip_skip != 0) {
     fail("--clip-skip ", o.clip_skip, ": this model has no text encoder");
   }
   // The first plan builds every weight (img2img's for latent models, whose encoder txt2img leaves out): the
   // checkpoint must hold exactly those tensors, and they are uploaded once, so that a later switch to an image
   // source uploads nothing.
-  timed(startup_, "weights", [&] {
-    configure(FrameSettings{}, model_.latent());
-    model_.weights->check_all_read();
-    return 0;
-  });
+  configure(FrameSettings{}, model_.latent());
+  model_.weights->check_all_read();
+  lap("weights");
+}
+
+void Engine::lap(const char* what) {
+  const auto now = std::chrono::steady_clock::now();
+  startup_.emplace_back(what, std::chrono::duration<double>(now - lap_start_).count());
+  lap_start_ = now;
 }
 
 void Engine::configure(const FrameSettings& s, bool img2img) {

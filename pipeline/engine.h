@@ -1,6 +1,7 @@
 // The frame loop's engine: a model on a backend, a plan for the current settings, and one call per
 // frame. Headless rendering and the GUI drive the same Engine (instant-ngp's `while (frame())`).
 #pragma once
+#include <chrono>
 #include <memory>
 #include <string>
 #include <utility>
@@ -79,7 +80,9 @@ class Engine {
   int class_id(const std::string& name_or_id) const;
 
  private:
-  std::vector<std::pair<std::string, double>> startup_;  // before model_: its load is the first part timed
+  std::vector<std::pair<std::string, double>> startup_;
+  // Where the part of the engine's making now under way started: before model_, whose load is the first part.
+  std::chrono::steady_clock::time_point lap_start_ = std::chrono::steady_clock::now();
   Model model_;
   std::unique_ptr<Backend> backend_;
   std::string device_note_;
@@ -97,6 +100,7 @@ class Engine {
   int queued_ = 0;
 
   void check_memory(const FrameSettings& s) const;
+  void lap(const char* what);  // the part of startup_ since lap_start_ ends here
   void write_latent_inputs(const std::vector<float>* image);
   float travel_position() const;
   void write_context(float t);
