@@ -42,4 +42,12 @@ std::unique_ptr<Backend> make_backend(DeviceKind device, int threads, [[maybe_un
   return make_cpu_backend(threads);
 }
 
+std::future<void> start_device(DeviceKind device) {
+  if (device == DeviceKind::Cpu) return {};
+  return std::async(std::launch::async, [] {
+    const auto gpus = cuda_devices(nullptr);
+    if (!gpus.empty()) cuda_warm_up(gpus.front().index);  // the one make_backend takes
+  });
+}
+
 }  // namespace rtvd

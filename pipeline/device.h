@@ -2,6 +2,7 @@
 // new enough) and otherwise the CPU, saying why in `note`; cuda asked for but unusable is an Error.
 #pragma once
 #include <functional>
+#include <future>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,5 +20,8 @@ std::vector<std::string> device_kind_names();              // the values --devic
 DeviceKind device_kind_named(const std::string& name);     // throws rtvd::Error naming --device for any other
 
 std::unique_ptr<Backend> make_backend(DeviceKind device, int threads, KernelFamily kernels, std::string* note);
+// Starts, on a thread of its own, what make_backend(device, ...) will make the slow part of: the GPU's CUDA
+// context and libraries (cuda_warm_up); nothing for the CPU. The engine reads the model's files meanwhile.
+std::future<void> start_device(DeviceKind device);
 
 }  // namespace rtvd

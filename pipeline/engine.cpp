@@ -11,7 +11,7 @@
 #include "pipeline/latent_frame_plan.h"
 
 namespace rtvd {
-Engine::Engine(const EngineOptions& o) : model_(load_model(o.model)) {
+Engine::Engine(const EngineOptions& o) : device_start_(start_device(o.device)), model_(load_model(o.model)) {
   lap("model files");
   const ModelConfig& c = model_.config;
   width_ = o.width > 0 ? o.width : model_.native_size();
@@ -21,6 +21,7 @@ Engine::Engine(const EngineOptions& o) : model_(load_model(o.model)) {
   const int m = model_.size_multiple();
   if (width_ % m || height_ % m)
     fail("--size ", width_, "x", height_, ": width and height must be multiples of ", m, " for this model");
+  if (device_start_.valid()) device_start_.wait();
   backend_ = make_backend(o.device, o.threads, o.kernels, &device_note_);
   lap("backend");
   if (model_.text_encoder) {

@@ -2,6 +2,7 @@
 // frame. Headless rendering and the GUI drive the same Engine (instant-ngp's `while (frame())`).
 #pragma once
 #include <chrono>
+#include <future>
 #include <memory>
 #include <string>
 #include <utility>
@@ -38,7 +39,8 @@ class Engine {
   int width() const { return width_; }
   int height() const { return height_; }
   std::string device_note() const { return device_note_; }  // why this backend (e.g. "no CUDA device")
-  // How long making the engine took, part by part, in seconds: "model files" (read and checked), "backend",
+  // How long making the engine took, part by part, in seconds: "model files" (opened and checked; a large
+  // file's pages go on coming in on a thread of their own, waited for by what reads them), "backend",
   // "text encoder" (its backend and weights; models with one), "weights" (the first plan: every weight built
   // and uploaded).
   const std::vector<std::pair<std::string, double>>& startup_seconds() const { return startup_; }
@@ -83,6 +85,7 @@ class Engine {
   std::vector<std::pair<std::string, double>> startup_;
   // Where the part of the engine's making now under way started: before model_, whose load is the first part.
   std::chrono::steady_clock::time_point lap_start_ = std::chrono::steady_clock::now();
+  std::future<void> device_start_;  // the device's slow start, made while model_ loads (start_device)
   Model model_;
   std::unique_ptr<Backend> backend_;
   std::string device_note_;

@@ -87,7 +87,7 @@ TEST(HostileWeights, NonFiniteValuesAreRefusedNamingTheTensorAndElement) {
       tensors.push_back(random_tensor(cat("block.", i, ".weight"), dtype, {rng.integer(1, 300), rng.integer(1, 300)}, rng));
     const std::string path = dir.path(cat(dtype_name(dtype), ".safetensors"));
     write_safetensors(path, tensors);
-    EXPECT_NO_THROW(WeightStore(SafeTensorsFile::open(path))) << dtype_name(dtype);
+    EXPECT_NO_THROW(WeightStore(SafeTensorsFile::open(path)).check_finite()) << dtype_name(dtype);
 
     const int kind = rng.integer(0, 2);
     TensorToWrite& bad = tensors[size_t(rng.integer(0, 3))];
@@ -99,7 +99,7 @@ TEST(HostileWeights, NonFiniteValuesAreRefusedNamingTheTensorAndElement) {
     }
     write_safetensors(path, tensors);
     SCOPED_TRACE(cat(dtype_name(dtype), " ", bad.name, " element ", first));
-    EXPECT_EQ(error_of([&] { WeightStore(SafeTensorsFile::open(path)); }),
+    EXPECT_EQ(error_of([&] { WeightStore(SafeTensorsFile::open(path)).check_finite(); }),
               cat(path, ": tensor '", bad.name, "' holds ", kinds[kind], " at element ", first, " of ",
                   shape_string(bad.shape), ", expected finite weights"));
   }

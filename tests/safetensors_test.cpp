@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <optional>
@@ -116,6 +117,38 @@ TEST(SafeTensors, RoundTripsRandomTensorsOfEveryDType) {
     ASSERT_EQ(t.bytes, w.bytes.size());
     EXPECT_TRUE(std::equal(w.bytes.begin(), w.bytes.end(), t.data));
     EXPECT_EQ(&read.get(w.name, w.dtype, w.shape), &t);
+  }
+}
+
+// A file from kBackgroundReadInBytes on is read in on a thread of its own: its tensors, read at once (ahead of
+// that thread, and beside it), are the bytes written; a file dropped while its thread reads lets go of it.
+TEST(SafeTensors, LargeFilesReadInTheBackgroundGiveTheSameBytes) {
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  std::vector<TensorToWrite> written;
+  for (int i = 0; i < 3; ++i) {
+    const int64_t rows = 4096 + rng.integer(1, 64);
+    TensorToWrite t{cat("w", i), DType::F16, {rows, 4096}, std::vector<uint8_t>(size_t(rows) * 4096 * 2)};
+    uint64_t x = uint64_t(rng.integer(1, 1 << 30)) * 2654435761u + 1;
+    for (size_t k = 0; k + 8 <= t.bytes.size(); k += 8) {  // xorshift64: 100 MB of random bytes
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      std::memcpy(t.bytes.data() + k, &x, 8);
+    }
+    written.push_back(std::move(t));
+  }
+  TempFile file("large.safetensors");
+  write_safetensors(file.path, written);
+  struct stat st {};
+  ASSERT_EQ(stat(file.path.c_str(), &st), 0);
+  ASSERT_GE(uint64_t(st.st_size), SafeTensorsFile::kBackgroundReadInBytes);
+
+  { const SafeTensorsFile dropped = SafeTensorsFile::open(file.path); }
+  const SafeTensorsFile read = SafeTensorsFile::open(file.path);
+  ASSERT_EQ(read.tensors().size(), written.size());
+  for (int i = int(written.size()) - 1; i >= 0; --i) {  // the last first: ahead of the thread
+    const TensorView& t = read.get(written[size_t(i)].name, DType::F16, written[size_t(i)].shape);
+    ASSERT_EQ(t.bytes, written[size_t(i)].bytes.size());
+    EXPECT_EQ(std::memcmp(t.data, written[size_t(i)].bytes.data(), t.bytes), 0) << t.name;
   }
 }
 

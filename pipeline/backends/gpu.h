@@ -17,6 +17,9 @@ struct GpuInfo {
 
 // Usable CUDA devices; why_not says why there are none (no CUDA build, no device, old driver or GPU).
 std::vector<GpuInfo> cuda_devices(std::string* why_not);
+// Makes the device's CUDA context and loads what cuBLASLt's and cuDNN's first handles load (~0.3-0.4 s),
+// so that a backend made next, on any thread, finds them ready. Errors are left to that backend to meet.
+void cuda_warm_up(int device);
 
 // For benchmarks. GPU milliseconds of each of `runs` calls of f, from events recorded on `stream` (the
 // backend's cudaStream_t) around each call; the calls are queued back to back, as frames are.

@@ -19,6 +19,8 @@ double cuda_median_ms(void*, int, int, const std::function<void()>&) {
   fail("GPU timing: this build has no CUDA backend");
 }
 
+void cuda_warm_up(int) {}  // cuda_devices() gives none to warm up
+
 size_t cuda_memory_used(int) { fail("GPU memory: this build has no CUDA backend"); }
 #endif
 

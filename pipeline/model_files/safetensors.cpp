@@ -14,12 +14,14 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <tuple>
 
 #include "kernels/common/checked_math.h"
 #include "kernels/common/error.h"
+#include "pipeline/model_files/background_read_in.h"
 #include "pipeline/model_files/json_text.h"
 
 namespace rtvd {
@@ -226,10 +228,14 @@ std::string shape_string(std::span<const int64_t> shape) {
 struct SafeTensorsFile::Mapping {
   void* address;
   size_t size;
+  std::unique_ptr<BackgroundReadIn> read_in;  // a large file's pages, brought in while the caller goes on
   Mapping(void* a, size_t s) : address(a), size(s) {}
   Mapping(const Mapping&) = delete;
   Mapping& operator=(const Mapping&) = delete;
-  ~Mapping() { munmap(address, size); }
+  ~Mapping() {
+    read_in.reset();  // its thread reads the mapping: stopped first
+    munmap(address, size);
+  }
 };
 
 // The header, checked against the size of the file: its length, the tensors sorted by offset (tiling the
@@ -312,12 +318,15 @@ SafeTensorsFile SafeTensorsFile::open(const std::string& path) {
   const std::string header = read_at(fd, path, kLengthFieldBytes, header_bytes);
   Index index = read_index(path, header, size - kLengthFieldBytes - header_bytes);
 
-  // MAP_POPULATE reads the file in ahead of use: one sequential pass instead of a page fault per 4 KiB
-  // while the weights are converted (a 1.7 GB checkpoint is 400k pages).
-  void* address = mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+  // The file is read in ahead of use, one sequential pass instead of a page fault per 4 KiB while the
+  // weights are converted (a 1.7 GB checkpoint is 400k pages): a small one at once (MAP_POPULATE), a large
+  // one on a thread of its own while the caller goes on.
+  const bool large = size >= kBackgroundReadInBytes;
+  void* address = mmap(nullptr, size, PROT_READ, MAP_PRIVATE | (large ? 0 : MAP_POPULATE), fd, 0);
   if (address == MAP_FAILED) fail(path, ": cannot mmap: ", std::strerror(errno));
   SafeTensorsFile file;
   file.mapping_ = std::make_shared<Mapping>(address, size);  // the mapping keeps the file alive
+  if (large) file.mapping_->read_in = std::make_unique<BackgroundReadIn>(address, size);
   file.label_ = path;
   const auto* bytes = static_cast<const uint8_t*>(address);
   if (std::memcmp(bytes + kLengthFieldBytes, header.data(), header.size()) != 0)

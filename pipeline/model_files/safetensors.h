@@ -41,8 +41,10 @@ struct TensorSpec {
 
 class SafeTensorsFile {
  public:
-  // The header read and checked first, then the file mapped read-only with its pages read ahead.
+  // The header read and checked first, then the file mapped read-only with its pages read ahead: at once,
+  // or from kBackgroundReadInBytes on, on a thread of its own (background_read_in.h) while the caller goes on.
   static SafeTensorsFile open(const std::string& path);
+  static constexpr uint64_t kBackgroundReadInBytes = uint64_t(64) << 20;
   // Parses bytes that outlive the object (e.g. the embedded default model); label names it in errors.
   static SafeTensorsFile from_memory(const void* data, size_t size, std::string label);
   // A file made in memory: the header for `specs` (in order, contiguous), then fill(i, data) writes the

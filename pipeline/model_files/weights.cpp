@@ -157,9 +157,11 @@ void WeightTensor::write(void* dst, DType act) const {
   }
 }
 
-WeightStore::WeightStore(TensorSet tensors) : set_(std::move(tensors)) { set_.check_finite(); }
+WeightStore::WeightStore(TensorSet tensors)
+    : set_(std::move(tensors)), finite_(std::async(std::launch::async, [set = set_] { set.check_finite(); }).share()) {}
 
 const TensorView& WeightStore::view(const std::string& name, const std::vector<int64_t>& shape) {
+  check_finite();
   const TensorView& t = set_.get_float(name, shape);
   read_[name] = 1;
   return t;
@@ -174,6 +176,7 @@ std::vector<float> WeightStore::read(const std::string& name, const std::vector<
 }
 
 Ref WeightStore::get(const std::string& name, Elem elem, const std::function<WeightTensor()>& make) {
+  check_finite();
   auto it = index_.find(name);
   if (it == index_.end()) {
     WeightTensor t = make();
@@ -199,6 +202,7 @@ Ref WeightStore::get(const std::string& name, Elem elem, const std::function<Wei
 }
 
 void WeightStore::check_all_read() const {
+  check_finite();
   for (const TensorView& t : set_.tensors())
     if (!read_.count(t.name)) {
       const std::string source = set_.source_name(t.name);

@@ -6,6 +6,7 @@
 // updates goes through one fp32 buffer of its own size, where they are merged.
 #pragma once
 #include <functional>
+#include <future>
 #include <map>
 #include <string>
 #include <vector>
@@ -38,8 +39,16 @@ struct WeightTensor {
 
 class WeightStore {
  public:
+  // Every float tensor is checked to be finite on a thread of its own, begun here: a large checkpoint's
+  // check waits for its pages to come in from the disk (background_read_in.h), and the caller goes on
+  // meanwhile (the engine makes its text encoder). Every use below waits for the check and throws its Error.
   explicit WeightStore(TensorSet tensors);
   explicit WeightStore(SafeTensorsFile file) : WeightStore(TensorSet(std::move(file))) {}
+  WeightStore(const WeightStore&) = delete;
+  WeightStore& operator=(const WeightStore&) = delete;
+
+  // Waits for the check begun at construction; an Error naming the first tensor holding NaN or Inf.
+  void check_finite() const { finite_.get(); }
 
   // A checkpoint tensor as fp32 in PyTorch layout, LoRA updates merged; Error when missing, of another
   // shape or not a float.
@@ -53,12 +62,19 @@ class WeightStore {
   // Every checkpoint tensor was used: a leftover means the file is for another architecture.
   void check_all_read() const;
 
-  const std::vector<WeightTensor>& tensors() const { return tensors_; }
-  const TensorSet& checkpoint() const { return set_; }
-  int64_t checkpoint_parameters() const { return set_.parameters(); }
+  const std::vector<WeightTensor>& tensors() const {
+    check_finite();
+    return tensors_;
+  }
+  const TensorSet& checkpoint() const {
+    check_finite();
+    return set_;
+  }
+  int64_t checkpoint_parameters() const { return checkpoint().parameters(); }
 
  private:
   TensorSet set_;
+  std::shared_future<void> finite_;  // set_.check_finite() on its own thread (it reads a copy of the set's views)
   std::map<std::string, int> read_;
   std::map<std::string, int> index_;
   std::vector<WeightTensor> tensors_;

@@ -1,8 +1,12 @@
-// Which CUDA devices this build can use. Kernels are built for sm_80 and newer.
+// Which CUDA devices this build can use, and their start. Kernels are built for sm_80 and newer.
+#include <cublasLt.h>
 #include <cuda_runtime.h>
 
 #include "kernels/common/error.h"
 #include "pipeline/backends/gpu.h"
+#if RTVD_HAS_CUDNN
+#include <cudnn.h>
+#endif
 
 namespace rtvd {
 
@@ -36,6 +40,18 @@ std::vector<GpuInfo> cuda_devices(std::string* why_not) {
   }
   if (out.empty() && why_not) *why_not = cat("GPU too old: ", old, "; rtvd's kernels need sm_80 (Ampere) or newer");
   return out;
+}
+
+// The handles go at once: what stays is the context and the libraries' loaded code, which every later
+// handle shares.
+void cuda_warm_up(int device) {
+  if (cudaSetDevice(device) != cudaSuccess || cudaFree(nullptr) != cudaSuccess) return;
+  cublasLtHandle_t blas = nullptr;
+  if (cublasLtCreate(&blas) == CUBLAS_STATUS_SUCCESS) cublasLtDestroy(blas);
+#if RTVD_HAS_CUDNN
+  cudnnHandle_t dnn = nullptr;
+  if (cudnnCreate(&dnn) == CUDNN_STATUS_SUCCESS) cudnnDestroy(dnn);
+#endif
 }
 
 }  // namespace rtvd
