@@ -117,9 +117,10 @@ int render_command(const std::vector<std::string>& args) {
         break;
       }
       engine.step(source->has_images() ? &image : nullptr);
-      // The frame is copied to the host while the next one computes; the recorder takes it a frame late.
+      // The frame is copied to the host while the next one computes; the recorder takes it a frame late,
+      // but for the first, written at once: the second may take seconds (with auto it tunes every layer).
       engine.queue_image();
-      if (engine.queued_images() == 2) write_image();
+      if (engine.queued_images() == 2 || recorder->frames_written() == 0) write_image();
       if (!o.profile_path.empty()) {
         const std::vector<float> ms = engine.backend().frame_op_ms();
         if (!ms.empty()) profile.add_frame(engine.plan().graph.frame, ms);

@@ -60,8 +60,8 @@ double compare_unet(const std::function<Model()>& load, const std::string& name,
       if (std::holds_alternative<GroupNormOp>(run.graph().frame[i].body))
         *fused_norms += gpu->frame_op_impl(i).find("pre-pass") != std::string::npos;
   }
-  // With auto: the first forward tunes the convs, the second times the linears' cuBLASLt algorithms, the
-  // third replays the captured graph; each must give the CPU's output.
+  // With auto: the first forward runs the defaults, the second tunes the convs and attention and times the
+  // linears' cuBLASLt algorithms, the third replays the captured graph; each must give the CPU's output.
   const int forwards = kernels == KernelFamily::Auto ? 3 : 1;
   for (int i = 1; i < forwards; ++i) {
     run.forward();
@@ -132,7 +132,7 @@ TEST(UNetCuda, DefaultModelMatchesCpu) {
   compare_unet(test::assets_dir() + "/default", 2, 64, 64);
 }
 
-// --kernels auto: each conv shape is tuned at the first frame and each attention shape at the second
+// --kernels auto: each conv and attention shape is tuned at the second frame
 // (every candidate checked against our default and timed), the choices are cached on disk, and a second
 // load takes them from the cache without tuning; both give the CPU's result.
 TEST(UNetCuda, AutotunedLayersMatchCpuAndAreCachedOnDisk) {

@@ -94,15 +94,15 @@ class CudaBackend final : public Backend {
     RTVD_CUDA_CHECK(cudaStreamSynchronize(host_.stream()));
   }
 
-  // The first run of a plan is eager (libraries do their lazy set-up outside any capture; with `auto` the
-  // convs are tuned); later runs replay one CUDA graph of every frame op. With `auto` one more run after
-  // the first output is eager too: it times the linears' cuBLASLt algorithms and the attention layers'
-  // implementations (~0.5 s for the SD U-Net, and ~1 s more the first time cuDNN compiles its attention
-  // kernels on a machine; kept off the time to first output).
+  // The first run of a plan is eager (libraries do their lazy set-up outside any capture); later runs replay
+  // one CUDA graph of every frame op. With `auto` one more run after the first output is eager too: it times
+  // the convs' candidates, the linears' cuBLASLt algorithms and the attention layers' implementations (~1.5 s
+  // for SD-Turbo's U-Net and TAESD, and ~1 s more the first time cuDNN compiles its attention kernels on a
+  // machine; kept off the time to first output).
   void run_frame() override {
     ++frames_since_prepare_;
-    const bool second_auto_frame = tuner_ && frames_since_prepare_ == 2;
-    if (!exec_ && eager_runs_ > 0 && !second_auto_frame) capture();
+    const bool tuning_frame = tuner_ && frames_since_prepare_ == LayerChoices::kTunedAtFrame;
+    if (!exec_ && eager_runs_ > 0 && !tuning_frame) capture();
     if (exec_) {
       const bool op_timed = profiling_ && timer_.want_op_times();
       if (profiling_) timer_.frame_begin(host_.stream(), op_timed);
@@ -110,7 +110,7 @@ class CudaBackend final : public Backend {
       if (profiling_) timer_.frame_end(host_.stream());
       return;
     }
-    const bool tuning = tuner_ && choices_.undecided();
+    const bool tuning = tuning_frame && choices_.undecided();
     run(graph().frame, false);
     ++eager_runs_;
     if (tuning) {

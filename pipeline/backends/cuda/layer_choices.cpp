@@ -71,12 +71,12 @@ std::string fallback_note(const std::vector<C>& all, const C& chosen, const P& p
 }  // namespace
 
 template <class C, class P>
-void LayerChoices::decide(Slot<C>& s, const P& p, const std::string& key, const char* op, int tuned_at) {
+void LayerChoices::decide(Slot<C>& s, const P& p, const std::string& key, const char* op) {
   const CudaContext& ctx = host_.ctx();
   if (tuner_) {
     if (const TunedChoice* cached = tuner_->cached(key))
       if ((s.chosen = candidate_named(s.all, cached->impl))) {
-        s.deferred = tuned_at > 1 && s.chosen->provider == Provider::Cudnn;
+        s.deferred = s.chosen->provider == Provider::Cudnn;
         return;
       }
     // Tuned at its frame when another candidate may beat the default (cuDNN's assumed able: asking it
@@ -122,13 +122,13 @@ size_t LayerChoices::prepare(std::vector<Op>& frame) {
   for (size_t i = 0; i < frame.size(); ++i) {
     if (auto* c = std::get_if<ConvOp>(&frame[i].body)) {
       convs_[i].all = conv2d_candidates(c->p, ctx);
-      decide(convs_[i], c->p, key_of(c->p), "conv2d", 1);
+      decide(convs_[i], c->p, key_of(c->p), "conv2d");
     } else if (auto* a = std::get_if<AttentionOp>(&frame[i].body)) {
       attentions_[i].all = attention_candidates(a->p, ctx);
-      decide(attentions_[i], a->p, key_of(a->p), "attention", 2);
+      decide(attentions_[i], a->p, key_of(a->p), "attention");
     } else if (auto* l = std::get_if<LinearOp>(&frame[i].body)) {
       linears_[i].all = linear_candidates(l->p, ctx);
-      decide(linears_[i], l->p, key_of(l->p), "linear", 2);
+      decide(linears_[i], l->p, key_of(l->p), "linear");
     }
   }
   return workspace_bytes();
@@ -154,13 +154,13 @@ size_t LayerChoices::workspace_bytes() const {
   return need;
 }
 
-// With auto, convs are tuned at the first frame; attention and linears run their default there and are
-// timed at the second, after the first output (cuDNN's attention plans and cuBLASLt's algorithm timing cost
-// ~1.5 s on the SD U-Net).
+// With auto, every layer runs its default at the first frame and is timed at the second, after the first
+// output: tuning the SD U-Net's and TAESD's convs, cuDNN's attention plans and cuBLASLt's algorithm timing
+// cost ~1.5 s, three times the first frame itself.
 void LayerChoices::run(size_t i, Op& op, int frame, bool capturing) {
-  const auto run_slot = [&](auto& s, const auto& p, const char* name, int tuned_at, auto&&... extra) {
+  const auto run_slot = [&](auto& s, const auto& p, const char* name, auto&&... extra) {
     if (!s.chosen || s.deferred) {
-      if (frame < tuned_at) {  // eager: the default's workspace (the attention's GEMM path takes ~100 MB) grows now
+      if (frame < kTunedAtFrame) {  // eager: the default's workspace (the attention's GEMM path takes ~100 MB) grows now
         const auto& def = default_candidate(s.all, p, host_.ctx(), family_, name);
         if (!capturing) host_.with_workspace(def.workspace_bytes(p, host_.ctx()));
         return invoke(def, p, host_.ctx());
@@ -175,17 +175,17 @@ void LayerChoices::run(size_t i, Op& op, int frame, bool capturing) {
   };
   if (auto* c = std::get_if<ConvOp>(&op.body)) {
     const GroupNormParams* norm = fused_norm(i);  // asked before a tuning run decides the conv
-    return run_slot(convs_[i], c->p, "conv2d", 1, norm);
+    return run_slot(convs_[i], c->p, "conv2d", norm);
   }
-  if (auto* a = std::get_if<AttentionOp>(&op.body)) return run_slot(attentions_[i], a->p, "attention", 2);
-  if (auto* l = std::get_if<LinearOp>(&op.body)) return run_slot(linears_[i], l->p, "linear", 2);
+  if (auto* a = std::get_if<AttentionOp>(&op.body)) return run_slot(attentions_[i], a->p, "attention");
+  if (auto* l = std::get_if<LinearOp>(&op.body)) return run_slot(linears_[i], l->p, "linear");
   fail("layer choices: frame op ", i, " (", op.layer, ") has no candidates");
 }
 
 bool LayerChoices::norm_skipped(size_t i) const {
   if (i >= norm_pairs_.size() || norm_pairs_[i] < 0 || !std::holds_alternative<GroupNormOp>((*frame_)[i].body)) return false;
   const Slot<Conv2dCandidate>& conv = convs_[size_t(norm_pairs_[i])];
-  return conv.chosen && conv.chosen->takes_prepass;
+  return conv.chosen && !conv.deferred && conv.chosen->takes_prepass;
 }
 
 const GroupNormParams* LayerChoices::fused_norm(size_t conv) const {
@@ -196,7 +196,7 @@ const GroupNormParams* LayerChoices::fused_norm(size_t conv) const {
 std::string LayerChoices::describe(size_t i) const {
   if (!frame_ || i >= frame_->size()) return "";
   if (norm_skipped(i)) return cat("in ", (*frame_)[size_t(norm_pairs_[i])].layer, "'s pre-pass");
-  if (const auto& s = convs_[i]; !s.all.empty()) return s.chosen ? s.chosen->name + s.note : "autotuned at the first frame";
+  if (const auto& s = convs_[i]; !s.all.empty()) return s.chosen ? s.chosen->name + s.note : "autotuned at the second frame";
   if (const auto& s = attentions_[i]; !s.all.empty())
     return s.chosen ? s.chosen->name + s.note : "autotuned at the second frame";
   if (const auto& s = linears_[i]; !s.all.empty()) {

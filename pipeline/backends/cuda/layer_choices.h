@@ -1,8 +1,7 @@
 // Which candidate (kernels/<op>/<op>_candidates.cuh) each heavy frame op of the CUDA backend runs: conv2d,
 // attention and linear through one mechanism. A layer is decided at prepare() from --kernels (custom,
 // cudnn: the family's default) or the tuning cache (auto), else by timing its candidates on its real
-// operands (LayerTuner) at an eager run: convs at the first frame, attention and linears at the second,
-// after the first output. Also decides which statistics-only GroupNorms their conv's pre-pass computes.
+// operands (LayerTuner) at the second frame's eager run, after the first output (which ran the defaults). Also decides which statistics-only GroupNorms their conv's pre-pass computes.
 #pragma once
 #include <memory>
 #include <string>
@@ -19,6 +18,8 @@ namespace rtvd {
 
 class LayerChoices {
  public:
+  static constexpr int kTunedAtFrame = 2;  // with auto: the first frame since prepare() runs the defaults
+
   // tuner: with --kernels auto only (null otherwise).
   LayerChoices(CudaHost& host, KernelFamily family, LayerTuner* tuner) : host_(host), family_(family), tuner_(tuner) {}
 
@@ -44,12 +45,12 @@ class LayerChoices {
     std::vector<C> all;
     const C* chosen = nullptr;  // null: undecided
     std::string note;           // why the chosen one is not the best-ranked of its family, or ""
-    // A cached choice of cuDNN's for a layer tuned at the second frame: the first frame runs the default,
-    // so that cuDNN's plan (50-800 ms to make) is not made before the first output, as when it was tuned.
+    // A cached choice of cuDNN's: the first frame runs the default, so that cuDNN's plan (50-800 ms to make
+    // for attention) is not made before the first output, as when it was tuned.
     bool deferred = false;
   };
   template <class C, class P>
-  void decide(Slot<C>& s, const P& p, const std::string& key, const char* op, int tuned_at);
+  void decide(Slot<C>& s, const P& p, const std::string& key, const char* op);
   template <class C, class P>
   void tune(Slot<C>& s, const P& p, const std::string& key, const char* op, LayerOutput out);
   const GroupNormParams* fused_norm(size_t conv) const;
