@@ -1,8 +1,9 @@
-// conv2d's candidates (kernels/common/candidate.cuh), best-ranked first: the wgmma/TMA kernel's four
-// best-ranked tiles (sm_90a builds on an H100), the mma.sync implicit GEMM's config for the shape (and,
-// where no wgmma tile applies, every other config and split-K factor), the direct kernel where the implicit
-// GEMM can't load the input, and cuDNN with our epilogue pass and with its own fused epilogue (where the
-// epilogue is of its form). conv2d() (conv2d.cuh) runs the first that can.
+// conv2d's candidates (kernels/common/candidate.cuh), best-ranked first: the narrow kernel where c_out <= 8
+// (conv2d_narrow.cuh), the wgmma/TMA kernel's four best-ranked tiles (sm_90a builds on an H100), the mma.sync
+// implicit GEMM's config for the shape (and, where no wgmma tile applies, every other config and split-K
+// factor), the direct kernel where the implicit GEMM can't load the input, and cuDNN with our epilogue pass
+// and with its own fused epilogue (where the epilogue is of its form). conv2d() (conv2d.cuh) runs the first
+// that can.
 #pragma once
 #include <vector>
 
@@ -19,8 +20,8 @@ struct Conv2dCandidate : Candidate<Conv2dParams, const GroupNormParams*> {
   bool takes_prepass = false;
 };
 
-// Names: "custom wgmma 128x160", "custom igemm128x160 split-k 2", "custom direct", "cuDNN", "cuDNN fused"
-// (the tuning cache keeps them). Pointers in p matter only to can_implement's alignment checks.
+// Names: "custom narrow", "custom wgmma 128x160", "custom igemm128x160 split-k 2", "custom direct", "cuDNN",
+// "cuDNN fused" (the tuning cache keeps them). Pointers in p matter only to can_implement's alignment checks.
 std::vector<Conv2dCandidate> conv2d_candidates(const Conv2dParams& p, const CudaContext& ctx);
 
 // The shape and fused parts of a conv that decide which candidate is fastest (pointers ignored): the

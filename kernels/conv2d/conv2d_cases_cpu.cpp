@@ -47,6 +47,12 @@ std::vector<Conv2dCase> make_cases() {
        .act = kRelu, .production = true},
       {.name = "taesd_512x512_64_res_relu", .n = 1, .h = 512, .w = 512, .c_in = 64, .c_out = 64, .residual = true,
        .act_after_residual = true, .bias = kChannel, .act = kRelu, .production = true},
+      // Their last convs, to 3 channels (the narrow kernel's): the SD VAE's conv_out with the GroupNorm
+      // prologue, TAESD's decoder's last.
+      {.name = "vae_conv_out_512x512_128_3_gn", .n = 1, .h = 512, .w = 512, .c_in = 128, .c_out = 3, .bias = kChannel,
+       .gn_groups = 32, .production = true},
+      {.name = "taesd_conv_out_512x512_64_3", .n = 1, .h = 512, .w = 512, .c_in = 64, .c_out = 3, .bias = kChannel,
+       .production = true},
 
       // ---- the production convs scaled down (split-K territory)
       {.name = "sd_scaled_16x16_320", .h = 16, .w = 16, .c_in = 320, .c_out = 320, .residual = true, .bias = kImage,
@@ -84,6 +90,13 @@ std::vector<Conv2dCase> make_cases() {
        .hostile = "the direct kernel with the GroupNorm prologue"},
       {.name = "conv_out_c4", .h = 6, .w = 6, .c_in = 32, .c_out = 4, .residual = true, .bias = kChannel,
        .hostile = "c_out 4 (conv_out)"},
+      {.name = "narrow_c40_5_gn_film_res_relu", .h = 10, .w = 70, .c_in = 40, .c_out = 5, .residual = true,
+       .act_after_residual = true, .scale = kImage, .bias = kImage, .act = kRelu, .gn_groups = 8,
+       .hostile = "c_out 5: a part-empty last chunk of 32 channels, rows past one 64-pixel tile, every epilogue part"},
+      {.name = "narrow_pad_end_c3", .n = 1, .h = 9, .w = 11, .c_in = 16, .c_out = 3, .pad_end = 2, .bias = kChannel,
+       .hostile = "c_out 3 with one more row and column of zeros after the input"},
+      {.name = "narrow_k1_in_place_c8", .h = 5, .w = 7, .c_in = 24, .c_out = 8, .k = 1, .pad = 0, .residual = true,
+       .bias = kChannel, .act = kSilu, .in_place = true, .hostile = "1x1 to 8 channels, y is the residual"},
 
       // ---- 1x1: the no-im2col path, and with stride 2 or a prologue (both need the gather)
       {.name = "k1", .h = 7, .w = 5, .c_in = 16, .c_out = 24, .k = 1, .pad = 0, .hostile = "1x1"},

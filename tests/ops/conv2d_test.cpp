@@ -25,6 +25,7 @@
 #if RTVD_HAS_CUDA
 #include "kernels/conv2d/conv2d.cuh"
 #include "kernels/conv2d/conv2d_candidates.cuh"
+#include "kernels/conv2d/conv2d_narrow.cuh"
 #include "kernels/conv2d/conv2d_sm90.cuh"
 #if RTVD_HAS_CUDNN
 #include "kernels/conv2d/conv2d_cudnn.cuh"
@@ -312,6 +313,7 @@ void expect_close(const std::vector<float>& got, const std::vector<float>& ref, 
 bool named(const Conv2dCandidate& c, const char* part) {
   return c.provider == Provider::Rtvd && c.name.find(part) != std::string::npos;
 }
+bool is_narrow(const Conv2dCandidate& c) { return named(c, "narrow"); }
 bool is_wgmma(const Conv2dCandidate& c) { return named(c, "wgmma"); }
 bool is_igemm(const Conv2dCandidate& c) { return named(c, "igemm"); }
 bool is_direct(const Conv2dCandidate& c) { return named(c, "direct"); }
@@ -392,6 +394,12 @@ TEST_P(Conv2dCuda, Wgmma) {
   }
 }
 
+// The narrow kernel (c_out <= 8, 1x1 or 3x3, stride 1).
+TEST_P(Conv2dCuda, Narrow) {
+  SCOPED_TRACE(test::seed_trace(rng));
+  check_kind(GpuProblem(GetParam(), rng), is_narrow, "narrow");
+}
+
 // The mma.sync implicit GEMM: the config conv2d_choose_config() prefers and, where the wgmma kernel can't
 // run the case, every other tile config and split-K factor.
 TEST_P(Conv2dCuda, Igemm) {
@@ -411,8 +419,9 @@ TEST_P(Conv2dCuda, Cudnn) {
   check_kind(GpuProblem(GetParam(), rng), is_cudnn, "cuDNN");
 }
 
-// The entry point conv2d(): the default candidate (the wgmma kernel where it applies, else the implicit GEMM
-// for c_in % 8 == 0 and an aligned x, else the direct kernel), the same bits every run.
+// The entry point conv2d(): the default candidate (the narrow kernel for c_out <= 8, the wgmma kernel where it
+// applies, else the implicit GEMM for c_in % 8 == 0 and an aligned x, else the direct kernel), the same bits
+// every run.
 TEST_P(Conv2dCuda, Default) {
   SCOPED_TRACE(test::seed_trace(rng));
   const Conv2dCase& c = GetParam();
@@ -421,7 +430,7 @@ TEST_P(Conv2dCuda, Default) {
   const Conv2dParams p = pr.params(probe.get());
   const std::vector<Conv2dCandidate> all = conv2d_candidates(p, host_->ctx());
   for (const Conv2dCandidate& cand : all) {
-    EXPECT_EQ(is_wgmma(cand) + is_igemm(cand) + is_direct(cand) + is_cudnn(cand), 1)
+    EXPECT_EQ(is_narrow(cand) + is_wgmma(cand) + is_igemm(cand) + is_direct(cand) + is_cudnn(cand), 1)
         << cand.name << ": every candidate is tested under exactly one kind";
   }
   const bool fast = c.c_in % 8 == 0 && c.x_misalign_bytes == 0;
@@ -429,7 +438,11 @@ TEST_P(Conv2dCuda, Default) {
   EXPECT_EQ(conv2d_choose_config(p, host_->ctx()).kernel == Conv2dKernel::Direct, !fast);
   const Conv2dCandidate& def = default_candidate(all, p, host_->ctx(), KernelFamily::Custom, "conv2d");
   SCOPED_TRACE("default candidate " + def.name);
-  if (conv2d_sm90_can_implement(p, host_->ctx())) {
+  const bool narrow = c.c_out <= 8 && (c.k == 1 || c.k == 3) && c.stride == 1 && fast;
+  EXPECT_EQ(conv2d_narrow_can_implement(p, host_->ctx()), narrow);
+  if (narrow) {
+    EXPECT_TRUE(is_narrow(def)) << "where the narrow kernel applies, conv2d() runs it";
+  } else if (conv2d_sm90_can_implement(p, host_->ctx())) {
     EXPECT_TRUE(is_wgmma(def)) << "where the wgmma kernel applies, conv2d() runs it";
   }
   const CudaContext& ctx = host_->with_workspace(def.workspace_bytes(p, host_->ctx()));
