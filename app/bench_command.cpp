@@ -420,6 +420,27 @@ int bench_text_command(const std::vector<std::string>& args) {
   return 0;
 }
 
+// Each stage of the frame (frame_stage) timed without op events: every run of consecutive ops of one stage
+// replayed alone, summed per stage (a multi-step frame has one U-Net run per step), in frame order. Empty on
+// the CPU.
+std::vector<OpTypeRow> time_stages_alone(Engine& engine) {
+  const std::vector<Op>& ops = engine.plan().graph.frame;
+  std::vector<std::pair<size_t, size_t>> ranges;
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (i == 0 || frame_stage(ops[i].layer) != frame_stage(ops[i - 1].layer)) ranges.push_back({i, i + 1});
+    else ranges.back().second = i + 1;
+  const std::vector<double> ms = engine.backend().time_op_ranges(ranges, 100);
+  std::vector<OpTypeRow> out;
+  for (size_t r = 0; r < ms.size(); ++r) {
+    const std::string stage = frame_stage(ops[ranges[r].first].layer);
+    auto it = std::find_if(out.begin(), out.end(), [&](const OpTypeRow& row) { return row.type == stage; });
+    if (it == out.end()) it = out.insert(out.end(), OpTypeRow{stage});
+    it->calls += int(ranges[r].second - ranges[r].first);
+    it->ms += ms[r];
+  }
+  return out;
+}
+
 }  // namespace
 
 int bench_command(const std::vector<std::string>& args) {
@@ -464,6 +485,7 @@ int bench_command(const std::vector<std::string>& args) {
     if (!ms.empty()) profile.add_frame(engine.plan().graph.frame, ms);
   });
   engine.backend().set_profiling(false);
+  const std::vector<OpTypeRow> stages_alone = time_stages_alone(engine);
   const Ceilings ceilings = engine.backend().measure_ceilings();
 
   std::printf("%s\nmodel %s, %dx%d, %s, %d steps, batch %d\n", engine.backend().describe().c_str(),
@@ -474,6 +496,11 @@ int bench_command(const std::vector<std::string>& args) {
   std::printf("with per-op profiling: %.3f ms (overhead %.1f%%)\n\n%s", profiled_ms, 100.0 * (profiled_ms / plain_ms - 1.0),
               profile.table(ceilings).c_str());
   const nlohmann::json slowest = print_slowest_layers(profile, engine.plan().graph.frame, engine.backend(), 24, "frame");
+  if (!stages_alone.empty()) {
+    std::printf("stages alone (each replayed as a CUDA graph of its own, no event between its ops):");
+    for (const OpTypeRow& r : stages_alone) std::printf(" %s %.3f ms;", r.type.c_str(), r.ms);
+    std::printf("\n");
+  }
 
   if (const std::string path = flags.get_string("json", ""); !path.empty()) {
     nlohmann::json ops = nlohmann::json::array();
@@ -482,7 +509,7 @@ int bench_command(const std::vector<std::string>& args) {
     nlohmann::json stages = nlohmann::json::array();  // op-timed: encode, U-Net, sampler, decode
     for (const OpTypeRow& r : profile.by_stage())
       stages.push_back({{"stage", r.type}, {"ops", r.calls}, {"ms", r.ms}, {"flops", r.flops}, {"bytes", r.bytes}});
-    const nlohmann::json doc = {
+    nlohmann::json doc = {
         {"bench", "frames"}, {"date", utc_now()}, {"backend", engine.backend().describe()},
         {"model", engine.config().name}, {"width", engine.width()}, {"height", engine.height()}, {"steps", s.steps},
         {"img2img", img2img},
@@ -492,6 +519,8 @@ int bench_command(const std::vector<std::string>& args) {
         {"ceilings", {{"gemm_tflops", ceilings.gemm_tflops}, {"gemm", ceilings.gemm_what},
                       {"copy_gbps", ceilings.copy_gbps}, {"copy", ceilings.copy_what}}},
         {"ops_per_frame", ops}, {"stages_per_frame", stages}, {"slowest_layers", slowest}};
+    for (const OpTypeRow& r : stages_alone)  // per frame: a stage's runs of ops, each replayed alone, summed
+      doc["stages_alone_per_frame"].push_back({{"stage", r.type}, {"ops", r.calls}, {"ms", r.ms}});
     write_json(path, doc);
   }
   return 0;

@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "pipeline/graph/graph.h"
 #include "pipeline/graph/memory_budget.h"
@@ -68,6 +70,11 @@ class Backend {
   virtual float frame_gpu_ms() = 0;
   // Large-GEMM and large-copy rates of this device, measured now (allocates: not for the frame loop).
   virtual Ceilings measure_ceilings() = 0;
+  // For benchmarks, after frames have run: GPU ms (median of `runs`, after warm-up) of each range [begin, end)
+  // of the frame's ops replayed alone, with the layers' choices of the frames and no event between its ops
+  // (op-timed frames add about 2 us per op), reading what the last frame left. Empty where the backend has
+  // no such replay (the CPU's).
+  virtual std::vector<double> time_op_ranges(const std::vector<std::pair<size_t, size_t>>&, int) { return {}; }
 
   virtual size_t arena_bytes() const = 0;
   virtual size_t weight_bytes() const = 0;

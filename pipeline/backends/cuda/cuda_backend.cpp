@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "kernels/attention/attention.cuh"
@@ -23,6 +24,7 @@
 #include "pipeline/backends/cuda/frame_timer.h"
 #include "pipeline/backends/cuda/layer_choices.h"
 #include "pipeline/backends/cuda/transfers.h"
+#include "pipeline/backends/gpu.h"
 #include "pipeline/graph/bind.h"
 #include "pipeline/graph/planner.h"
 
@@ -201,6 +203,25 @@ class CudaBackend final : public Backend {
     eager_runs_ = 0;
   }
 
+  // Each range captured as a graph of its own and replayed back to back, events around each replay.
+  std::vector<double> time_op_ranges(const std::vector<std::pair<size_t, size_t>>& ranges, int runs) override {
+    if (!exec_) fail("time_op_ranges: the frame has not been captured yet (run frames first)");
+    std::vector<double> out;
+    for (const auto& [begin, end] : ranges) {
+      if (begin >= end || end > graph().frame.size())
+        fail("time_op_ranges: ops [", begin, ", ", end, ") are not a range of the frame's ", graph().frame.size());
+      const cudaGraphExec_t exec = capture_frame(false, begin, end);
+      try {
+        out.push_back(cuda_median_ms(host_.stream(), 3, runs, [&] { RTVD_CUDA_CHECK(cudaGraphLaunch(exec, host_.stream())); }));
+      } catch (...) {
+        cudaGraphExecDestroy(exec);
+        throw;
+      }
+      cudaGraphExecDestroy(exec);
+    }
+    return out;
+  }
+
   // The frame as a graph; with profiling also a second one with an event between every two ops.
   void capture() {
     if (profiling_) {
@@ -210,10 +231,11 @@ class CudaBackend final : public Backend {
     exec_ = capture_frame(false);
   }
 
-  cudaGraphExec_t capture_frame(bool op_timed) {
+  // The frame's ops [begin, end) (all by default) as a graph.
+  cudaGraphExec_t capture_frame(bool op_timed, size_t begin = 0, size_t end = SIZE_MAX) {
     capturing_ = true;
     try {
-      const cudaGraphExec_t exec = capture_graph(host_.stream(), [&] { run(graph().frame, op_timed); });
+      const cudaGraphExec_t exec = capture_graph(host_.stream(), [&] { run(graph().frame, op_timed, begin, end); });
       capturing_ = false;
       return exec;
     } catch (...) {
@@ -222,12 +244,13 @@ class CudaBackend final : public Backend {
     }
   }
 
-  // Queues ops on the stream. op_timed (frame ops under capture): an event node before every op and after
-  // the last, External so that the nodes keep their timestamps. Setup ops run each op's default.
-  void run(std::vector<Op>& ops, bool op_timed) {
+  // Queues ops [begin, end) on the stream (all by default). op_timed (all frame ops under capture): an event
+  // node before every op and after the last, External so that the nodes keep their timestamps. Setup ops run
+  // each op's default.
+  void run(std::vector<Op>& ops, bool op_timed, size_t begin = 0, size_t end = SIZE_MAX) {
     const CudaContext& c = host_.ctx();
     const bool frame = &ops == &graph().frame;
-    for (size_t i = 0; i < ops.size(); ++i) {
+    for (size_t i = begin; i < std::min(end, ops.size()); ++i) {
       Op& op = ops[i];
       const NvtxRange layer(op.layer.c_str());  // under capture, Nsight Systems projects it onto the graph's nodes
       if (op_timed) RTVD_CUDA_CHECK(cudaEventRecordWithFlags(timer_.op_event(i), c.stream, cudaEventRecordExternal));
