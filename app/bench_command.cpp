@@ -484,8 +484,8 @@ int bench_command(const std::vector<std::string>& args) {
     const std::vector<float> ms = engine.backend().frame_op_ms();
     if (!ms.empty()) profile.add_frame(engine.plan().graph.frame, ms);
   });
+  const std::vector<OpTypeRow> stages_alone = time_stages_alone(engine);  // before profiling's graphs go
   engine.backend().set_profiling(false);
-  const std::vector<OpTypeRow> stages_alone = time_stages_alone(engine);
   const Ceilings ceilings = engine.backend().measure_ceilings();
 
   std::printf("%s\nmodel %s, %dx%d, %s, %d steps, batch %d\n", engine.backend().describe().c_str(),

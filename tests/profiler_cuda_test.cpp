@@ -56,7 +56,8 @@ TEST(ProfilerCuda, SampledOpTimesAddUpToTheFrame) {
 }
 
 // Ranges of the frame's ops replayed alone: the halves add up to about the whole frame replayed alone, which
-// is about the plain frame's GPU time; a range outside the frame, or asked before any frame ran, is refused.
+// is about the frame's GPU time; a range outside the frame, or asked before a frame ran since the plan or
+// profiling changed, is refused.
 TEST(ProfilerCuda, OpRangesReplayedAloneAddUpToTheFrame) {
   RTVD_SKIP_WITHOUT_CUDA();
   Engine engine(default_model_on_cuda());
@@ -68,7 +69,6 @@ TEST(ProfilerCuda, OpRangesReplayedAloneAddUpToTheFrame) {
     engine.render(nullptr);
     frame_ms = engine.backend().frame_gpu_ms();
   }
-  engine.backend().set_profiling(false);
   const std::vector<double> ms = engine.backend().time_op_ranges({{0, ops}, {0, ops / 2}, {ops / 2, ops}}, 30);
   ASSERT_EQ(ms.size(), 3u);
   for (double m : ms) EXPECT_GT(m, 0.0);
@@ -77,6 +77,9 @@ TEST(ProfilerCuda, OpRangesReplayedAloneAddUpToTheFrame) {
   EXPECT_THROW(engine.backend().time_op_ranges({{ops / 2, ops + 1}}, 5), Error);
   EXPECT_THROW(engine.backend().time_op_ranges({{3, 3}}, 5), Error);
   engine.render(nullptr);  // the frame's own graph still runs
+  EXPECT_GT(engine.backend().frame_gpu_ms(), 0.0f);
+  engine.backend().set_profiling(false);  // its graphs go: the next frame runs eagerly first
+  EXPECT_THROW(engine.backend().time_op_ranges({{0, ops}}, 5), Error) << "after profiling changed";
 }
 
 }  // namespace

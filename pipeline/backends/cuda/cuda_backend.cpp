@@ -205,7 +205,8 @@ class CudaBackend final : public Backend {
 
   // Each range captured as a graph of its own and replayed back to back, events around each replay.
   std::vector<double> time_op_ranges(const std::vector<std::pair<size_t, size_t>>& ranges, int runs) override {
-    if (!exec_) fail("time_op_ranges: the frame has not been captured yet (run frames first)");
+    if (eager_runs_ == 0 || choices_.undecided())  // what capture() needs
+      fail("time_op_ranges: the frame has not run since its plan or profiling changed (run frames first)");
     std::vector<double> out;
     for (const auto& [begin, end] : ranges) {
       if (begin >= end || end > graph().frame.size())
