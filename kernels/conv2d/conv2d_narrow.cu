@@ -80,7 +80,8 @@ __global__ void __launch_bounds__(kThreads, 2) conv2d_narrow_kernel(const __grid
       uint32_t dst;
       if (!in_image(v, chunk * kChunk, &offset, &dst)) continue;
       const int c = chunk * kChunk + (v % kVectors) * 8;
-      auto* h2 = reinterpret_cast<__half2*>(stage + dst);
+      uint4 raw = *reinterpret_cast<const uint4*>(stage + dst);  // one 16-byte access each way
+      auto* h2 = reinterpret_cast<__half2*>(&raw);
       const auto* f = reinterpret_cast<const float4*>(fold + c);  // channels c + 2j, c + 2j + 1
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
@@ -88,6 +89,7 @@ __global__ void __launch_bounds__(kThreads, 2) conv2d_narrow_kernel(const __grid
         const float2 xv = __half22float2(h2[j]);
         h2[j] = __floats2half2_rn(fast_silu(xv.x * ab.x + ab.y), fast_silu(xv.y * ab.z + ab.w));
       }
+      *reinterpret_cast<uint4*>(stage + dst) = raw;
     }
   };
 
@@ -124,14 +126,18 @@ __global__ void __launch_bounds__(kThreads, 2) conv2d_narrow_kernel(const __grid
     for (int t = 0; t < K * K; ++t) {
       const int r = t / K, s = t % K;
 #pragma unroll
-      for (int kk = 0; kk < 2; ++kk)
+      for (int kk = 0; kk < 2; ++kk) {
+        // The four A fragments first, then the four mma: each mma waits on its load with three more in
+        // flight (the loads' shared-memory latency was the kernel's main stall).
+        uint32_t a[kMTiles][4];
 #pragma unroll
         for (int i = 0; i < kMTiles; ++i) {
-          uint32_t a[4];
           const int pixel = (warp + r) * kInCols + i * 16 + a_frag_row(lane) + s;
-          ldmatrix_x4(a, stage + pixel * kPitch + a_frag_chunk(lane, kk) * 16);
-          mma_16816(acc[i], a, b[t][kk]);
+          ldmatrix_x4(a[i], stage + pixel * kPitch + a_frag_chunk(lane, kk) * 16);
         }
+#pragma unroll
+        for (int i = 0; i < kMTiles; ++i) mma_16816(acc[i], a[i], b[t][kk][0], b[t][kk][1]);
+      }
     }
     __syncthreads();  // done reading this stage before the load two chunks on refills it
   }
