@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -103,6 +104,35 @@ TEST(HostileWeights, NonFiniteValuesAreRefusedNamingTheTensorAndElement) {
               cat(path, ": tensor '", bad.name, "' holds ", kinds[kind], " at element ", first, " of ",
                   shape_string(bad.shape), ", expected finite weights"));
   }
+}
+
+// A checkpoint of 64 MB or more is checked on a thread of its own while the caller goes on: constructing the
+// store does not wait, and its first use throws the same error.
+TEST(HostileWeights, ALargeCheckpointsCheckRunsBesideTheCallerAndItsErrorReachesTheFirstUse) {
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  test::TempDir dir;
+  std::vector<TensorToWrite> tensors;
+  for (int i = 0; i < 3; ++i) {  // 3 x 24 MB of finite fp16 (0x3c00 = 1.0, a random low bit)
+    TensorToWrite t{cat("block.", i, ".weight"), DType::F16, {3072, 4096}, std::vector<uint8_t>(size_t(3072) * 4096 * 2)};
+    for (size_t k = 0; k < t.bytes.size(); k += 2) t.bytes[k] = uint8_t(k * 7), t.bytes[k + 1] = 0x3c;
+    tensors.push_back(std::move(t));
+  }
+  const std::string path = dir.path("large.safetensors");
+  write_safetensors(path, tensors);
+  EXPECT_NO_THROW(WeightStore(SafeTensorsFile::open(path)).check_finite());
+
+  TensorToWrite& bad = tensors[size_t(rng.integer(0, 2))];
+  const int64_t element = rng.integer(0, int(bad.bytes.size() / 2) - 1);
+  const uint16_t inf = 0xfc00;  // -Inf
+  std::memcpy(bad.bytes.data() + 2 * element, &inf, 2);
+  write_safetensors(path, tensors);
+  const std::string expected = cat(path, ": tensor '", bad.name, "' holds -Inf at element ", element, " of ",
+                                   shape_string(bad.shape), ", expected finite weights");
+  std::optional<WeightStore> store;
+  ASSERT_NO_THROW(store.emplace(SafeTensorsFile::open(path)));
+  EXPECT_EQ(error_of([&] { store->view(bad.name, bad.shape); }), expected);
+  EXPECT_EQ(error_of([&] { store->check_all_read(); }), expected) << "every use throws it";
 }
 
 // A model directory for the binary: config.json (the default model's, edited) and weights.safetensors.

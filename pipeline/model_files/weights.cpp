@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <future>
 
 #include "kernels/common/checked_math.h"
 #include "kernels/common/error.h"
@@ -157,8 +158,22 @@ void WeightTensor::write(void* dst, DType act) const {
   }
 }
 
-WeightStore::WeightStore(TensorSet tensors)
-    : set_(std::move(tensors)), finite_(std::async(std::launch::async, [set = set_] { set.check_finite(); }).share()) {}
+namespace {
+
+// The check of a large checkpoint runs on a thread of its own, waiting for the pages as they come in; a small
+// one's (the default model, tests, fuzz inputs) at its first use, on the caller's thread.
+constexpr int64_t kBackgroundCheckBytes = int64_t(64) << 20;
+
+std::shared_future<void> check_finite_async(const TensorSet& set) {
+  int64_t bytes = 0;
+  for (const TensorView& t : set.tensors()) bytes += int64_t(t.bytes);
+  const auto policy = bytes >= kBackgroundCheckBytes ? std::launch::async : std::launch::deferred;
+  return std::async(policy, [set] { set.check_finite(); }).share();  // a copy of the views: the store may move
+}
+
+}  // namespace
+
+WeightStore::WeightStore(TensorSet tensors) : set_(std::move(tensors)), finite_(check_finite_async(set_)) {}
 
 const TensorView& WeightStore::view(const std::string& name, const std::vector<int64_t>& shape) {
   check_finite();

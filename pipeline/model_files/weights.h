@@ -39,9 +39,10 @@ struct WeightTensor {
 
 class WeightStore {
  public:
-  // Every float tensor is checked to be finite on a thread of its own, begun here: a large checkpoint's
-  // check waits for its pages to come in from the disk (background_read_in.h), and the caller goes on
-  // meanwhile (the engine makes its text encoder). Every use below waits for the check and throws its Error.
+  // Every float tensor is checked to be finite: a large checkpoint's (64 MB or more) on a thread of its own
+  // begun here, which waits for the pages as they come in from the disk (background_read_in.h) while the
+  // caller goes on (the engine makes its text encoder); a small one's at the first use. Every use below waits
+  // for the check and throws its Error.
   explicit WeightStore(TensorSet tensors);
   explicit WeightStore(SafeTensorsFile file) : WeightStore(TensorSet(std::move(file))) {}
   WeightStore(const WeightStore&) = delete;
@@ -74,7 +75,7 @@ class WeightStore {
 
  private:
   TensorSet set_;
-  std::shared_future<void> finite_;  // set_.check_finite() on its own thread (it reads a copy of the set's views)
+  std::shared_future<void> finite_;  // set_.check_finite(), begun at construction or deferred to the first use
   std::map<std::string, int> read_;
   std::map<std::string, int> index_;
   std::vector<WeightTensor> tensors_;
