@@ -72,9 +72,10 @@ def load(path):
 
 def stage_ms(frames, *names, key="stages_alone_per_frame"):
     """Summed ms of the named stages of a bench frames JSON, or None: each stage replayed alone as a CUDA graph
-    (stages_alone_per_frame, as PyTorch's rows are timed), or with key="stages_per_frame" the op-timed frames'
-    sums (an event between every two ops: ~2 us more per op)."""
-    stages = (frames or {}).get(key)
+    (stages_alone_per_frame, as PyTorch's rows are timed; the CPU backend has none, and its per-op times carry
+    no events: there the profile's), or with key="stages_per_frame" the op-timed frames' sums (on the GPU an
+    event between every two ops: ~2 us more per op)."""
+    stages = (frames or {}).get(key) or (frames or {}).get("stages_per_frame")
     if not stages:
         return None
     return sum(s["ms"] for s in stages if s["stage"] in names)
