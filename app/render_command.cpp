@@ -58,25 +58,18 @@ int render_command(const std::vector<std::string>& args) {
 
   // The time to the first frame, step by step from here (the summary's second line). Not from the process's
   // start: a wrapper that execs rtvd (tools/quickstart.sh render, after building) would count as rtvd's.
-  std::vector<std::pair<std::string, double>> startup;
-  auto step_start = std::chrono::steady_clock::now();
-  const auto startup_step = [&](const char* what) {
-    const auto now = std::chrono::steady_clock::now();
-    startup.emplace_back(what, std::chrono::duration<double>(now - step_start).count());
-    step_start = now;
-  };
+  Laps startup;
   std::unique_ptr<FrameSource> source = open_source(o.source);
   refuse_output_over_source(*source, o.output);
-  startup_step("source");
+  startup.lap("source");
   Engine engine(o.engine);
-  startup.insert(startup.end(), engine.startup_seconds().begin(), engine.startup_seconds().end());
-  step_start = std::chrono::steady_clock::now();
+  startup.append(engine.startup());
   const FrameSettings s = frame_settings(o, engine);
   std::vector<std::string> prompt_notices;
   engine.set_prompts(o.prompts, &prompt_notices);
-  startup_step("prompts");
+  startup.lap("prompts");
   engine.configure(s, source->has_images());
-  startup_step("plan");
+  startup.lap("plan");
 
   const int frames = o.frames ? *o.frames : (source->frame_count() > 0 ? source->frame_count() : cli::kDefaultFrames);
   const double fps = output_fps(o, *source);
@@ -103,7 +96,7 @@ int render_command(const std::vector<std::string>& args) {
   Progress progress(frames, o.quiet);
   const auto write_image = [&] {
     recorder->write(engine.take_image());
-    if (recorder->frames_written() == 1) startup_step("first frame");  // computed, on the host and written
+    if (recorder->frames_written() == 1) startup.lap("first frame");  // computed, on the host and written
   };
   std::vector<float> image;
   const auto start = std::chrono::steady_clock::now();
@@ -157,7 +150,7 @@ int render_command(const std::vector<std::string>& args) {
               engine.width(), engine.height(), s.steps, recorder->path().c_str(), seconds, written / seconds);
   double first_frame_s = 0;
   std::string steps;
-  for (const auto& [what, seconds] : startup) {
+  for (const auto& [what, seconds] : startup.parts()) {
     char step[64];
     std::snprintf(step, sizeof step, "%s%s %.2f", steps.empty() ? "" : ", ", what.c_str(), seconds);
     first_frame_s += seconds, steps += step;

@@ -1,7 +1,6 @@
 #include "engine.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 
 #include "build_config.h"
@@ -12,7 +11,7 @@
 
 namespace rtvd {
 Engine::Engine(const EngineOptions& o) : device_start_(start_device(o.device)), model_(load_model(o.model)) {
-  lap("model files");
+  startup_.lap("model files");
   const ModelConfig& c = model_.config;
   width_ = o.width > 0 ? o.width : model_.native_size();
   height_ = o.height > 0 ? o.height : model_.native_size();
@@ -23,7 +22,7 @@ Engine::Engine(const EngineOptions& o) : device_start_(start_device(o.device)), 
     fail("--size ", width_, "x", height_, ": width and height must be multiples of ", m, " for this model");
   if (device_start_.valid()) device_start_.wait();
   backend_ = make_backend(o.device, o.threads, o.kernels, &device_note_);
-  lap("backend");
+  startup_.lap("backend");
   if (model_.text_encoder) {
     // The text encoder gets a backend of its own (its graph is prepared once, beside the frame's), on the
     // device the frames run on.
@@ -37,7 +36,7 @@ Engine::Engine(const EngineOptions& o) : device_start_(start_device(o.device)), 
       fail(label, ": the text encoder gives ", prompt_encoder_->tokens(), " x ", prompt_encoder_->width(),
            " embeddings, but the U-Net's cross-attention takes ", c.context_length, " x ", c.cross_attention_dim);
     set_prompts(PromptSettings{});
-    lap("text encoder");
+    startup_.lap("text encoder");
   } else if (o.clip_skip != 0) {
     fail("--clip-skip ", o.clip_skip, ": this model has no text encoder");
   }
@@ -46,13 +45,7 @@ Engine::Engine(const EngineOptions& o) : device_start_(start_device(o.device)), 
   // source uploads nothing.
   configure(FrameSettings{}, model_.latent());
   model_.weights->check_all_read();
-  lap("weights");
-}
-
-void Engine::lap(const char* what) {
-  const auto now = std::chrono::steady_clock::now();
-  startup_.emplace_back(what, std::chrono::duration<double>(now - lap_start_).count());
-  lap_start_ = now;
+  startup_.lap("weights");
 }
 
 void Engine::configure(const FrameSettings& s, bool img2img) {

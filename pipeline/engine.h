@@ -1,17 +1,16 @@
 // The frame loop's engine: a model on a backend, a plan for the current settings, and one call per
 // frame. Headless rendering and the GUI drive the same Engine (instant-ngp's `while (frame())`).
 #pragma once
-#include <chrono>
 #include <future>
 #include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "pipeline/backends/backend.h"
 #include "pipeline/device.h"
 #include "pipeline/frame_plan.h"
 #include "pipeline/io/image.h"
+#include "pipeline/laps.h"
 #include "pipeline/models/model.h"
 #include "pipeline/prompt_encoder.h"
 #include "pipeline/prompt_settings.h"
@@ -39,11 +38,10 @@ class Engine {
   int width() const { return width_; }
   int height() const { return height_; }
   std::string device_note() const { return device_note_; }  // why this backend (e.g. "no CUDA device")
-  // How long making the engine took, part by part, in seconds: "model files" (opened and checked; a large
-  // file's pages go on coming in on a thread of their own, waited for by what reads them), "backend",
-  // "text encoder" (its backend and weights; models with one), "weights" (the first plan: every weight built
-  // and uploaded).
-  const std::vector<std::pair<std::string, double>>& startup_seconds() const { return startup_; }
+  // How long making the engine took, part by part: "model files" (opened and checked; a large file's pages go
+  // on coming in on a thread of their own, waited for by what reads them), "backend", "text encoder" (its
+  // backend and weights; models with one), "weights" (the first plan: every weight built and uploaded).
+  const Laps& startup() const { return startup_; }
 
   // New settings take effect at the next frame; re-plans (no per-frame cost) only when they changed.
   void configure(const FrameSettings& settings, bool img2img);
@@ -82,9 +80,7 @@ class Engine {
   int class_id(const std::string& name_or_id) const;
 
  private:
-  std::vector<std::pair<std::string, double>> startup_;
-  // Where the part of the engine's making now under way started: before model_, whose load is the first part.
-  std::chrono::steady_clock::time_point lap_start_ = std::chrono::steady_clock::now();
+  Laps startup_;  // made before model_, whose load is the first part
   std::future<void> device_start_;  // the device's slow start, made while model_ loads (start_device)
   Model model_;
   std::unique_ptr<Backend> backend_;
@@ -103,7 +99,6 @@ class Engine {
   int queued_ = 0;
 
   void check_memory(const FrameSettings& s) const;
-  void lap(const char* what);  // the part of startup_ since lap_start_ ends here
   void write_latent_inputs(const std::vector<float>* image);
   float travel_position() const;
   void write_context(float t);
