@@ -70,12 +70,12 @@ def load(path):
         return None
 
 
-def stage_ms(frames, *names, key="stages_alone_per_frame"):
+def stage_ms(frames, *names, op_timed=False):
     """Summed ms of the named stages of a bench frames JSON, or None: each stage replayed alone as a CUDA graph
-    (stages_alone_per_frame, as PyTorch's rows are timed; the CPU backend has none, and its per-op times carry
-    no events: there the profile's), or with key="stages_per_frame" the op-timed frames' sums (on the GPU an
-    event between every two ops: ~2 us more per op)."""
-    stages = (frames or {}).get(key) or (frames or {}).get("stages_per_frame")
+    (as PyTorch's rows are timed), or with op_timed (and on the CPU, which has no replay and no events) the
+    profile's sums, which on the GPU carry an event between every two ops (~2 us each)."""
+    frames = frames or {}
+    stages = (None if op_timed else frames.get("stages_alone_per_frame")) or frames.get("stages_per_frame")
     if not stages:
         return None
     return sum(s["ms"] for s in stages if s["stage"] in names)
@@ -114,13 +114,13 @@ def table_rows(raw):
     taesd = stage_ms(raw.get("rtvd_frame_taesd"), "encode", "decode")
     t_compile = [ms("taesd_compile", p) for p in ("encode", "decode")]
     t_graph = [ms("taesd_graph", p) for p in ("encode", "decode")]
-    taesd_op_timed = stage_ms(raw.get("rtvd_frame_taesd"), "encode", "decode", key="stages_per_frame")
+    taesd_op_timed = stage_ms(raw.get("rtvd_frame_taesd"), "encode", "decode", op_timed=True)
     row("TAESD encode + decode, 512²", "≤ 0.7 ms", taesd, sum(t_compile) if all(t_compile) else None,
         sum(t_graph) if all(t_graph) else None, met=taesd <= 0.7 if taesd else None,
         note=f"rtvd: the frame's encode and decode stages, each replayed alone as a CUDA graph (decode includes the "
         f"blend into RGBA8); op-timed in the frame: {taesd_op_timed} ms")
     vae = stage_ms(raw.get("rtvd_frame_vae"), "decode")
-    vae_op_timed = stage_ms(raw.get("rtvd_frame_vae"), "decode", key="stages_per_frame")
+    vae_op_timed = stage_ms(raw.get("rtvd_frame_vae"), "decode", op_timed=True)
     row("full VAE decode, 512²", "≤ 6 ms", vae, None, ms("vae_decode_graph", "decode"), met=vae <= 6 if vae else None,
         note=f"rtvd: the decode stage of a txt2img frame replayed alone as a CUDA graph; op-timed in the frame: "
         f"{vae_op_timed} ms")

@@ -13,7 +13,6 @@ namespace {
 
 using namespace conv2d_detail;
 
-
 // pre(x) = silu(GroupNorm affine(x)) for 8 channels of one pixel per thread (fewer at the end of a row
 // when c_in % 8 != 0); vec: 16-byte loads and stores.
 __global__ void gn_silu_prepass_kernel(const __grid_constant__ Conv2dParams p, __half* out, bool vec) {

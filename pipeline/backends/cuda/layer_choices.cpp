@@ -196,9 +196,9 @@ const GroupNormParams* LayerChoices::fused_norm(size_t conv) const {
 std::string LayerChoices::describe(size_t i) const {
   if (!frame_ || i >= frame_->size()) return "";
   if (norm_skipped(i)) return cat("in ", (*frame_)[size_t(norm_pairs_[i])].layer, "'s pre-pass");
-  if (const auto& s = convs_[i]; !s.all.empty()) return s.chosen ? s.chosen->name + s.note : "autotuned at the second frame";
-  if (const auto& s = attentions_[i]; !s.all.empty())
-    return s.chosen ? s.chosen->name + s.note : "autotuned at the second frame";
+  const auto chosen = [](const auto& s) { return s.chosen ? s.chosen->name + s.note : "autotuned at the second frame"; };
+  if (!convs_[i].all.empty()) return chosen(convs_[i]);
+  if (!attentions_[i].all.empty()) return chosen(attentions_[i]);
   if (const auto& s = linears_[i]; !s.all.empty()) {
     if (!s.chosen) return "cuBLASLt, algorithms timed at the second frame";
     if (s.chosen->provider == Provider::Cublaslt && s.chosen->name != "cuBLASLt") return "cuBLASLt, timed algorithm";
