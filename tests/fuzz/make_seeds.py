@@ -98,6 +98,12 @@ def safetensors_seeds():
     write("safetensors", "special_values.safetensors",
           safetensors([("f32", "F32", [4], struct.pack("<4f", 0.0, -0.0, 1e-45, 3.4e38)),
                        ("f16", "F16", [3], struct.pack("<3e", 65504.0, 6e-8, -2.0))]))
+    # Offsets that start at 2^64 - 1: the reader refuses them, and the mutators must not index with them (the
+    # NaN poisoning once wrote to data[begin] because begin + 4 wrapped).
+    header = json.dumps({"w": {"dtype": "F32", "shape": [2], "data_offsets": [2**64 - 1, 8]}},
+                        separators=(",", ":")).encode()
+    header += b" " * (-len(header) % 8)
+    write("safetensors", "offsets_at_max.safetensors", struct.pack("<Q", len(header)) + header + values("F32", 2))
 
 
 # ---- png: signature, chunks with CRCs, one zlib stream of filtered rows ----

@@ -123,7 +123,8 @@ inline void poison_value(File& f, Rng& rng) {
       {"F16", 2, {0x7e01, 0x7c00, 0xfc00, 1, 0x8000}},
       {"BF16", 2, {0x7fc1, 0x7f80, 0xff80, 1, 0x8000}}};
   for (const Special& s : kSpecials) {
-    if (dtype != s.dtype || end < begin + s.size) continue;
+    // begin may be anything up to 2^64 - 1: compared without the sum, which would wrap.
+    if (dtype != s.dtype || begin > end || end - begin < s.size) continue;
     const uint64_t at = begin + rng.below((end - begin) / s.size) * s.size;
     const uint64_t bits = s.bits[rng.below(5)];
     for (size_t i = 0; i < s.size; ++i) f.data[at + i] = char(bits >> (8 * i));
