@@ -432,11 +432,9 @@ std::vector<OpTypeRow> time_stages_alone(Engine& engine) {
   const std::vector<double> ms = engine.backend().time_op_ranges(ranges, 100);
   std::vector<OpTypeRow> out;
   for (size_t r = 0; r < ms.size(); ++r) {
-    const std::string stage = frame_stage(ops[ranges[r].first].layer);
-    auto it = std::find_if(out.begin(), out.end(), [&](const OpTypeRow& row) { return row.type == stage; });
-    if (it == out.end()) it = out.insert(out.end(), OpTypeRow{stage});
-    it->calls += int(ranges[r].second - ranges[r].first);
-    it->ms += ms[r];
+    OpTypeRow& row = row_named(out, frame_stage(ops[ranges[r].first].layer));
+    row.calls += int(ranges[r].second - ranges[r].first);
+    row.ms += ms[r];
   }
   return out;
 }

@@ -50,6 +50,11 @@ std::vector<OpTypeRow> FrameProfile::by_type() const {
   return out;
 }
 
+OpTypeRow& row_named(std::vector<OpTypeRow>& rows, const std::string& name) {
+  auto it = std::find_if(rows.begin(), rows.end(), [&](const OpTypeRow& r) { return r.type == name; });
+  return it != rows.end() ? *it : rows.emplace_back(OpTypeRow{name});
+}
+
 std::string frame_stage(const std::string& layer) {
   const auto starts = [&](const char* p) { return layer.rfind(p, 0) == 0; };
   if (starts("encoder.") || starts("quant_conv") || layer == "image") return "encode";
@@ -61,13 +66,11 @@ std::string frame_stage(const std::string& layer) {
 std::vector<OpTypeRow> FrameProfile::by_stage() const {
   std::vector<OpTypeRow> out;
   for (size_t i = 0; i < sum_ms_.size(); ++i) {
-    const std::string stage = frame_stage(layer_[i]);
-    auto it = std::find_if(out.begin(), out.end(), [&](const OpTypeRow& r) { return r.type == stage; });
-    if (it == out.end()) it = out.insert(out.end(), OpTypeRow{stage});
-    ++it->calls;
-    it->ms += sum_ms_[i] / std::max(frames_, 1);
-    it->flops += flops_[i];
-    it->bytes += bytes_[i];
+    OpTypeRow& r = row_named(out, frame_stage(layer_[i]));
+    ++r.calls;
+    r.ms += sum_ms_[i] / std::max(frames_, 1);
+    r.flops += flops_[i];
+    r.bytes += bytes_[i];
   }
   return out;
 }
