@@ -40,7 +40,7 @@ elif [[ $what == fuzz ]]; then
 else
   mkdir -p "$stage/tests"
   cp "$root/build-device/rtvd" "$stage/"
-  # The test binaries that tools/device-check.sh runs there (the GPU suites, one per op folder, the engine and
+  # The test binaries that tools/device-check.sh runs there (the GPU suites, the op tests of tests/ops, the engine and
   # golden tests), among those ctest knows in this build (not whatever an older tree left in the folder): the
   # CPU-only suites would take the bundle past what a call may carry.
   gpu_tests="_cuda_test|/engine_test|/unet_golden_test$(for f in "$root"/tests/ops/*_test.cpp; do printf '|/%s' "$(basename "$f" .cpp)"; done)"

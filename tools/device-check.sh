@@ -21,10 +21,10 @@ cd $dir
 summary=()
 note() { summary+=("$1"); echo "== $1"; }
 
-# One test binary per op folder (tests/ops: each op's case table, the CPU reference and every GPU
-# implementation), the other GPU suites, and the engine and golden tests.
-op_tests=(conv2d_test attention_test linear_test group_norm_test layer_norm_test elementwise_test embedding_test
-          cast_test denoise_test)
+# The test binaries of tests/ops (each op's case table, the CPU reference and every GPU implementation; one
+# per op folder, and conv2d's requirements), the other GPU suites, and the engine and golden tests.
+op_tests=(conv2d_test conv2d_requirements_test attention_test linear_test group_norm_test layer_norm_test
+          elementwise_test embedding_test cast_test denoise_test)
 
 # Each test binary runs from a scratch directory of its own, with nothing pointing elsewhere: it must find
 # the bundle's tests/data, tests/assets and rtvd beside itself (tests/support/test_util.h).
@@ -47,8 +47,8 @@ run_tests() {
 # The four tools run side by side (one process each on the one GPU); each binary's smaller cases, since
 # sanitizers run kernels 10-100x slower: the op tests' GPU suites (*Cuda*), without the slow simple kernels
 # (direct conv, FMA linear) at production shapes. conv2d_test: the entry point on the edge cases, every wgmma
-# tile on every case it takes, every implementation in place, and the requirements; attention_test: every
-# implementation on a few cases. synccheck skips NVIDIA's library kernels: it overflows its
+# tile on every case it takes, every implementation in place; conv2d_requirements_test: the GPU requirements
+# but the cuDNN plan's; attention_test: every implementation on a few cases. synccheck skips NVIDIA's library kernels: it overflows its
 # barrier tracking in cuDNN's generated SDPA kernels and kills them. racecheck checks every kernel (with
 # library kernels excluded it fails with an internal error when they run) and its summary line says how
 # many hazards lie in NVIDIA's kernels: cuBLASLt's nvjet GEMMs (tools/repro/cublaslt_racecheck.cu shows
@@ -74,8 +74,9 @@ run_sanitizers() {
           attention_test)
             filter='*Cuda*/default_16x16:*Cuda*/q67_d64_pad:*Cuda*/cross_kv1:*Cuda*/fallback_d4:*Cuda*/fallback_cross_d12:*Cuda*/peaked_d40' ;;
           conv2d_test)
-            filter='Edge/Conv2dCuda.Default/*:*Conv2dCuda.Wgmma/*:*Conv2dCuda.*/in_place*:Conv2dCudaRequirements.*'
-            without='*.Cudnn/*:*CudnnPlan*' limit=300 ;;
+            filter='Edge/Conv2dCuda.Default/*:*Conv2dCuda.Wgmma/*:*Conv2dCuda.*/in_place*'
+            without='*.Cudnn/*' limit=300 ;;
+          conv2d_requirements_test) filter='Conv2dCudaRequirements.*' without='*CudnnPlan*' limit=300 ;;
           linear_test) without='Production/LinearCuda.Fallback/*' limit=240 ;;
         esac
         [[ -n ${SANITIZE_FILTER:-} ]] && filter=$SANITIZE_FILTER without='' limit=300
