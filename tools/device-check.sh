@@ -39,7 +39,7 @@ run_tests() {
     name=$(basename "$t")
     run_test timeout 300 "$t" --gtest_brief=1 >"$LOGS/$name.log" 2>&1
     rc=$?
-    note "$(printf '%-22s rc=%-3s %s' "$name" "$rc" "$(grep -E '^\[  (PASSED|FAILED) ' "$LOGS/$name.log" | tr '\n' ' ')")"
+    note "$(printf '%-26s rc=%-3s %s' "$name" "$rc" "$(grep -E '^\[  (PASSED|FAILED) ' "$LOGS/$name.log" | tr '\n' ' ')")"
     grep -E '^\[  FAILED  \]|Failure|error' "$LOGS/$name.log" | head -20
   done
 }
