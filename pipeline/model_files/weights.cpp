@@ -160,14 +160,14 @@ void WeightTensor::write(void* dst, DType act) const {
 
 namespace {
 
-// The check of a large checkpoint runs on a thread of its own, waiting for the pages as they come in; a small
-// one's (the default model, tests, fuzz inputs) at its first use, on the caller's thread.
-constexpr int64_t kBackgroundCheckBytes = int64_t(64) << 20;
-
+// A large checkpoint's check (from the size at which SafeTensorsFile reads a file in on a thread) runs on a
+// thread of its own, waiting for the pages as they come in; a small one's (the default model, tests, fuzz
+// inputs) at its first use, on the caller's thread.
 std::shared_future<void> check_finite_async(const TensorSet& set) {
-  int64_t bytes = 0;
-  for (const TensorView& t : set.tensors()) bytes += int64_t(t.bytes);
-  const auto policy = bytes >= kBackgroundCheckBytes ? std::launch::async : std::launch::deferred;
+  uint64_t bytes = 0;
+  for (const TensorView& t : set.tensors()) bytes += t.bytes;
+  const bool large = bytes >= SafeTensorsFile::kBackgroundReadInBytes;
+  const auto policy = large ? std::launch::async : std::launch::deferred;
   return std::async(policy, [set] { set.check_finite(); }).share();  // a copy of the views: the store may move
 }
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "kernels/attention/attention.cuh"
@@ -211,14 +212,10 @@ class CudaBackend final : public Backend {
     for (const auto& [begin, end] : ranges) {
       if (begin >= end || end > graph().frame.size())
         fail("time_op_ranges: ops [", begin, ", ", end, ") are not a range of the frame's ", graph().frame.size());
-      const cudaGraphExec_t exec = capture_frame(false, begin, end);
-      try {
-        out.push_back(cuda_median_ms(host_.stream(), 3, runs, [&] { RTVD_CUDA_CHECK(cudaGraphLaunch(exec, host_.stream())); }));
-      } catch (...) {
-        cudaGraphExecDestroy(exec);
-        throw;
-      }
-      cudaGraphExecDestroy(exec);
+      const std::unique_ptr<CUgraphExec_st, decltype(&cudaGraphExecDestroy)> exec(capture_frame(false, begin, end),
+                                                                                  cudaGraphExecDestroy);
+      out.push_back(cuda_median_ms(host_.stream(), 3, runs,
+                                   [&] { RTVD_CUDA_CHECK(cudaGraphLaunch(exec.get(), host_.stream())); }));
     }
     return out;
   }

@@ -1,7 +1,8 @@
 // Which candidate (kernels/<op>/<op>_candidates.cuh) each heavy frame op of the CUDA backend runs: conv2d,
 // attention and linear through one mechanism. A layer is decided at prepare() from --kernels (custom,
 // cudnn: the family's default) or the tuning cache (auto), else by timing its candidates on its real
-// operands (LayerTuner) at the second frame's eager run, after the first output (which ran the defaults). Also decides which statistics-only GroupNorms their conv's pre-pass computes.
+// operands (LayerTuner) at the second frame's eager run, after the first output (which ran the defaults).
+// Also decides which statistics-only GroupNorms their conv's pre-pass computes.
 #pragma once
 #include <memory>
 #include <string>
