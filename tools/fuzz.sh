@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The libFuzzer targets of tests/fuzz (docs/fuzzing.md), built with clang, ASan and UBSan in build-fuzz/.
-#   tools/fuzz.sh smoke                     CI: build, then every target over its seeds and regression inputs
-#                                           and RTVD_FUZZ_SECONDS (default 30) of fuzzing; fails on any crash
+#   tools/fuzz.sh smoke                     CI: build, then every target from its seeds and regression inputs
+#                                           for a fixed number of executions with a fixed seed (one commit,
+#                                           one result); fails on any crash or on a target that does not
+#                                           finish its executions within RTVD_FUZZ_GUARD_SECONDS (default 900)
 #   tools/fuzz.sh long SECONDS [TARGET...]  each target (default all) for SECONDS, one after another at nice 10,
 #                                           growing its corpus in build-fuzz/corpus/TARGET (RTVD_FUZZ_RUNS stops
 #                                           a target after that many executions)
@@ -22,7 +24,7 @@ targets=(safetensors_fuzzer safetensors_structured_fuzzer model_config_fuzzer mo
          png_fuzzer png_structured_fuzzer clip_tokenizer_fuzzer clip_tokenizer_structured_fuzzer
          lora_fuzzer lora_structured_fuzzer single_file_fuzzer single_file_structured_fuzzer)
 
-usage() { sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,/^set /p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'; }
 
 mode=${1:-}
 case "$mode" in
@@ -76,6 +78,26 @@ fuzzed_sources=(pipeline/model_files/json_text.cpp pipeline/model_files/config_r
                 pipeline/model_files/diffusers_unet_config.h pipeline/io/png.h pipeline/text/clip_tokenizer.h
                 pipeline/text/unicode_text.h kernels/common/checked_math.h)
 
+# The smoke pass: a fixed seed and a fixed number of executions per target, about 20 s each on one core of
+# the 2-core development machine, so that one commit always gives one result. Random campaigns of hours are
+# `long`'s (docs/fuzzing.md); what they find becomes a regression input in tests/data/fuzz/.
+# Two more things make a run depend on more than its seed: addresses, and libFuzzer's comparison tracing.
+# Heap addresses move between runs (with the address space's randomisation, and with allocations whose size
+# depends on the time, such as libFuzzer's own status lines), the parsers compare pointers, and -use_cmp
+# turns every 8-byte comparison's operands into dictionary entries that the next mutations insert. So the
+# smoke pass runs without randomisation (setarch -R) and with -use_cmp=0; `long` and `run` keep both.
+smoke_seed=20261127
+smoke_flags=(-use_cmp=0)
+declare -A smoke_runs=(
+  [safetensors_fuzzer]=170000 [safetensors_structured_fuzzer]=12000
+  [model_config_fuzzer]=200000 [model_config_structured_fuzzer]=16000
+  [png_fuzzer]=150000 [png_structured_fuzzer]=30000
+  [clip_tokenizer_fuzzer]=8000 [clip_tokenizer_structured_fuzzer]=1000
+  [lora_fuzzer]=8000 [lora_structured_fuzzer]=700
+  [single_file_fuzzer]=4500 [single_file_structured_fuzzer]=500)
+
+fixed_layout=()
+
 parser_of() { local t=${1%_fuzzer}; echo "${t%_structured}"; }
 
 check_target() {
@@ -95,16 +117,22 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-quarantine_size_mb=16:malloc_context_size=8}
 
 # fuzz TARGET CORPUS LOG [FLAGS...]: the target over CORPUS (where new inputs land), its seeds and its
 # regression inputs (read only); a crash, leak, timeout or OOM leaves its input in build-fuzz/artifacts/.
+# The seeds and regression inputs go in as one list sorted by name (-seed_inputs), not as directories:
+# libFuzzer shuffles its inputs with its -seed and then sorts them by size, keeping the order of inputs of
+# one size, and a directory's order is the file system's (ext4's differs between machines), so with
+# directories one seed could give two runs.
 fuzz() {
   local target=$1 corpus=$2 log=$3
   shift 3
   local parser
   parser=$(parser_of "$target")
-  local dirs=("$corpus" "$root/tests/fuzz/corpus/$parser")
+  local dirs=("$root/tests/fuzz/corpus/$parser")
   [[ -d $root/tests/data/fuzz/$parser ]] && dirs+=("$root/tests/data/fuzz/$parser")
   mkdir -p "$corpus" "$build/artifacts" "$(dirname "$log")"
-  "$build/tests/fuzz/$target" "${flags[@]}" -artifact_prefix="$build/artifacts/$target-" "$@" "${dirs[@]}" \
-    >"$log" 2>&1
+  local list=$build/logs/$target.inputs
+  find "${dirs[@]}" -type f | LC_ALL=C sort | paste -sd, >"$list"
+  "${fixed_layout[@]}" "$build/tests/fuzz/$target" "${flags[@]}" -artifact_prefix="$build/artifacts/$target-" -seed_inputs=@"$list" \
+    "$@" "$corpus" >"$log" 2>&1
 }
 
 # A line per finished run: executions, rate, coverage and corpus from libFuzzer's last status line.
@@ -140,17 +168,27 @@ case "$mode" in
     start=$SECONDS
     configure "$build"
     echo "fuzz: built in $((SECONDS - start)) s"
-    seconds=${RTVD_FUZZ_SECONDS:-30}
     jobs=${RTVD_FUZZ_JOBS:-$(nproc)}
+    if setarch -R true 2>/dev/null; then
+      fixed_layout=(setarch -R)
+    else
+      echo "fuzz: setarch -R is refused here: addresses are random, and two runs of one commit may differ"
+    fi
+    guard=${RTVD_FUZZ_GUARD_SECONDS:-900}
     # Each smoke run starts from the seeds and regression inputs alone: what an earlier run found is not kept.
     rm -rf "$build/corpus-smoke" "$build/logs/smoke.failed"
+    mkdir -p "$build/logs"
     for target in "${targets[@]}"; do
       while (($(jobs -rp | wc -l) >= jobs)); do wait -n || true; done
       (log=$build/logs/$target.smoke.log
-       if fuzz "$target" "$build/corpus-smoke/$target" "$log" -max_total_time="$seconds"; then
-         summary "$target" "$log" ok
-       else
-         summary "$target" "$log" FAILED
+       runs=${smoke_runs[$target]}
+       status=ok
+       fuzz "$target" "$build/corpus-smoke/$target" "$log" "${smoke_flags[@]}" -seed="$smoke_seed" -runs="$runs" \
+         -max_total_time="$guard" || status=FAILED
+       done_runs=$(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}' || true)
+       if [[ $status == ok ]] && ((${done_runs:-0} < runs)); then status="SLOW (${done_runs:-0} of $runs in ${guard} s)"; fi
+       summary "$target" "$log" "$status"
+       if [[ $status != ok ]]; then
          failure "$log"
          echo "$target" >>"$build/logs/smoke.failed"
        fi) &
