@@ -159,9 +159,11 @@ INSTANTIATE_TEST_SUITE_P(Variants, ShardedFolder, testing::Values("", "fp16"),
 // the fp16 variant's.
 TEST(ShardedWeights, TheIndexComesFirstAsInDiffusers) {
   const ShardedTinySd sharded;
-  fs::copy_file(test::test_data("tiny_sd/unet/diffusion_pytorch_model.safetensors"),
-                sharded.dir + "/unet/diffusion_pytorch_model.fp16.safetensors");
+  for (const char* name : {"diffusion_pytorch_model.safetensors", "diffusion_pytorch_model.fp16.safetensors"})
+    fs::copy_file(test::test_data("tiny_sd/unet/diffusion_pytorch_model.safetensors"), sharded.dir + "/unet/" + name);
   EXPECT_EQ(load_model({.path = sharded.dir}).components[0].source, sharded.index(kUNet));
+  fs::remove(sharded.index(kUNet));
+  EXPECT_EQ(load_model({.path = sharded.dir}).components[0].source, sharded.dir + "/unet/diffusion_pytorch_model.safetensors");
 }
 
 TEST(ShardedWeights, AListedShardMissing) {
