@@ -262,6 +262,17 @@ TEST(LoraErrors, NameTheFileAndTheKey) {
                    "or a conv's (out, rank, 1, 1) and (rank, in, kh, kw))");
   EXPECT_EQ(error({down, up, factor(proj + ".alpha", {2}, rng)}),
             file + ": key '" + proj + ".alpha': expected one finite number, got F32 (2)");
+  // A file that would change nothing: no tensors at all, or an update of rank 0.
+  EXPECT_EQ(error({}), file + ": holds no tensors, expected LoRA factors");
+  EXPECT_EQ(error({}, true, {{"format", "pt"}}), file + ": holds no tensors, expected LoRA factors");
+  EXPECT_EQ(error({factor(proj + ".lora_A.weight", {0, 32}, rng), factor(proj + ".lora_B.weight", {32, 0}, rng)}),
+            file + ": key '" + proj + ".lora_A.weight': shape (0, 32) holds no values (an update of rank 0), expected "
+                   "factors of rank 1 or more");
+  EXPECT_EQ(error({factor("lora_unet_down_blocks_0_resnets_0_conv1.lora_down.weight", {0, 32, 3, 3}, rng),
+                   factor("lora_unet_down_blocks_0_resnets_0_conv1.lora_up.weight", {32, 0, 1, 1}, rng),
+                   factor("lora_unet_down_blocks_0_resnets_0_conv1.alpha", {}, rng)}),
+            file + ": key 'lora_unet_down_blocks_0_resnets_0_conv1.lora_down.weight': shape (0, 32, 3, 3) holds no "
+                   "values (an update of rank 0), expected factors of rank 1 or more");
   EXPECT_EQ(error({factor("text_encoder.encoder.layers.0.mlp.fc1.lora_A.weight", {4, 32}, rng),
                    factor("text_encoder.encoder.layers.0.mlp.fc1.lora_B.weight", {128, 4}, rng)}, false),
             file + ": key 'text_encoder.encoder.layers.0.mlp.fc1.lora_A.weight': an update of the text encoder, but the "

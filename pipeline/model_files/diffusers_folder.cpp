@@ -8,6 +8,7 @@
 
 #include "kernels/common/error.h"
 #include "pipeline/model_files/config_reader.h"
+#include "pipeline/model_files/sharded_weights.h"
 
 namespace rtvd {
 
@@ -52,13 +53,22 @@ std::string required_file(const std::string& path, std::string_view what) {
 
 std::string component_weights(const std::string& dir, const std::string& stem, const std::string& pickle_stem,
                               const std::string& what) {
-  for (const std::string& name : {stem + ".safetensors", stem + ".fp16.safetensors"})
-    if (fs::is_regular_file(cat(dir, "/", name))) return cat(dir, "/", name);
-  for (const std::string& name : {pickle_stem + ".bin", pickle_stem + ".fp16.bin"})
+  for (const std::string variant : {"", "fp16"}) {
+    const std::string single = cat(stem, variant.empty() ? "" : ".", variant, ".safetensors");
+    for (const std::string& name : {shard_index_name(stem, variant), single})
+      if (fs::is_regular_file(cat(dir, "/", name))) return cat(dir, "/", name);
+  }
+  for (const std::string& name : {pickle_stem + ".bin", pickle_stem + ".fp16.bin", pickle_stem + ".bin.index.json",
+                                  pickle_stem + ".bin.index.fp16.json"})
     if (fs::exists(cat(dir, "/", name)))
       fail(dir, "/", name, ": the ", what, "'s weights are a pickle, which rtvd never unpickles (loading one can run "
            "code from the file): convert them to ", stem, ".safetensors");
-  fail(dir, ": expected ", stem, ".safetensors or ", stem, ".fp16.safetensors (the ", what, "'s weights)");
+  fail(dir, ": expected ", stem, ".safetensors or ", stem, ".fp16.safetensors, or shards with their index ",
+       shard_index_name(stem, ""), " (the ", what, "'s weights)");
+}
+
+TensorSet open_component_weights(const std::string& path) {
+  return is_shard_index(path) ? open_sharded_weights(path) : TensorSet(SafeTensorsFile::open(path));
 }
 
 bool is_diffusers_folder(const std::string& dir) { return fs::is_regular_file(dir + "/model_index.json"); }

@@ -3,23 +3,29 @@
 #pragma once
 #include <string>
 
+#include "pipeline/model_files/tensor_set.h"
+
 namespace rtvd {
 
 struct DiffusersFolder {
   std::string root;              // the folder
   std::string unet_config;       // unet/config.json
-  std::string unet_weights;      // unet/diffusion_pytorch_model.safetensors, or its .fp16 variant
+  std::string unet_weights;      // unet/diffusion_pytorch_model.safetensors, or its shards' index (component_weights)
   std::string text_encoder_dir;  // text_encoder/, tokenizer/, vae/: "" when model_index.json lists none
   std::string tokenizer_dir;
   std::string vae_dir;
   std::string scheduler_config;  // scheduler/scheduler_config.json, "" when none is listed
 };
 
-// A component folder's weights: stem.safetensors, or diffusers' fp16 variant stem.fp16.safetensors. A pickle
-// (pickle_stem.bin: diffusers' diffusion_pytorch_model.bin, transformers' pytorch_model.bin) is refused unread,
-// naming it; none at all is an Error naming the folder and `what` ("U-Net", "text encoder").
+// A component folder's weights, in the order diffusers looks for them, then the same for diffusers' fp16 variant:
+// the index of shards (stem.safetensors.index.json, sharded_weights.h), else one file (stem.safetensors); then
+// stem.safetensors.index.fp16.json, stem.fp16.safetensors. A pickle (pickle_stem.bin: diffusers'
+// diffusion_pytorch_model.bin, transformers' pytorch_model.bin, or their shards' .bin.index.json) is refused
+// unread, naming it; none at all is an Error naming the folder and `what` ("U-Net", "text encoder").
 std::string component_weights(const std::string& dir, const std::string& stem, const std::string& pickle_stem,
                               const std::string& what);
+// The tensors of what component_weights found: the file's, or every shard's.
+TensorSet open_component_weights(const std::string& path);
 
 bool is_diffusers_folder(const std::string& dir);  // dir has a model_index.json
 

@@ -234,6 +234,7 @@ void apply_lora(const LoraSpec& spec, TensorSet& unet, TensorSet* text_encoder) 
   const std::optional<ModuleIndex> text_modules =
       text_encoder ? std::optional<ModuleIndex>(std::in_place, *text_encoder, Component::TextEncoder) : std::nullopt;
   const std::map<Component, AdapterConfig> configs = adapter_configs(*file);
+  if (file->tensors().empty()) fail(label, ": holds no tensors, expected LoRA factors");
 
   std::map<std::pair<Component, std::string>, Update> updates;
   for (const TensorView& t : file->tensors()) {
@@ -261,6 +262,10 @@ void apply_lora(const LoraSpec& spec, TensorSet& unet, TensorSet* text_encoder) 
   for (const auto& [where, u] : updates) {
     if (!u.down || !u.up)
       fail(label, ": key '", u.first_key, "': the update of '", u.weight, "' has no ", u.down ? "up" : "down", " factor");
+    for (const TensorView* f : {u.down, u.up})
+      if (f->numel() == 0)
+        fail(label, ": key '", f->name, "': shape ", shape_string(f->shape), " holds no values (an update of rank 0), "
+             "expected factors of rank 1 or more");
     TensorSet& set = u.component == Component::UNet ? unet : *text_encoder;
     const TensorView& w = *set.find(u.weight);
     LowRankDelta d{as_rank(*u.up, w.shape.size()), as_rank(*u.down, w.shape.size()), 1.0f, label};

@@ -28,8 +28,9 @@ LoraSpec parse_lora_spec(const std::string& value);
 
 // Attaches every update of the file to the U-Net's tensors and the text encoder's (nullptr: the model has
 // none). Nothing is attached unless the whole file is understood: an unknown key, a module the model does not
-// have, an unpaired factor, factors whose shapes do not make an update of the weight, a text-encoder update for
-// a model without one, or a pickle are each an Error naming the file and the key.
+// have, an unpaired factor, factors whose shapes do not make an update of the weight, a factor of rank 0, a
+// text-encoder update for a model without one, or a pickle are each an Error naming the file and the key; a
+// file of no tensors, which would change nothing, an Error naming the file.
 void apply_lora(const LoraSpec& spec, TensorSet& unet, TensorSet* text_encoder);
 
 }  // namespace rtvd

@@ -8,7 +8,8 @@
 namespace rtvd {
 
 TextEncoderCheckpoint load_text_encoder_folder(const std::string& dir) {
-  return {load_clip_text_config(dir + "/config.json"), TensorSet(SafeTensorsFile::open(component_weights(dir, "model", "pytorch_model", "text encoder")))};
+  return {load_clip_text_config(dir + "/config.json"),
+          open_component_weights(component_weights(dir, "model", "pytorch_model", "text encoder"))};
 }
 
 ClipTextBuilder::ClipTextBuilder(const ClipTextConfig& cfg, WeightStore& weights, Graph& graph, int act_bytes,

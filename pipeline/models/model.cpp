@@ -43,7 +43,7 @@ AutoencoderFolder open_autoencoder_folder(const std::string& dir, const std::str
     fail(flag, dir, ": not a folder (expected a diffusers AutoencoderKL or AutoencoderTiny folder: config.json and "
          "diffusion_pytorch_model.safetensors)");
   const std::string weights = component_weights(dir, "diffusion_pytorch_model", "diffusion_pytorch_model", "autoencoder");
-  return {load_autoencoder_config(dir + "/config.json"), TensorSet(SafeTensorsFile::open(weights))};
+  return {load_autoencoder_config(dir + "/config.json"), open_component_weights(weights)};
 }
 
 std::string taesd_folder(const std::string& model_path) {
@@ -124,7 +124,7 @@ Model load_diffusers_model(const ModelOptions& o) {
   Model m;
   m.source = o.path;
   m.format = "diffusers folder";
-  LatentParts parts{TensorSet(SafeTensorsFile::open(f.unet_weights)), f.unet_weights, {}, "", {}, ""};
+  LatentParts parts{open_component_weights(f.unet_weights), f.unet_weights, {}, "", {}, ""};
   m.config = parse_diffusers_unet_config(read_config_file(f.unet_config), f.unet_config, unet_dtype(parts.unet));
   m.config.name = fs::canonical(o.path).filename().string();
   if (f.scheduler_config.empty())
