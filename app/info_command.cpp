@@ -100,9 +100,7 @@ int info_command(const std::vector<std::string>& args) {
   std::printf("  levels       %s, %d ResNets per level, %s norm%s\n", channels.c_str(), c.layers_per_block,
               c.norm == NormKind::Batch ? "batch (conv-BN-SiLU, FiLM)" : "group", c.mid_attention ? ", mid attention" : "");
   if (c.num_class_embeds > 0) {
-    std::string names;
-    for (const auto& n : c.class_names) names += (names.empty() ? "" : ", ") + n;
-    std::printf("  classes      %d + null: %s\n", c.num_class_embeds - 1, names.c_str());
+    std::printf("  classes      %d + null: %s\n", c.num_class_embeds - 1, class_names_text(c).c_str());
   }
   if (c.cross_attention_dim > 0) std::printf("  context      %dx%d\n", c.context_length, c.cross_attention_dim);
   for (const auto& [module, n] : parameters_by_module(m.weights->checkpoint()))

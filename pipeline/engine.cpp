@@ -241,9 +241,8 @@ int Engine::class_id(const std::string& v) const {
   char* end = nullptr;
   const long id = std::strtol(v.c_str(), &end, 10);
   if (end && *end == '\0' && id >= 0 && id < c.num_class_embeds - 1) return int(id);
-  std::string names;
-  for (const auto& n : c.class_names) names += (names.empty() ? "" : ", ") + n;
-  fail("--class ", v, ": expected a class name (", names, ") or a number in [0, ", c.num_class_embeds - 1, ")");
+  fail("--class ", v, ": expected a class name (", class_names_text(c), ") or a number in [0, ", c.num_class_embeds - 1,
+       ")");
 }
 
 FrameSettings frame_settings(const GenerationOptions& o, const Engine& engine) {

@@ -5,6 +5,7 @@
 
 #include "device.h"
 #include "kernels/common/error.h"
+#include "kernels/common/quoted_text.h"
 #include "pipeline/models/clip_text.h"
 
 namespace rtvd {
@@ -38,8 +39,8 @@ TextEncoder::TextEncoder(TextEncoderCheckpoint checkpoint, Backend& backend, int
   for (const TensorView& t : tensors.tensors())
     if (!expected.count(t.name) && t.name != prefix_ + "embeddings.position_ids") {
       const std::string source = tensors.source_name(t.name);
-      fail(tensors.label(), ": unexpected tensor '", source.empty() ? t.name : source,
-           "' (not a parameter of this config's CLIPTextModel)");
+      fail(tensors.label(), ": unexpected tensor ", quote(source.empty() ? t.name : source),
+           " (not a parameter of this config's CLIPTextModel)");
     }
   weights_ = std::make_unique<WeightStore>(std::move(checkpoint.tensors));
 }

@@ -17,6 +17,7 @@
 #include <memory>
 
 #include "kernels/common/error.h"
+#include "kernels/common/quoted_text.h"
 
 namespace rtvd {
 
@@ -234,13 +235,13 @@ Chunks parse_chunks(const std::string& path, const std::vector<uint8_t>& file) {
     const uint32_t size = read_be32(&file[at]);
     const uint8_t* type = &file[at + 4];
     const std::string name(reinterpret_cast<const char*>(type), 4);
-    if (size > file.size() - at - 12) fail(path, ": truncated PNG (chunk '", name, "' runs past the end)");
+    if (size > file.size() - at - 12) fail(path, ": truncated PNG (chunk ", quote(name), " runs past the end)");
     const uint8_t* data = type + 4;
     if (crc32(crc32(0, type, 4), data, size) != read_be32(data + size))
-      fail(path, ": CRC mismatch in chunk '", name, "' (corrupt file)");
+      fail(path, ": CRC mismatch in chunk ", quote(name), " (corrupt file)");
     at += 12 + size;
 
-    if (!seen_header && name != "IHDR") fail(path, ": first chunk is '", name, "', expected IHDR");
+    if (!seen_header && name != "IHDR") fail(path, ": first chunk is ", quote(name), ", expected IHDR");
     if (name == "IHDR") {
       if (seen_header) fail(path, ": more than one IHDR");
       c.header = parse_header(path, data, size);
@@ -254,7 +255,7 @@ Chunks parse_chunks(const std::string& path, const std::vector<uint8_t>& file) {
     } else if (name == "IEND") {
       break;
     } else if (!(type[0] & 0x20)) {  // bit 5 of the first letter clear: critical, must be understood
-      fail(path, ": unknown critical chunk '", name, "'");
+      fail(path, ": unknown critical chunk ", quote(name));
     }
   }
   if (c.header.color_type == kPalette && c.palette.empty()) fail(path, ": palette image without PLTE");

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "kernels/common/error.h"
+#include "kernels/common/quoted_text.h"
 #include "pipeline/model_files/json_text.h"
 
 namespace rtvd {
@@ -37,12 +38,12 @@ json parse_config_object(std::string_view text, const std::string& label) {
   DuplicateKeyFinder duplicates;
   json root = parse_json(text, label, &duplicates);
   if (!root.is_object()) fail(label, ": expected a JSON object at the top level, got ", describe_json(root));
-  if (duplicates.found) fail(label, ": key '", json_escaped(duplicates.duplicate), "' appears twice");
+  if (duplicates.found) fail(label, ": key ", quote(duplicates.duplicate), " appears twice");
   return root;
 }
 
 void ConfigReader::fail_key(std::string_view key, std::string_view expected, std::string_view got) const {
-  fail(label_, ": key '", key, "': expected ", expected, ", got ", got);
+  fail(label_, ": key ", quote(key), ": expected ", expected, ", got ", got);
 }
 
 void ConfigReader::reject_unknown_keys(std::span<const std::string_view> known,
@@ -53,7 +54,7 @@ void ConfigReader::reject_unknown_keys(std::span<const std::string_view> known,
       continue;
     std::string list;
     for (std::string_view k : known) list += cat(list.empty() ? "" : ", ", k);
-    fail_key(json_escaped(key), cat("one of the known keys (", list, ")"), "an unknown key");
+    fail_key(key, cat("one of the known keys (", list, ")"), "an unknown key");
   }
 }
 

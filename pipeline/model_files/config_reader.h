@@ -24,6 +24,7 @@ class ConfigReader {
  public:
   ConfigReader(const nlohmann::json& root, const std::string& label) : root_(root), label_(label) {}
 
+  // "<label>: key 'k': expected ..., got ...", the key quoted (quoted_text.h): it may be the file's.
   [[noreturn]] void fail_key(std::string_view key, std::string_view expected, std::string_view got) const;
   // Every key must be one of known (or of also_known: keys that are read elsewhere or do not matter).
   void reject_unknown_keys(std::span<const std::string_view> known,

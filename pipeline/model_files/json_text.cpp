@@ -1,9 +1,9 @@
 #include "pipeline/model_files/json_text.h"
 
-#include <cstdio>
 #include <functional>
 
 #include "kernels/common/error.h"
+#include "kernels/common/quoted_text.h"
 
 namespace rtvd {
 
@@ -11,15 +11,15 @@ namespace {
 
 using nlohmann::json;
 
-// nlohmann's message quotes the last token read, raw file bytes of any length: printable ASCII only, cut short.
-std::string reason(std::string_view what) {
-  constexpr size_t kMax = 200;
-  std::string s;
-  for (size_t i = 0; i < what.size() && i < kMax; ++i) {
-    const auto c = static_cast<unsigned char>(what[i]);
-    s += c < 0x20 ? ' ' : c >= 0x7f ? '?' : char(c);
-  }
-  return what.size() > kMax ? s + "..." : s;
+// nlohmann's message quotes the last token read, raw file bytes of any length.
+std::string reason(std::string_view what) { return printable(what, 200); }
+
+// s between double quotes, escaped, its escaped text ending at out's `limit` at the latest ("..." where cut).
+void append_string(std::string_view s, std::string& out, size_t limit) {
+  out += '"';
+  size_t taken = 0;
+  out += escaped_prefix(s, limit > out.size() ? limit - out.size() : 0, taken);
+  out += taken == s.size() ? "\"" : "...";
 }
 
 // Appends v to out until out holds `limit` characters. Each nested call appends a bracket before it
@@ -27,7 +27,7 @@ std::string reason(std::string_view what) {
 void append_excerpt(const json& v, std::string& out, size_t limit) {
   if (out.size() >= limit) return;
   if (v.is_string()) {
-    out += '"' + json_escaped(v.get_ref<const std::string&>(), limit - out.size()) + '"';
+    append_string(v.get_ref<const std::string&>(), out, limit);
   } else if (v.is_array()) {
     out += '[';
     bool first = true;
@@ -45,7 +45,8 @@ void append_excerpt(const json& v, std::string& out, size_t limit) {
       if (out.size() >= limit) return;
       if (!first) out += ',';
       first = false;
-      out += '"' + json_escaped(key, limit - out.size()) + "\":";
+      append_string(key, out, limit);
+      out += ':';
       append_excerpt(e, out, limit);
     }
     out += '}';
@@ -93,38 +94,8 @@ json parse_json(std::string_view text, std::string_view where, DuplicateKeyFinde
 std::string json_excerpt(const json& v, size_t max_chars) {
   std::string out;
   append_excerpt(v, out, max_chars);
-  if (out.size() <= max_chars) return out;
-  size_t cut = max_chars;
-  while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xc0) == 0x80) --cut;  // not inside a character
-  return out.substr(0, cut) + "...";
-}
-
-std::string json_escaped(std::string_view s, size_t max_chars) {
-  std::string out;
-  size_t i = 0;
-  for (; i < s.size() && out.size() < max_chars; ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += char(c);
-    } else if (c == '\n' || c == '\t' || c == '\r') {
-      out += c == '\n' ? "\\n" : c == '\t' ? "\\t" : "\\r";
-    } else if (c < 0x20 || c == 0x7f) {
-      char escape[8];
-      std::snprintf(escape, sizeof escape, "\\u%04x", c);
-      out += escape;
-    } else {
-      out += char(c);
-    }
-  }
-  if (i == s.size()) return out;
-  // Cut at a character: drop the bytes already taken of a UTF-8 sequence that continues at s[i].
-  const auto continuation = [&](size_t k) { return (static_cast<unsigned char>(s[k]) & 0xc0) == 0x80; };
-  if (continuation(i)) {
-    while (i > 0 && continuation(i - 1)) --i, out.pop_back();
-    if (i > 0) --i, out.pop_back();  // the sequence's lead byte
-  }
-  return out + "...";
+  // Strings end by max_chars: what lies past it is ASCII (quotes, brackets, "...", numbers), cut anywhere.
+  return out.size() <= max_chars ? out : out.substr(0, max_chars) + "...";
 }
 
 }  // namespace rtvd

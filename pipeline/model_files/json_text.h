@@ -26,12 +26,8 @@ size_t json_too_deep_at(std::string_view text, int limit);
 // that records repeated keys (json_keys.h); nlohmann itself keeps the last silently.
 nlohmann::json parse_json(std::string_view text, std::string_view where, DuplicateKeyFinder* duplicates = nullptr);
 
-// v as one line of JSON, cut to about max_chars with "..."; only that much is ever serialised, so a huge
-// value costs no more than a small one.
+// v as one line of JSON, its strings escaped as kernels/common/quoted_text.h does, cut to max_chars with
+// "..."; only that much is ever serialised, so a huge value costs no more than a small one.
 std::string json_excerpt(const nlohmann::json& v, size_t max_chars = 60);
-
-// s with JSON's escapes (control characters, quotes, backslashes) and without the quotes, cut to max_chars
-// (at a UTF-8 character boundary) with "...": a name from a file, safe to print on one line.
-std::string json_escaped(std::string_view s, size_t max_chars = 80);
 
 }  // namespace rtvd

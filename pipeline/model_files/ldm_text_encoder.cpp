@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/common/error.h"
+#include "kernels/common/quoted_text.h"
 #include "pipeline/model_files/dotted_name.h"
 #include "pipeline/model_files/ldm_layout.h"
 
@@ -52,7 +53,7 @@ TensorSet map_ldm_clip(const LdmComponent& c) {
     if (rel.starts_with("text_model.")) rel.remove_prefix(std::string_view("text_model.").size());
     if (rel == "embeddings.position_ids") continue;  // a buffer, 0 to 76 (older transformers saved it)
     if (!is_clip_name(rel))
-      fail(c.label(), ": tensor '", t->name, "': not a parameter of transformers' CLIPTextModel (embeddings, "
+      fail(c.label(), ": tensor ", quote(t->name), ": not a parameter of transformers' CLIPTextModel (embeddings, "
            "encoder.layers, final_layer_norm)");
     set.add(std::string(rel), *t, t->name, c.file);
   }
@@ -101,7 +102,7 @@ TensorSet map_open_clip(const LdmComponent& c, int layers) {
           if (rest == cat(from, ".", wb)) mapped = cat(to, ".", wb);
       const bool in_proj = rest == "attn.in_proj_weight" || rest == "attn.in_proj_bias";
       if (n < 0 || (mapped.empty() && !in_proj))
-        fail(c.label(), ": tensor '", t->name, "': not a parameter of an OpenCLIP block (ln_1, attn.in_proj_weight, "
+        fail(c.label(), ": tensor ", quote(t->name), ": not a parameter of an OpenCLIP block (ln_1, attn.in_proj_weight, "
              "attn.in_proj_bias, attn.out_proj, ln_2, mlp.c_fc, mlp.c_proj)");
       if (n >= keep) continue;  // the block after the hidden state SD 2.x takes
       if (!in_proj) {
@@ -112,14 +113,14 @@ TensorSet map_open_clip(const LdmComponent& c, int layers) {
       const bool weight = rest.ends_with("weight");
       const std::vector<int64_t> want = weight ? std::vector<int64_t>{3 * width, width} : std::vector<int64_t>{3 * width};
       if (t->shape != want)
-        fail(c.label(), ": tensor '", t->name, "': expected ", shape_string(want), " (q, k and v of width ", width,
+        fail(c.label(), ": tensor ", quote(t->name), ": expected ", shape_string(want), " (q, k and v of width ", width,
              ", the token embedding's), got ", shape_string(t->shape));
       for (int k = 0; k < 3; ++k) {
         const std::string name = cat(layer, "self_attn.", "qkv"[k], "_proj.", weight ? "weight" : "bias");
         add(name, row_slice(*t, k * width, (k + 1) * width, name));
       }
     } else {
-      fail(c.label(), ": tensor '", t->name, "': not a parameter of OpenCLIP's text tower (token_embedding, "
+      fail(c.label(), ": tensor ", quote(t->name), ": not a parameter of OpenCLIP's text tower (token_embedding, "
            "positional_embedding, transformer.resblocks, ln_final, text_projection)");
     }
   }

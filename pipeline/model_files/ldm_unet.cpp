@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/common/error.h"
+#include "kernels/common/quoted_text.h"
 #include "pipeline/model_files/dotted_name.h"
 #include "pipeline/model_files/ldm_layout.h"
 
@@ -83,7 +84,7 @@ TensorSet map_ldm_unet(const LdmComponent& c) {
   TensorSet set(c.label());
   const auto add = [&](const std::string& name, const TensorView* t) { set.add(name, *t, t->name, c.file); };
   const auto reject = [&](const TensorView* t, std::string_view expected) {
-    fail(c.label(), ": tensor '", t->name, "': ", expected);
+    fail(c.label(), ": tensor ", quote(t->name), ": ", expected);
   };
   std::map<int, std::vector<BlockTensor>> input, middle, output;
   for (const TensorView* t : c.tensors) {

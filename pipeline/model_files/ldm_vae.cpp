@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/common/error.h"
+#include "kernels/common/quoted_text.h"
 #include "pipeline/model_files/dotted_name.h"
 #include "pipeline/model_files/ldm_layout.h"
 
@@ -40,7 +41,7 @@ struct LevelTensor {
 TensorSet map_ldm_vae(const LdmComponent& c) {
   TensorSet set(c.label());
   const auto reject = [&](const TensorView* t, std::string_view expected) {
-    fail(c.label(), ": tensor '", t->name, "': ", expected);
+    fail(c.label(), ": tensor ", quote(t->name), ": ", expected);
   };
   std::vector<LevelTensor> in_levels;
   std::map<bool, std::set<int>> levels;               // by encoder: the level indices

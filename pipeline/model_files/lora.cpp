@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/common/error.h"
+#include "kernels/common/quoted_text.h"
 #include "pipeline/model_files/checkpoint_file.h"
 #include "pipeline/model_files/config_reader.h"
 #include "pipeline/model_files/ldm_layout.h"
@@ -136,8 +137,8 @@ class ModuleIndex {
     const auto it = names.find(module);
     if (it == names.end()) return "";
     if (it->second.empty())
-      fail(label, ": key '", key, "': the ", component_name(component_), " has several modules written '", k.module,
-           "' with underscores");
+      fail(label, ": key ", quote(key), ": the ", component_name(component_), " has several modules written ",
+           quote(k.module), " with underscores");
     return it->second;
   }
 
@@ -177,18 +178,18 @@ std::map<Component, AdapterConfig> adapter_configs(const SafeTensorsFile& file) 
     AdapterConfig& c = out[part == "unet" ? Component::UNet : Component::TextEncoder];
     const auto number = [&](const nlohmann::json& v, const std::string& what) {
       if (!v.is_number() || !(std::abs(v.get<double>()) <= std::numeric_limits<float>::max()))
-        fail(label, ": '", what, "': expected a finite number, got ", describe_json(v));
+        fail(label, ": ", quote(what), ": expected a finite number, got ", describe_json(v));
       return float(v.get<double>());
     };
     if (field == "lora_alpha") {
       c.lora_alpha = number(value, key);
     } else if (field == "alpha_pattern") {
-      if (!value.is_object()) fail(label, ": '", key, "': expected an object, got ", describe_json(value));
+      if (!value.is_object()) fail(label, ": ", quote(key), ": expected an object, got ", describe_json(value));
       for (const auto& [module, alpha] : value.items()) c.alpha_pattern[module] = number(alpha, key + "." + module);
     } else if (field == "use_rslora" || field == "use_dora" || field == "lora_bias" || field == "fan_in_fan_out") {
-      if (!value.is_boolean()) fail(label, ": '", key, "': expected true or false, got ", describe_json(value));
+      if (!value.is_boolean()) fail(label, ": ", quote(key), ": expected true or false, got ", describe_json(value));
       if (field == "use_rslora") c.use_rslora = value.get<bool>();
-      else if (value.get<bool>()) fail(label, ": '", key, "' is true: rtvd merges plain LoRA updates only");
+      else if (value.get<bool>()) fail(label, ": ", quote(key), " is true: rtvd merges plain LoRA updates only");
     }
   }
   return out;
@@ -240,20 +241,20 @@ void apply_lora(const LoraSpec& spec, TensorSet& unet, TensorSet* text_encoder) 
   for (const TensorView& t : file->tensors()) {
     const std::optional<LoraKey> k = parse_key(t.name);
     if (!k)
-      fail(label, ": key '", t.name, "': not a LoRA factor rtvd knows (diffusers/PEFT: unet.<module>.lora_A.weight, "
+      fail(label, ": key ", quote(t.name), ": not a LoRA factor rtvd knows (diffusers/PEFT: unet.<module>.lora_A.weight, "
            "lora_B, lora.down/up, alpha; kohya: lora_unet_<module>.lora_down.weight, lora_up, alpha; LyCORIS, DoRA "
            "and bias updates are not supported)");
     if (k->component == Component::TextEncoder && !text_encoder)
-      fail(label, ": key '", t.name, "': an update of the text encoder, but the model has none");
+      fail(label, ": key ", quote(t.name), ": an update of the text encoder, but the model has none");
     const ModuleIndex& modules = k->component == Component::UNet ? unet_modules : *text_modules;
     const std::string weight = modules.weight(*k, label, t.name);
     if (weight.empty())
-      fail(label, ": key '", t.name, "': the ", component_name(k->component), " has no module '", k->module, "'");
+      fail(label, ": key ", quote(t.name), ": the ", component_name(k->component), " has no module ", quote(k->module));
     Update& u = updates[{k->component, weight}];
     if (u.first_key.empty()) u = Update{k->component, weight, nullptr, nullptr, nullptr, t.name};
     const TensorView*& slot = k->role == Role::Down ? u.down : k->role == Role::Up ? u.up : u.alpha;
-    if (slot) fail(label, ": key '", t.name, "': a second ", k->role == Role::Alpha ? "alpha" : "factor", " for '", weight,
-                   "' (the first: '", slot->name, "')");
+    if (slot) fail(label, ": key ", quote(t.name), ": a second ", k->role == Role::Alpha ? "alpha" : "factor", " for ",
+                   quote(weight), " (the first: ", quote(slot->name), ")");
     slot = &t;
   }
 
@@ -261,10 +262,11 @@ void apply_lora(const LoraSpec& spec, TensorSet& unet, TensorSet* text_encoder) 
   std::vector<std::pair<TensorSet*, std::pair<std::string, LowRankDelta>>> deltas;
   for (const auto& [where, u] : updates) {
     if (!u.down || !u.up)
-      fail(label, ": key '", u.first_key, "': the update of '", u.weight, "' has no ", u.down ? "up" : "down", " factor");
+      fail(label, ": key ", quote(u.first_key), ": the update of ", quote(u.weight), " has no ", u.down ? "up" : "down",
+           " factor");
     for (const TensorView* f : {u.down, u.up})
       if (f->numel() == 0)
-        fail(label, ": key '", f->name, "': shape ", shape_string(f->shape), " holds no values (an update of rank 0), "
+        fail(label, ": key ", quote(f->name), ": shape ", shape_string(f->shape), " holds no values (an update of rank 0), "
              "expected factors of rank 1 or more");
     TensorSet& set = u.component == Component::UNet ? unet : *text_encoder;
     const TensorView& w = *set.find(u.weight);
@@ -275,7 +277,7 @@ void apply_lora(const LoraSpec& spec, TensorSet& unet, TensorSet* text_encoder) 
       const DType t = u.alpha->dtype;
       const bool is_float = t == DType::F64 || t == DType::F32 || t == DType::F16 || t == DType::BF16;
       if (u.alpha->numel() != 1 || !is_float || !std::isfinite(float_element(*u.alpha, 0)))
-        fail(label, ": key '", u.alpha->name, "': expected one finite number, got ", dtype_name(u.alpha->dtype), " ",
+        fail(label, ": key ", quote(u.alpha->name), ": expected one finite number, got ", dtype_name(u.alpha->dtype), " ",
              shape_string(u.alpha->shape));
       alpha = float_element(*u.alpha, 0);
     } else if (const auto c = configs.find(u.component); c != configs.end()) {

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "kernels/common/error.h"
+#include "kernels/common/quoted_text.h"
 #include "pipeline/model_files/config_reader.h"
 
 namespace rtvd {
@@ -94,13 +95,22 @@ void check_model_config(const ModelConfig& c, const ConfigReader& r) {
          " in all (fewer levels, layers_per_block or transformer_layers_per_block)");
 }
 
+std::string class_names_text(const ModelConfig& c) {
+  std::string out;
+  for (size_t i = 0; i < c.class_names.size(); ++i) {
+    if (out.size() >= kExcerptBytes) return cat(out, ", ... (", c.class_names.size(), " names)");
+    out += cat(i ? ", " : "", printable(c.class_names[i]));
+  }
+  return out;
+}
+
 ModelConfig parse_model_config(const std::string& json_text, const std::string& label) {
   const json root = parse_config_object(json_text, label);
   const ConfigReader r(root, label);
   r.reject_unknown_keys(kKnownKeys);
 
   ModelConfig c;
-  c.name = r.string("name");
+  c.name = printable(r.string("name"));
   c.dtype = r.choice("dtype", {"float16", "float32"}) == 0 ? DType::F16 : DType::F32;
   c.sample_size = r.integer("sample_size", 1, kMaxFrameSide);
   c.in_channels = r.integer("in_channels", 1, kMaxImageChannels);

@@ -30,7 +30,7 @@ constexpr int kMaxClassEmbeds = 65536;
 constexpr int kMaxBlocks = 256;          // ResNets and transformer blocks of the whole U-Net (SDXL: under 130)
 
 struct ModelConfig {
-  std::string name;
+  std::string name;  // shown by rtvd info and in messages: printable (kernels/common/quoted_text.h)
   DType dtype = DType::F16;  // of every tensor in weights.safetensors: F16 or F32
   int sample_size = 64;
   int in_channels = 3, out_channels = 3;
@@ -62,6 +62,9 @@ struct ModelConfig {
   // Multiple of this that frame sizes must be (one halving per downsampler).
   int size_multiple() const { return 1 << (levels() - 1); }
 };
+
+// The class names for a message or rtvd info: escaped, the list cut after about kExcerptBytes.
+std::string class_names_text(const ModelConfig& c);
 
 // label names the source in errors (a path, or "embedded default model").
 ModelConfig parse_model_config(const std::string& json_text, const std::string& label);

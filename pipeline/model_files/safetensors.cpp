@@ -21,6 +21,7 @@
 
 #include "kernels/common/checked_math.h"
 #include "kernels/common/error.h"
+#include "kernels/common/quoted_text.h"
 #include "pipeline/model_files/background_read_in.h"
 #include "pipeline/model_files/json_text.h"
 
@@ -61,9 +62,6 @@ constexpr const char* kMetadataKey = "__metadata__";
 // A JSON value for an error message: one line and short, whatever the header holds.
 std::string brief(const json& v) { return json_excerpt(v); }
 
-// A name from the header, quoted and escaped so that the error stays on one line.
-std::string quote_name(const std::string& name) { return cat("'", json_escaped(name), "'"); }
-
 uint64_t read_le64(const uint8_t* p) {
   uint64_t v = 0;
   for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
@@ -75,8 +73,9 @@ json parse_header(const std::string& label, std::string_view text) {
   const json header = parse_json(text, cat(label, ": header"), &duplicates);
   if (!header.is_object()) fail(label, ": header must be a JSON object, got ", header.type_name());
   if (duplicates.found) {
-    if (duplicates.duplicate_in.empty()) fail(label, ": duplicate tensor name ", quote_name(duplicates.duplicate), " in the header");
-    fail(label, ": tensor ", quote_name(duplicates.duplicate_in), ": duplicate key ", quote_name(duplicates.duplicate));
+    if (duplicates.duplicate_in.empty())
+      fail(label, ": duplicate tensor name ", quote(duplicates.duplicate), " in the header");
+    fail(label, ": tensor ", quote(duplicates.duplicate_in), ": duplicate key ", quote(duplicates.duplicate));
   }
   return header;
 }
@@ -87,7 +86,7 @@ std::map<std::string, std::string> parse_metadata(const std::string& label, cons
   std::map<std::string, std::string> metadata;
   for (const auto& [key, v] : value.items()) {
     if (!v.is_string())
-      fail(label, ": ", kMetadataKey, " entry ", quote_name(key), " must be a string, got ", brief(v));
+      fail(label, ": ", kMetadataKey, " entry ", quote(key), " must be a string, got ", brief(v));
     metadata[key] = v.get<std::string>();
   }
   return metadata;
@@ -106,7 +105,7 @@ DType parse_dtype(const std::string& where, const json& value) {
   const std::string& s = value.get_ref<const std::string&>();
   for (const auto& info : kDTypes)
     if (s == info.name) return info.dtype;
-  fail(where, ": unknown dtype ", quote_name(s), ", expected one of F64 F32 F16 BF16 I64 I32 I16 I8 U8 BOOL");
+  fail(where, ": unknown dtype ", quote(s), ", expected one of F64 F32 F16 BF16 I64 I32 I16 I8 U8 BOOL");
 }
 
 // Non-negative JSON integers parse as number_unsigned; negatives and fractions are something else.
@@ -143,11 +142,11 @@ uint64_t checked_bytes(const std::string& where, const std::vector<int64_t>& sha
 
 Entry parse_entry(const std::string& label, const std::string& name, const json& value,
                   uint64_t data_bytes) {
-  const std::string where = cat(label, ": tensor ", quote_name(name));
+  const std::string where = cat(label, ": tensor ", quote(name));
   if (!value.is_object()) fail(where, ": entry must be an object, got ", brief(value));
   for (const auto& [key, v] : value.items())
     if (key != "dtype" && key != "shape" && key != "data_offsets")
-      fail(where, ": unknown key ", quote_name(key), ", expected only dtype, shape and data_offsets");
+      fail(where, ": unknown key ", quote(key), ", expected only dtype, shape and data_offsets");
   for (const char* key : {"dtype", "shape", "data_offsets"})
     if (!value.contains(key)) fail(where, ": missing key '", key, "'");
 
@@ -169,11 +168,11 @@ void check_tiling(const std::string& label, const std::vector<Entry>& sorted, ui
   const Entry* previous = nullptr;
   for (const Entry& e : sorted) {
     if (e.begin < expected_begin)
-      fail(label, ": tensor ", quote_name(e.name), " begins at byte ", e.begin, ", overlapping ",
-           quote_name(previous->name), " which ends at byte ", expected_begin);
+      fail(label, ": tensor ", quote(e.name), " begins at byte ", e.begin, ", overlapping ",
+           quote(previous->name), " which ends at byte ", expected_begin);
     if (e.begin > expected_begin)
-      fail(label, ": tensor ", quote_name(e.name), " begins at byte ", e.begin, ", leaving a gap: expected byte ",
-           expected_begin, previous ? cat(" where ", quote_name(previous->name), " ends") : " (the first tensor)");
+      fail(label, ": tensor ", quote(e.name), " begins at byte ", e.begin, ", leaving a gap: expected byte ",
+           expected_begin, previous ? cat(" where ", quote(previous->name), " ends") : " (the first tensor)");
     expected_begin = e.end;
     previous = &e;
   }
@@ -191,7 +190,7 @@ std::string header_text(const std::string& label, const std::vector<TensorSpec>&
   uint64_t offset = 0;
   sizes.clear();
   for (const TensorSpec& t : specs) {
-    const std::string where = cat(label, ": tensor '", t.name, "'");
+    const std::string where = cat(label, ": tensor ", quote(t.name));
     if (t.name == kMetadataKey || header.contains(t.name)) fail(where, ": name is reserved or repeated");
     for (int64_t d : t.shape)
       if (d < 0) fail(where, ": shape ", shape_string(t.shape), " has a negative dimension");
@@ -220,9 +219,10 @@ const char* dtype_name(DType t) { return dtype_info(t).name; }
 int64_t TensorView::numel() const { return int64_t(bytes / dtype_size(dtype)); }
 
 std::string shape_string(std::span<const int64_t> shape) {
+  constexpr size_t kMaxShown = 8;  // a file's shape may have 100,000 dimensions: a message names a few
   std::string s = "(";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + ")";
+  for (size_t i = 0; i < shape.size() && i < kMaxShown; ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return shape.size() <= kMaxShown ? s + ")" : cat(s, ", ...) (", shape.size(), " dims)");
 }
 
 struct SafeTensorsFile::Mapping {
@@ -396,12 +396,12 @@ const TensorView* SafeTensorsFile::find(std::string_view name) const {
 const TensorView& SafeTensorsFile::get(std::string_view name, DType dtype,
                                        std::span<const int64_t> shape) const {
   const TensorView* t = find(name);
-  if (!t) fail(label_, ": tensor '", name, "' is missing");
+  if (!t) fail(label_, ": tensor ", quote(name), " is missing");
   if (t->dtype != dtype)
-    fail(label_, ": tensor '", name, "': expected dtype ", dtype_name(dtype), ", got ",
+    fail(label_, ": tensor ", quote(name), ": expected dtype ", dtype_name(dtype), ", got ",
          dtype_name(t->dtype));
   if (!std::ranges::equal(t->shape, shape))
-    fail(label_, ": tensor '", name, "': expected shape ", shape_string(shape), ", got ",
+    fail(label_, ": tensor ", quote(name), ": expected shape ", shape_string(shape), ", got ",
          shape_string(t->shape));
   return *t;
 }
@@ -414,7 +414,7 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
   const std::string text = header_text(path, specs, metadata, sizes);
   for (size_t i = 0; i < tensors.size(); ++i)
     if (sizes[i] != tensors[i].bytes.size())
-      fail(path, ": tensor '", tensors[i].name, "': has ", tensors[i].bytes.size(), " bytes, expected shape ",
+      fail(path, ": tensor ", quote(tensors[i].name), ": has ", tensors[i].bytes.size(), " bytes, expected shape ",
            shape_string(tensors[i].shape), " x ", dtype_name(tensors[i].dtype));
   const std::array<uint8_t, kLengthFieldBytes> length = length_field(text.size());
 

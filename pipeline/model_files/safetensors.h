@@ -30,7 +30,8 @@ struct TensorView {
   int64_t numel() const;  // cannot overflow: the reader refuses shapes whose size does not fit in int64_t
 };
 
-std::string shape_string(std::span<const int64_t> shape);  // "(320, 4, 3, 3)"
+// "(320, 4, 3, 3)"; a shape of more than 8 dimensions as its first 8 and "...) (N dims)".
+std::string shape_string(std::span<const int64_t> shape);
 
 // A tensor's name, dtype and shape, without its data.
 struct TensorSpec {

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "kernels/common/error.h"
+#include "kernels/common/quoted_text.h"
 #include "pipeline/model_files/checkpoint_file.h"
 #include "pipeline/model_files/clip_text_config.h"
 #include "pipeline/model_files/config_reader.h"
@@ -37,7 +38,7 @@ struct Prediction {
 std::string prediction_value(const std::string& label, const std::string& key, const std::string& value) {
   if (value == "epsilon" || value == "eps") return "epsilon";
   if (value == "v" || value == "v_prediction" || value == "v-prediction") return "v_prediction";
-  fail(label, ": metadata '", key, "' is '", value, "', expected epsilon or v");
+  fail(label, ": metadata ", quote(key), " is ", quote(value), ", expected epsilon or v");
 }
 
 // The prediction type from the keys published files carry: the SAI ModelSpec's modelspec.prediction_type
@@ -55,10 +56,10 @@ Prediction prediction_type(const SafeTensorsFile& file) {
   }
   if (const auto it = meta.find("ss_v_parameterization"); it != meta.end()) {
     if (it->second != "True" && it->second != "False" && it->second != "true" && it->second != "false")
-      fail(file.label(), ": metadata 'ss_v_parameterization' is '", it->second, "', expected True or False");
+      fail(file.label(), ": metadata 'ss_v_parameterization' is ", quote(it->second), ", expected True or False");
     said.push_back({it->second == "True" || it->second == "true" ? "v_prediction" : "epsilon", it->first});
   }
-  if (file.find(kVPredMarker)) said.push_back({"v_prediction", cat("tensor '", kVPredMarker, "'")});
+  if (file.find(kVPredMarker)) said.push_back({"v_prediction", cat("tensor ", quote(kVPredMarker))});
   for (const Prediction& p : said)
     if (p.type != said[0].type)
       fail(file.label(), ": ", said[0].source, " says ", said[0].type, " but ", p.source, " says ", p.type);
@@ -77,7 +78,7 @@ std::optional<int> metadata_resolution(const SafeTensorsFile& file) {
     return r.ec == std::errc() && r.ptr == v.data() + end && out > 0 && out % 8 == 0;
   };
   if (x == std::string::npos || !parse(0, x, w) || !parse(x + 1, v.size(), h))
-    fail(file.label(), ": metadata 'modelspec.resolution' is '", v, "', expected WIDTHxHEIGHT in multiples of 8");
+    fail(file.label(), ": metadata 'modelspec.resolution' is ", quote(v), ", expected WIDTHxHEIGHT in multiples of 8");
   if (w != h) return std::nullopt;
   return w;
 }
@@ -99,7 +100,7 @@ SingleFileCheckpoint map_single_file(std::shared_ptr<const SafeTensorsFile> file
     else if (n.starts_with(kClip)) clip.tensors.push_back(&t);
     else if (n.starts_with(kOpenClip)) open_clip.tensors.push_back(&t);
     else if (!is_schedule_buffer(n) && !n.starts_with("model_ema.") && n != kVPredMarker)
-      fail(path, ": tensor '", n, "': not part of a Stable Diffusion checkpoint's U-Net (", kUNet, "), VAE (", kVae,
+      fail(path, ": tensor ", quote(n), ": not part of a Stable Diffusion checkpoint's U-Net (", kUNet, "), VAE (", kVae,
            ") or text encoder (", kClip, ", ", kOpenClip, ")");
   }
   for (const auto& [c, what] : {std::pair{&unet, "U-Net"}, std::pair{&vae, "VAE"}})

@@ -6,6 +6,7 @@
 
 #include "kernels/common/checked_math.h"
 #include "kernels/common/error.h"
+#include "kernels/common/quoted_text.h"
 #include "pipeline/model_files/half.h"
 
 namespace rtvd {
@@ -69,13 +70,13 @@ float float_element(const TensorView& t, int64_t i) {
       std::memcpy(&f, &bits, 4);
       return f;
     }
-    default: fail("tensor '", t.name, "': ", dtype_name(t.dtype), " is not a float dtype");
+    default: fail("tensor ", quote(t.name), ": ", dtype_name(t.dtype), " is not a float dtype");
   }
 }
 
 TensorView row_slice(const TensorView& t, int64_t begin, int64_t end, std::string name) {
   if (t.shape.empty() || begin < 0 || end > t.shape[0] || begin >= end)
-    fail("tensor '", t.name, "': rows [", begin, ", ", end, ") of shape ", shape_string(t.shape));
+    fail("tensor ", quote(t.name), ": rows [", begin, ", ", end, ") of shape ", shape_string(t.shape));
   const int64_t row_bytes = t.shape[0] > 0 ? int64_t(t.bytes) / t.shape[0] : 0;
   TensorView v = t;
   v.name = std::move(name);
@@ -86,7 +87,8 @@ TensorView row_slice(const TensorView& t, int64_t begin, int64_t end, std::strin
 }
 
 TensorView reshaped(const TensorView& t, std::vector<int64_t> shape) {
-  if (checked_numel(shape, t.name) != t.numel()) fail("tensor '", t.name, "': shape ", shape_string(t.shape), " cannot be viewed as ", shape_string(shape));
+  if (checked_numel(shape, cat("tensor ", quote(t.name))) != t.numel())
+    fail("tensor ", quote(t.name), ": shape ", shape_string(t.shape), " cannot be viewed as ", shape_string(shape));
   TensorView v = t;
   v.shape = std::move(shape);
   return v;
@@ -114,7 +116,8 @@ void TensorSet::keep(std::shared_ptr<const SafeTensorsFile> file) {
 
 void TensorSet::add(std::string name, const TensorView& view, std::string source,
                     std::shared_ptr<const SafeTensorsFile> file) {
-  if (index_.count(name)) fail(label_, ": tensor '", name, "' given twice", source.empty() ? "" : cat(" (by '", source, "')"));
+  if (index_.count(name))
+    fail(label_, ": tensor ", quote(name), " given twice", source.empty() ? "" : cat(" (by ", quote(source), ")"));
   keep(std::move(file));
   index_.emplace(name, tensors_.size());
   TensorView v = view;
@@ -132,7 +135,7 @@ void TensorSet::add_all(TensorSet other) {
   for (size_t i = 0; i < other.tensors_.size(); ++i) {
     const std::string& name = other.tensors_[i].name;
     if (index_.count(name))
-      fail(other.label_of(name), ": tensor '", name, "' is also in ", label_of(name), " (two components share a name)");
+      fail(other.label_of(name), ": tensor ", quote(name), " is also in ", label_of(name), " (two components share a name)");
     Entry e = std::move(other.entries_[i]);
     if (e.label.empty()) e.label = other.label_;
     index_.emplace(name, tensors_.size());
@@ -159,12 +162,12 @@ std::string TensorSet::source_name(std::string_view name) const {
 
 std::string TensorSet::describe(std::string_view name) const {
   const std::string source = source_name(name);
-  return source.empty() ? cat("'", name, "'") : cat("'", source, "' (", name, ")");
+  return source.empty() ? quote(name) : cat(quote(source), " (", printable(name), ")");
 }
 
 const TensorView& TensorSet::get_float(std::string_view name, std::span<const int64_t> shape) const {
   const TensorView* t = find(name);
-  if (!t) fail(label_, ": tensor '", name, "' is missing");
+  if (!t) fail(label_, ": tensor ", quote(name), " is missing");
   if (!is_float(t->dtype))
     fail(label_of(name), ": tensor ", describe(name), ": expected dtype F16, BF16 or F32, got ", dtype_name(t->dtype));
   if (!std::ranges::equal(t->shape, shape))
@@ -174,7 +177,7 @@ const TensorView& TensorSet::get_float(std::string_view name, std::span<const in
 
 const TensorView& TensorSet::get_rank(std::string_view name, size_t rank) const {
   const TensorView* t = find(name);
-  if (!t) fail(label_, ": tensor '", name, "' is missing");
+  if (!t) fail(label_, ": tensor ", quote(name), " is missing");
   if (t->shape.size() != rank)
     fail(label_of(name), ": tensor ", describe(name), ": expected ", rank, " dimensions, got shape ", shape_string(t->shape));
   return *t;
@@ -183,20 +186,22 @@ const TensorView& TensorSet::get_rank(std::string_view name, size_t rank) const 
 void TensorSet::add_delta(std::string_view name, const LowRankDelta& delta, std::shared_ptr<const SafeTensorsFile> file) {
   const std::string lora = file ? file->label() : label_;
   const auto it = index_.find(name);
-  if (it == index_.end()) fail(lora, ": no tensor '", name, "' in ", label_, " for the update '", delta.up.name, "'");
+  if (it == index_.end()) fail(lora, ": no tensor ", quote(name), " in ", label_, " for the update ", quote(delta.up.name));
   const TensorView& w = tensors_[it->second];
   if (!delta_fits(w, delta))
-    fail(lora, ": '", delta.up.name, "' ", shape_string(delta.up.shape), " and '", delta.down.name, "' ",
-         shape_string(delta.down.shape), " do not make an update of '", name, "' ", shape_string(w.shape),
+    fail(lora, ": ", quote(delta.up.name), " ", shape_string(delta.up.shape), " and ", quote(delta.down.name), " ",
+         shape_string(delta.down.shape), " do not make an update of ", quote(name), " ", shape_string(w.shape),
          " (expected up (out, rank) and down (rank, in), or a conv's (out, rank, 1, 1) and (rank, in, kh, kw))");
   for (const TensorView* f : {&delta.up, &delta.down}) {
-    if (!is_float(f->dtype)) fail(lora, ": '", f->name, "': a LoRA factor must be F16, BF16 or F32, got ", dtype_name(f->dtype));
+    if (!is_float(f->dtype))
+      fail(lora, ": ", quote(f->name), ": a LoRA factor must be F16, BF16 or F32, got ", dtype_name(f->dtype));
     const int64_t bad = first_non_finite(*f);
     if (bad != f->numel())
-      fail(lora, ": '", f->name, "' holds ", non_finite_name(float_element(*f, bad)), " at element ", bad, " of ",
+      fail(lora, ": ", quote(f->name), " holds ", non_finite_name(float_element(*f, bad)), " at element ", bad, " of ",
            shape_string(f->shape), ", expected finite values");
   }
-  if (!std::isfinite(delta.scale)) fail(lora, ": the update of '", name, "' by '", delta.up.name, "' has scale ", delta.scale);
+  if (!std::isfinite(delta.scale))
+    fail(lora, ": the update of ", quote(name), " by ", quote(delta.up.name), " has scale ", delta.scale);
   keep(std::move(file));
   entries_[it->second].deltas.push_back(delta);
   entries_[it->second].deltas.back().label = lora;
@@ -212,8 +217,8 @@ void TensorSet::check_finite() const {
     const int64_t bad = first_non_finite(t);
     if (bad == t.numel()) continue;
     const std::string source = source_name(t.name);
-    fail(label_of(t.name), ": tensor '", source.empty() ? t.name : source, "' holds ", non_finite_name(float_element(t, bad)),
-         " at element ", bad, " of ", shape_string(t.shape), ", expected finite weights");
+    fail(label_of(t.name), ": tensor ", quote(source.empty() ? t.name : source), " holds ",
+         non_finite_name(float_element(t, bad)), " at element ", bad, " of ", shape_string(t.shape), ", expected finite weights");
   }
 }
 

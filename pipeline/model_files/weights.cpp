@@ -7,6 +7,7 @@
 
 #include "kernels/common/checked_math.h"
 #include "kernels/common/error.h"
+#include "kernels/common/quoted_text.h"
 #include "pipeline/model_files/half.h"
 
 namespace rtvd {
@@ -83,7 +84,7 @@ void write_any(const TensorView& t, const uint8_t* src, DType s, uint8_t* dst, b
     case DType::F32: return write_part<DType::F32, D>(src, t.shape, t.numel(), dst, oihw_to_ohwi);
     case DType::F16: return write_part<DType::F16, D>(src, t.shape, t.numel(), dst, oihw_to_ohwi);
     case DType::BF16: return write_part<DType::BF16, D>(src, t.shape, t.numel(), dst, oihw_to_ohwi);
-    default: fail("weight part '", t.name, "': ", dtype_name(s), " is not F16, BF16 or F32");
+    default: fail("weight part ", quote(t.name), ": ", dtype_name(s), " is not F16, BF16 or F32");
   }
 }
 
@@ -110,8 +111,9 @@ std::vector<float> merged(const TensorView& t, const std::vector<LowRankDelta>& 
   }
   for (int64_t i = 0; i < n; ++i)
     if (!std::isfinite(w[size_t(i)]))
-      fail(deltas[0].label, ": the LoRA update of '", t.name, "' ('", deltas[0].up.name, "' x '", deltas[0].down.name,
-           "'", deltas.size() > 1 ? cat(" and ", deltas.size() - 1, " more") : "", ") makes element ", i, " of ",
+      fail(deltas[0].label, ": the LoRA update of ", quote(t.name), " (", quote(deltas[0].up.name), " x ",
+           quote(deltas[0].down.name), deltas.size() > 1 ? cat(" and ", deltas.size() - 1, " more") : "",
+           ") makes element ", i, " of ",
            shape_string(t.shape), " ", w[size_t(i)], ", expected finite weights");
   return w;
 }
@@ -201,11 +203,12 @@ Ref WeightStore::get(const std::string& name, Elem elem, const std::function<Wei
     if (elem != Elem::F32) {
       have = 0;
       for (const TensorView& p : t.parts) {
-        if (t.oihw_to_ohwi && p.shape.size() != 4) fail("weight '", name, "': part '", p.name, "' is not a conv weight");
+        if (t.oihw_to_ohwi && p.shape.size() != 4)
+          fail("weight ", quote(name), ": part ", quote(p.name), " is not a conv weight");
         have += p.numel();
       }
     }
-    if (have != t.numel()) fail("weight '", name, "': ", have, " values for shape ", shape_string(t.shape));
+    if (have != t.numel()) fail("weight ", quote(name), ": ", have, " values for shape ", shape_string(t.shape));
     for (const TensorView& p : t.parts) {
       const std::vector<LowRankDelta>* d = set_.deltas(p.name);
       t.part_deltas.push_back(d ? *d : std::vector<LowRankDelta>{});
@@ -221,8 +224,8 @@ void WeightStore::check_all_read() const {
   for (const TensorView& t : set_.tensors())
     if (!read_.count(t.name)) {
       const std::string source = set_.source_name(t.name);
-      fail(set_.label_of(t.name), ": unexpected tensor '", source.empty() ? t.name : source,
-           "' (not a parameter of this config's architecture)");
+      fail(set_.label_of(t.name), ": unexpected tensor ", quote(source.empty() ? t.name : source),
+           " (not a parameter of this config's architecture)");
     }
 }
 

@@ -9,8 +9,8 @@
 #include <string_view>
 
 #include "kernels/common/error.h"
+#include "kernels/common/quoted_text.h"
 #include "pipeline/model_files/config_reader.h"
-#include "pipeline/model_files/json_text.h"
 
 namespace rtvd {
 
@@ -151,7 +151,7 @@ std::vector<std::string> sampler_names() {
 SamplerKind sampler_named(const std::string& name) {
   for (SamplerKind k : {SamplerKind::Euler, SamplerKind::Lcm, SamplerKind::Ddim})
     if (name == sampler_name(k)) return k;
-  fail("--sampler ", json_escaped(name), ": expected euler, lcm or ddim");
+  fail("--sampler ", printable(name), ": expected euler, lcm or ddim");
 }
 
 const char* prediction_type_name(PredictionType p) {
@@ -169,7 +169,7 @@ const char* timestep_spacing_name(TimestepSpacing s) {
 
 SamplerKind SchedulerConfig::native_sampler() const {
   const SchedulerClass* c = find_class(class_name);
-  if (!c) fail(label, ": key '_class_name': ", json_escaped(class_name), " is not a scheduler class rtvd knows");
+  if (!c) fail(label, ": key '_class_name': ", quote(class_name), " is not a scheduler class rtvd knows");
   return c->native;
 }
 

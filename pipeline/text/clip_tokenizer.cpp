@@ -11,6 +11,7 @@
 #include <queue>
 
 #include "kernels/common/error.h"
+#include "kernels/common/quoted_text.h"
 #include "pipeline/model_files/embed_file.h"
 #include "pipeline/model_files/json_text.h"
 #include "pipeline/text/unicode_text.h"
@@ -137,7 +138,7 @@ std::string read_file(const std::string& path) {
 json parse_file(std::string_view text, const std::string& path) {
   DuplicateKeyFinder duplicates;
   json v = parse_json(text, path, &duplicates);
-  if (duplicates.found) fail(path, ": key '", json_escaped(duplicates.duplicate), "' appears twice");
+  if (duplicates.found) fail(path, ": key ", quote(duplicates.duplicate), " appears twice");
   return v;
 }
 
@@ -171,7 +172,7 @@ std::pair<std::string, std::string> merge_pair(std::string_view line, const std:
   const size_t space = line.find(' ');
   if (space == 0 || space == std::string_view::npos || space + 1 == line.size() ||
       line.find(' ', space + 1) != std::string_view::npos)
-    fail(where, ": '", json_escaped(line), "', expected two tokens separated by one space");
+    fail(where, ": ", quote(line), ", expected two tokens separated by one space");
   return {std::string(line.substr(0, space)), std::string(line.substr(space + 1))};
 }
 
@@ -209,11 +210,11 @@ std::vector<std::string> vocab_tokens(const json& vocab, const std::string& wher
   std::vector<bool> taken(n, false);
   for (const auto& [token, id] : vocab.items()) {
     if (!is_index(id, n))
-      fail(where, ": token '", json_escaped(token), "' has id ", json_excerpt(id), ", expected an integer from 0 to ",
+      fail(where, ": token ", quote(token), " has id ", json_excerpt(id), ", expected an integer from 0 to ",
            n - 1, " (the vocabulary holds ", n, " tokens)");
     const size_t i = id.get<size_t>();
     if (taken[i])
-      fail(where, ": id ", i, " is given to both '", json_escaped(tokens[i]), "' and '", json_escaped(token), "'");
+      fail(where, ": id ", i, " is given to both ", quote(tokens[i]), " and ", quote(token));
     taken[i] = true;
     tokens[i] = token;
   }
@@ -299,7 +300,7 @@ ClipTokenizer ClipTokenizer::from_files(const std::string& dir, const ReadFile& 
         // Tokens outside the vocabulary would index past the text encoder's embedding table.
         const std::string& text = content->get_ref<const std::string&>();
         if (!is_index(*id, tokens.size()) || tokens[id->get<size_t>()] != text)
-          fail(tokenizer_json, ": added token '", json_escaped(text), "' (id ", json_excerpt(*id),
+          fail(tokenizer_json, ": added token ", quote(text), " (id ", json_excerpt(*id),
                ") is not in model.vocab with that id");
         added.push_back(text);
       }
@@ -365,7 +366,7 @@ ClipTokenizer::ClipTokenizer(std::vector<std::string> tokens,
   ids_.reserve(tokens_.size());
   for (size_t id = 0; id < tokens_.size(); ++id)
     if (!ids_.emplace(tokens_[id], int32_t(id)).second)
-      fail(from.vocab, ": token '", json_escaped(tokens_[id]), "' appears twice (ids ", ids_[tokens_[id]], " and ",
+      fail(from.vocab, ": token ", quote(tokens_[id]), " appears twice (ids ", ids_[tokens_[id]], " and ",
            id, ")");
   const auto find = [&](const std::string& token) {
     const auto it = ids_.find(token);
@@ -378,7 +379,7 @@ ClipTokenizer::ClipTokenizer(std::vector<std::string> tokens,
     byte_id_[b] = find(units[b]);
     byte_end_id_[b] = find(units[b] + "</w>");
     if (byte_id_[b] < 0 || byte_end_id_[b] < 0)
-      fail(from.vocab, ": no token '", json_escaped(units[b]), byte_id_[b] < 0 ? "" : "</w>", "' (for byte ", b,
+      fail(from.vocab, ": no token ", quote(units[b] + (byte_id_[b] < 0 ? "" : "</w>")), " (for byte ", b,
            "); a byte-level BPE vocabulary has every byte's character, alone and with </w>");
   }
 
@@ -388,9 +389,9 @@ ClipTokenizer::ClipTokenizer(std::vector<std::string> tokens,
     const auto& [a, b] = merges[rank];
     const int32_t left = find(a), right = find(b), merged = find(a + b);
     if (left < 0 || right < 0 || merged < 0)
-      fail(from.merges, ": merge ", rank + 1, " ('", json_escaped(a), "' '", json_escaped(b), "') ",
-           left >= 0 && right >= 0 ? "makes '" : "names '", json_escaped(left < 0 ? a : right < 0 ? b : a + b),
-           "', which is not in the vocabulary");
+      fail(from.merges, ": merge ", rank + 1, " (", quote(a), " ", quote(b), ") ",
+           left >= 0 && right >= 0 ? "makes " : "names ", quote(left < 0 ? a : right < 0 ? b : a + b),
+           ", which is not in the vocabulary");
     merge_list_.emplace_back(left, right);
     // A repeated merge takes its later rank, as in tokenizers and CLIP's Python (a map built in order).
     merge_of_.insert_or_assign(pair_key(left, right), Merge{int32_t(rank), merged});
@@ -401,7 +402,7 @@ ClipTokenizer::ClipTokenizer(std::vector<std::string> tokens,
   if (bos_ < 0 || eos_ < 0)
     fail(from.vocab, ": no token ", bos_ < 0 ? kBos : kEos, "; a CLIP vocabulary has ", kBos, " and ", kEos);
   pad_ = find(pad_token);
-  if (pad_ < 0) fail(from.pad, ": pad token '", json_escaped(pad_token), "' is not in the vocabulary");
+  if (pad_ < 0) fail(from.pad, ": pad token ", quote(pad_token), " is not in the vocabulary");
 
   // Added tokens are matched leftmost-longest: at each position the longest one that starts there.
   std::vector<std::string> special = {kBos, kEos, pad_token};

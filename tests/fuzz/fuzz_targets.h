@@ -61,11 +61,53 @@ inline uint32_t read_be32(const uint8_t* p) {
   return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3];
 }
 
+// Whether s is well-formed UTF-8, by the Unicode standard's table of byte ranges (3-7): a second opinion on
+// decode_utf8.
+inline bool is_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto b = uint8_t(s[i]);
+    size_t n = 0;
+    uint8_t lo = 0x80, hi = 0xBF;  // the second byte's range
+    if (b < 0x80) n = 0;
+    else if (b >= 0xC2 && b <= 0xDF) n = 1;
+    else if (b >= 0xE0 && b <= 0xEF) n = 2, lo = b == 0xE0 ? 0xA0 : 0x80, hi = b == 0xED ? 0x9F : 0xBF;
+    else if (b >= 0xF0 && b <= 0xF4) n = 3, lo = b == 0xF0 ? 0x90 : 0x80, hi = b == 0xF4 ? 0x8F : 0xBF;
+    else return false;
+    if (s.size() - i - 1 < n) return false;
+    for (size_t k = 1; k <= n; ++k) {
+      const auto c = uint8_t(s[i + k]);
+      if (c < (k == 1 ? lo : 0x80) || c > (k == 1 ? hi : 0xBF)) return false;
+    }
+    i += n + 1;
+  }
+  return true;
+}
+
+// The promise of every entry point besides its parser's: a rejected input's message is one line of printable
+// UTF-8 (no C0 or C1 control, no DEL, no line or paragraph separator) of at most kMaxErrorBytes, whatever names
+// and values the input holds, as kernels/common/quoted_text.h makes it. (A NUL would cut what() short unseen:
+// the escaper's own test, tests/untrusted_text_test.cpp, checks that none gets through.)
+constexpr size_t kMaxErrorBytes = 2048;
+inline void expect_printable_error(const Error& e) {
+  const std::string_view m = e.what();
+  expect(m.size() <= kMaxErrorBytes, "an error message is at most 2048 bytes");
+  expect(is_utf8(m), "an error message is UTF-8");
+  for (size_t i = 0; i < m.size();) {
+    const auto b = uint8_t(m[i]);
+    const size_t n = b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
+    char32_t c = n == 1 ? b : b & (0x7F >> n);
+    for (size_t k = 1; k < n; ++k) c = c << 6 | (uint8_t(m[i + k]) & 0x3F);
+    expect(c >= 0x20 && !(c >= 0x7F && c <= 0x9F) && c != 0x2028 && c != 0x2029,
+           "an error message is one printable line");
+    i += n;
+  }
+}
+
 // safetensors.h: every tensor lies inside the data section, and sorted they tile it exactly; get() finds
 // each by its own dtype and shape; a file rebuilt from the tensors (SafeTensorsFile::build, the writer's
 // header) parses back to the same tensors. weights.h, what load_model does next: a WeightStore takes only
 // finite weights, so every value it reads back is finite.
-inline void safetensors(std::span<const uint8_t> bytes) {
+inline void safetensors(std::span<const uint8_t> bytes) try {
   // A heap block of exactly the input's size: ASan flags a read one byte past the end.
   const std::vector<uint8_t> copy(bytes.begin(), bytes.end());
   const SafeTensorsFile file = SafeTensorsFile::from_memory(copy.data(), copy.size(), "fuzz input");
@@ -103,12 +145,15 @@ inline void safetensors(std::span<const uint8_t> bytes) {
                (a.bytes == 0 || std::memcmp(a.data, b->data, a.bytes) == 0),
            "a rebuilt tensor equals the original");
   }
+} catch (const Error& e) {
+  expect_printable_error(e);
+  throw;
 }
 
 // model_config.h: a parsed config is consistent (one attention level per block level, exactly one of head
 // dim and head count, divisible channels, sample_size a multiple of size_multiple()), and the U-Net's
 // parameter list for it (what load_model checks the weights against) can be made.
-inline void model_config(std::span<const uint8_t> bytes) {
+inline void model_config(std::span<const uint8_t> bytes) try {
   const ModelConfig c = parse_model_config(std::string(bytes.begin(), bytes.end()), "fuzz input");
   expect(c.levels() >= 1 && c.attention_levels.size() == c.block_out_channels.size(),
          "one attention flag per block level");
@@ -126,6 +171,9 @@ inline void model_config(std::span<const uint8_t> bytes) {
   if (c.num_class_embeds > 0) expect(c.null_class() >= 0, "a null class");
   for (const TensorSpec& p : unet_parameters(c))
     for (int64_t d : p.shape) expect(d > 0, "every parameter dimension is positive");
+} catch (const Error& e) {
+  expect_printable_error(e);
+  throw;
 }
 
 // An in-memory file: read_png takes a path, and a memfd gives one without touching the disk.
@@ -150,7 +198,7 @@ class MemFile {
 
 // png.h: a decoded image has the size its IHDR gives and 4 bytes a pixel, and write_png's output decodes
 // back to the same pixels.
-inline void png(std::span<const uint8_t> bytes) {
+inline void png(std::span<const uint8_t> bytes) try {
   static MemFile file;
   file.assign(bytes);
   const ImageRgba8 image = read_png(file.path());
@@ -167,6 +215,9 @@ inline void png(std::span<const uint8_t> bytes) {
   const ImageRgba8 again = read_png(file.path());
   expect(again.width == image.width && again.height == image.height && again.pixels == image.pixels,
          "write_png's output decodes to the same pixels");
+} catch (const Error& e) {
+  expect_printable_error(e);
+  throw;
 }
 
 // ---- checkpoint formats on safetensors: LoRA files and single-file checkpoints
@@ -218,7 +269,7 @@ inline TensorSet lora_target_set(const char* label, const std::vector<TensorSpec
 // lora.h: a file is merged or refused with an error that names it; what it merges reads back, through a
 // WeightStore, as finite weights of the model's shapes, or the read says which update made a weight
 // non-finite; the set of updated weights is within the model.
-inline void lora(std::span<const uint8_t> bytes) {
+inline void lora(std::span<const uint8_t> bytes) try {
   static MemFile file;
   file.assign(bytes);
   static const TensorSet unet0 = lora_target_set("fuzz unet", lora_target_unet());
@@ -245,13 +296,16 @@ inline void lora(std::span<const uint8_t> bytes) {
       }
     }
   }
+} catch (const Error& e) {
+  expect_printable_error(e);
+  throw;
 }
 
 // single_file.h: a file maps, or is refused with an error that names it; each component's tensors are views
 // inside their tensors of the file (named by source_name), of their own dtype and byte count; the configs are
 // JSON objects, and the U-Net's and the text encoder's go through the parsers of a diffusers folder's, the
 // U-Net's on to the parameter list the builder checks the tensors against.
-inline void single_file(std::span<const uint8_t> bytes) {
+inline void single_file(std::span<const uint8_t> bytes) try {
   const std::vector<uint8_t> copy(bytes.begin(), bytes.end());
   const SafeTensorsFile file = SafeTensorsFile::from_memory(copy.data(), copy.size(), "fuzz input");
   const SingleFileCheckpoint c = [&] {
@@ -278,6 +332,9 @@ inline void single_file(std::span<const uint8_t> bytes) {
   for (const TensorSpec& p : unet_parameters(cfg))
     for (int64_t d : p.shape) expect(d > 0, "every parameter dimension is positive");
   parse_clip_text_config(c.text_encoder.config_json, c.text_encoder.config_label);
+} catch (const Error& e) {
+  expect_printable_error(e);
+  throw;
 }
 
 // ---- the CLIP tokenizer
@@ -316,28 +373,6 @@ inline std::map<char32_t, uint8_t> clip_byte_of_unit() {
     byte_of[printable ? char32_t(b) : next++] = uint8_t(b);
   }
   return byte_of;
-}
-
-// Whether s is well-formed UTF-8, by the Unicode standard's table of byte ranges (3-7): a second opinion on
-// decode_utf8.
-inline bool is_utf8(std::string_view s) {
-  for (size_t i = 0; i < s.size();) {
-    const auto b = uint8_t(s[i]);
-    size_t n = 0;
-    uint8_t lo = 0x80, hi = 0xBF;  // the second byte's range
-    if (b < 0x80) n = 0;
-    else if (b >= 0xC2 && b <= 0xDF) n = 1;
-    else if (b >= 0xE0 && b <= 0xEF) n = 2, lo = b == 0xE0 ? 0xA0 : 0x80, hi = b == 0xED ? 0x9F : 0xBF;
-    else if (b >= 0xF0 && b <= 0xF4) n = 3, lo = b == 0xF0 ? 0x90 : 0x80, hi = b == 0xF4 ? 0x8F : 0xBF;
-    else return false;
-    if (s.size() - i - 1 < n) return false;
-    for (size_t k = 1; k <= n; ++k) {
-      const auto c = uint8_t(s[i + k]);
-      if (c < (k == 1 ? lo : 0x80) || c > (k == 1 ? hi : 0xBF)) return false;
-    }
-    i += n + 1;
-  }
-  return true;
 }
 
 // clip_tokenizer.h, for one text and a tokenizer whose added tokens are `added`: text that is not UTF-8 is
@@ -464,7 +499,7 @@ inline void check_rewritten(const ClipTokenizer& t, const nlohmann::json* added_
 // clip_tokenizer.h: the built-in vocabulary encodes any text as promised (check_encoding); a tokenizer folder
 // loads, or fails with an error naming its file; what loads names BOS and EOS by their tokens and a pad id
 // that is a token, encodes as promised, and loads the same from its tokens and merges written out again.
-inline void clip_tokenizer(std::span<const uint8_t> bytes) {
+inline void clip_tokenizer(std::span<const uint8_t> bytes) try {
   const TokenizerInput in = split_tokenizer_input({reinterpret_cast<const char*>(bytes.data()), bytes.size()});
   must_not_fail("the built-in vocabulary encodes any text, or rejects what is not UTF-8", [&] {
     // Built once: its 49,408 tokens take far longer than an execution should.
@@ -506,6 +541,9 @@ inline void clip_tokenizer(std::span<const uint8_t> bytes) {
   must_not_fail("a tokenizer written from tokens() and merges() loads", [&] {
     check_rewritten(t, in.files.contains("tokenizer.json") ? &added_tokens : nullptr, in.prompt, ids);
   });
+} catch (const Error& e) {
+  expect_printable_error(e);
+  throw;
 }
 
 }  // namespace rtvd::fuzz
