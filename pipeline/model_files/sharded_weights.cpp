@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "kernels/common/error.h"
+#include "kernels/common/quoted_text.h"
 #include "pipeline/model_files/config_reader.h"
 #include "pipeline/model_files/json_text.h"
 
@@ -72,8 +73,8 @@ std::map<std::string, std::string> read_weight_map(const std::string& index_path
   std::map<std::string, std::string> weight_map;
   for (const auto& [tensor, file] : map.items()) {
     if (!file.is_string() || !is_plain_shard_name(file.get_ref<const std::string&>()))
-      fail(index_path, ": key 'weight_map': tensor '", json_escaped(tensor), "': expected the name of a .safetensors file "
-           "in this folder, got ", file.is_string() ? cat("'", json_escaped(file.get_ref<const std::string&>()), "'") : describe_json(file));
+      fail(index_path, ": key 'weight_map': tensor ", quote(tensor), ": expected the name of a .safetensors file "
+           "in this folder, got ", file.is_string() ? quote(file.get_ref<const std::string&>()) : describe_json(file));
     weight_map.emplace(tensor, file.get<std::string>());
   }
   return weight_map;
@@ -118,19 +119,19 @@ TensorSet open_sharded_weights(const std::string& index_path) {
     const std::string path = (folder / file).string();
     SafeTensorsFile shard = SafeTensorsFile::open(path);
     for (const TensorView& t : shard.tensors()) {
-      const std::string name = json_escaped(t.name);
+      const std::string name = quote(t.name);
       if (const auto it = shard_of.find(t.name); it != shard_of.end())
-        fail(path, ": tensor '", name, "' is also in ", it->second, " (expected each tensor in one shard)");
+        fail(path, ": tensor ", name, " is also in ", it->second, " (expected each tensor in one shard)");
       const auto mapped = weight_map.find(t.name);
-      if (mapped == weight_map.end()) fail(path, ": tensor '", name, "' is not in the weight_map of ", index_name);
-      if (mapped->second != file) fail(path, ": tensor '", name, "': the index ", index_name, " maps it to ", mapped->second);
+      if (mapped == weight_map.end()) fail(path, ": tensor ", name, " is not in the weight_map of ", index_name);
+      if (mapped->second != file) fail(path, ": tensor ", name, ": the index ", index_name, " maps it to ", mapped->second);
       shard_of.emplace(t.name, file);
     }
     set.add_all(TensorSet(std::move(shard)));
   }
   for (const auto& [tensor, file] : weight_map)
     if (!shard_of.contains(tensor))
-      fail(index_path, ": tensor '", json_escaped(tensor), "' is mapped to ", file, ", which does not hold it");
+      fail(index_path, ": tensor ", quote(tensor), " is mapped to ", file, ", which does not hold it");
   return set;
 }
 
