@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "kernels/common/error.h"
+#include "pipeline/model_files/input_file.h"
 
 namespace rtvd {
 
@@ -37,6 +38,7 @@ OutputDirectory::OutputDirectory(const std::string& output, const fs::path& dir)
   std::vector<fs::path> missing;
   std::error_code ec;
   for (fs::path p = path_; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    if (ec) fail(output, ": cannot use directory '", p.string(), "': ", error_text(ec));  // a symlink loop
     missing.push_back(p);
     if (p == p.parent_path()) break;
   }
