@@ -1,4 +1,5 @@
 // rtvd command line: gui, render, info, bench. Errors become one line on stderr and a non-zero exit code.
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -10,6 +11,10 @@
 #include "pipeline/model_files/input_file.h"
 
 int main(int argc, char** argv) {
+  // A file-size limit (ulimit -f) would end the process with SIGXFSZ in the middle of a write: no message and a
+  // torn file. Ignored, the write fails with EFBIG, and a recording stops as on a full disk: one line, and
+  // what was written kept playable.
+  std::signal(SIGXFSZ, SIG_IGN);
   std::vector<std::string> args(argv + 1, argv + argc);
   try {
     return rtvd::run_command(args);

@@ -266,7 +266,9 @@ TEST_F(RenderE2E, AFullDiskStopsWithOneLineAndKeepsBothTheOldFileAndWhatWasWritt
   EXPECT_EQ(read_file(output), "a good recording");
 }
 
-// The same through a file-size limit, which needs no privilege: EFBIG instead of ENOSPC.
+// The same through a file-size limit (`ulimit -f`), which needs no privilege: EFBIG instead of ENOSPC. rtvd
+// inherits the limit, and SIGXFSZ at its default action, which ended it mid-write (exit 153, no message, a
+// torn file) until it ignored the signal.
 TEST_F(RenderE2E, AFileSizeLimitStopsTheRecordingTheSameWay) {
   if (!RTVD_HAS_LIBAV) GTEST_SKIP() << "built without FFmpeg's libraries: no MP4 output";
   if (!rtvd::test::ffprobe_available()) GTEST_SKIP() << "ffprobe is not installed";
@@ -274,10 +276,27 @@ TEST_F(RenderE2E, AFileSizeLimitStopsTheRecordingTheSameWay) {
   std::ofstream(output) << "a good recording";
   Result r;
   {
-    const rtvd::test::FileSizeLimit limit(4 << 10);  // rtvd inherits it
+    const rtvd::test::FileSizeLimit limit(4 << 10);
     r = render_long(output);
   }
-  expect_stopped(r, output, "the file reached the largest size allowed");
+  expect_stopped(r, output, "the file reached the largest size allowed: the file size limit (ulimit -f) is 4.0 KiB; ");
+}
+
+// A PNG frame larger than the limit: one line naming the pattern, the frame and the limit, and no torn frame
+// (nor the directory rtvd made for it) left behind.
+TEST_F(RenderE2E, AFileSizeLimitStopsAPngSequenceWithOneLine) {
+  const std::string output = path("frames/%05d.png");
+  Result r;
+  {
+    const rtvd::test::FileSizeLimit limit(1 << 10);  // a 32x32 frame of noise is about 2 KiB
+    r = render_long(output);
+  }
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err.rfind("rtvd: error: " + output + ": frame 0 (00000.png): write failed: the file reached the "
+                        "largest size allowed: the file size limit (ulimit -f) is 1.0 KiB; ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("; recording stopped, no frame was written\n"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line:\n" << r.err;
+  EXPECT_FALSE(fs::exists(path("frames")));
 }
 
 TEST_F(RenderE2E, APngSequenceOverAnOlderOneLeavesOnlyTheNewFrames) {

@@ -1,6 +1,7 @@
 #include "pipeline/io/output_files.h"
 
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -29,6 +30,26 @@ std::string check_writable(const fs::path& dir) {
   ::close(fd);
   ::unlink(probe.c_str());
   return "";
+}
+
+// "1.5 MiB"
+std::string bytes_text(double bytes) {
+  char amount[32];
+  if (bytes < 1024) std::snprintf(amount, sizeof amount, "%.0f B", bytes);
+  else if (bytes < 1024.0 * 1024) std::snprintf(amount, sizeof amount, "%.1f KiB", bytes / 1024);
+  else if (bytes < 1024.0 * 1024 * 1024) std::snprintf(amount, sizeof amount, "%.1f MiB", bytes / (1024 * 1024));
+  else std::snprintf(amount, sizeof amount, "%.1f GiB", bytes / (1024.0 * 1024 * 1024));
+  return amount;
+}
+
+// EFBIG: the file system's largest file, or this process's file-size limit, which a user sets (ulimit -f)
+// and may not know of.
+std::string file_too_large_text() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+    return cat("the file reached the largest size allowed: the file size limit (ulimit -f) is ",
+               bytes_text(double(limit.rlim_cur)));
+  return "the file reached the largest size allowed (file too large)";
 }
 
 }  // namespace
@@ -65,7 +86,7 @@ std::string write_error_cause(int err) {
   switch (err) {
     case ENOSPC: return "disk full (no space left on device)";
     case EDQUOT: return "disk quota exceeded";
-    case EFBIG: return "the file reached the largest size allowed (file too large)";
+    case EFBIG: return file_too_large_text();
     case EIO: return "I/O error (the device failed a write)";
     default: return std::strerror(err);
   }
@@ -74,13 +95,7 @@ std::string write_error_cause(int err) {
 std::string free_space_text(const fs::path& dir) {
   struct statvfs s {};
   if (::statvfs(dir.c_str(), &s) != 0) return "";
-  const double bytes = double(s.f_bavail) * double(s.f_frsize);
-  char amount[32];
-  if (bytes < 1024) std::snprintf(amount, sizeof amount, "%.0f B", bytes);
-  else if (bytes < 1024.0 * 1024) std::snprintf(amount, sizeof amount, "%.1f KiB", bytes / 1024);
-  else if (bytes < 1024.0 * 1024 * 1024) std::snprintf(amount, sizeof amount, "%.1f MiB", bytes / (1024 * 1024));
-  else std::snprintf(amount, sizeof amount, "%.1f GiB", bytes / (1024.0 * 1024 * 1024));
-  return cat(amount, " free in ", dir.string());
+  return cat(bytes_text(double(s.f_bavail) * double(s.f_frsize)), " free in ", dir.string());
 }
 
 void check_frame_size(const std::string& path, const ImageRgba8& frame, int width, int height) {
