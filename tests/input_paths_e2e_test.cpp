@@ -132,6 +132,7 @@ TEST_F(InputPaths, ASymlinkLoopIsOneLineNamingThePathAndTheCause) {
                  path("loop") + ": too many levels of symbolic links");
   expect_refused({"render", "--device", "cpu", "--frames", "1", "-q", "-o", path("loop/x.mp4")},
                  path("loop/x.mp4") + ": cannot use directory '" + path("loop") + "': too many levels of symbolic links");
+  expect_refused(render({"--profile", path("loop")}), "--profile " + path("loop") + ": too many levels of symbolic links");
   expect_refused({"bench", "unet", "--device", "cpu", "--config", path("loop")},
                  path("loop") + ": too many levels of symbolic links");
   EXPECT_FALSE(fs::exists(path("out.mp4")));

@@ -299,6 +299,28 @@ TEST_F(RenderE2E, AFileSizeLimitStopsAPngSequenceWithOneLine) {
   EXPECT_FALSE(fs::exists(path("frames")));
 }
 
+// --profile's trace is written after the last frame; a place it cannot go is refused before the first, with
+// the cause. It failed only after the whole render ("cannot write"), which had written the video.
+TEST_F(RenderE2E, AProfileThatCannotBeWrittenIsRefusedBeforeTheRender) {
+  fs::create_directory(path("dir.json"));
+  const std::string output = path(RTVD_HAS_LIBAV ? "x.mp4" : "x/");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {path("no_dir/trace.json"), "cannot use directory '" + path("no_dir") + "': no such file or directory"},
+      {path("dir.json"), "is a directory, expected a file"},
+      {"/proc/rtvd_trace.json", "cannot write in directory '/proc': "},
+  };
+  for (const auto& [trace, cause] : cases) {
+    SCOPED_TRACE(trace);
+    const Result r = run({"render", "--device", "cpu", "--size", "32", "--frames", "2", "--steps", "1", "-q",
+                          "--profile", trace, "-o", output});
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_EQ(r.err.rfind("rtvd: error: --profile " + trace + ": " + cause, 0), 0u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line:\n" << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_FALSE(fs::exists(output)) << "nothing was rendered";
+  }
+}
+
 TEST_F(RenderE2E, APngSequenceOverAnOlderOneLeavesOnlyTheNewFrames) {
   render_ok({"--frames", "5", "--steps", "1", "--threads", "1", "-o", path("frames/")});
   Result r;

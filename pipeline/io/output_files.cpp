@@ -1,5 +1,6 @@
 #include "pipeline/io/output_files.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/statvfs.h>
@@ -23,7 +24,9 @@ namespace {
 // creating one tells. Returns what is wrong, or "".
 std::string check_writable(const fs::path& dir) {
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return cat("'", dir.string(), "' is not a directory");
+  const fs::file_status status = fs::status(dir, ec);
+  if (ec) return cat("cannot use directory '", dir.string(), "': ", error_text(ec));
+  if (!fs::is_directory(status)) return cat("'", dir.string(), "' is not a directory");
   std::string probe = (dir / ".rtvd-write-probe-XXXXXX").string();
   const int fd = ::mkstemp(probe.data());
   if (fd < 0) return cat("cannot write in directory '", dir.string(), "': ", std::strerror(errno));
@@ -75,6 +78,22 @@ OutputDirectory::OutputDirectory(const std::string& output, const fs::path& dir)
     remove_created();
     fail(output, ": ", problem);
   }
+}
+
+void check_file_writable(const std::string& label, const fs::path& path) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (ec && status.type() != fs::file_type::not_found) fail(label, ": ", error_text(ec));  // a symlink loop
+  if (fs::is_directory(status)) fail(label, ": is a directory, expected a file");
+  if (fs::exists(status)) {
+    // Opened as the writer will open it, less the truncation; O_NONBLOCK, so that a FIFO does not wait.
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) fail(label, ": cannot write: ", std::strerror(errno));
+    ::close(fd);
+    return;
+  }
+  const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  if (const std::string problem = check_writable(dir); !problem.empty()) fail(label, ": ", problem);
 }
 
 void OutputDirectory::remove_created() noexcept {
