@@ -321,6 +321,23 @@ TEST_F(RenderE2E, AProfileThatCannotBeWrittenIsRefusedBeforeTheRender) {
   }
 }
 
+// NAME.partial.EXT is where the video NAME.EXT is until it is complete: as an output, it was accepted, and then
+// every later -o NAME.EXT was refused ("left from a recording that did not finish").
+TEST_F(RenderE2E, APartialNameIsRefusedAsAnOutput) {
+  if (!RTVD_HAS_LIBAV) GTEST_SKIP() << "built without FFmpeg's libraries: no video output";
+  for (const std::string name : {"x.partial.mp4", "x.partial.mkv", "x.PARTIAL.MP4"}) {
+    SCOPED_TRACE(name);
+    const Result r = run({"render", "--device", "cpu", "--size", "32", "--frames", "2", "--steps", "1", "-q",
+                          "-o", path(name)});
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    const std::string ext = fs::path(name).extension().string();
+    EXPECT_EQ(r.err, "rtvd: error: " + path(name) + ": NAME.partial" + ext + " is where rtvd keeps the video NAME" +
+                         ext + " until it is complete: choose a name without .partial\n");
+    EXPECT_EQ(files_in(tmp_), std::vector<fs::path>{tmp_ / "logs"}) << "nothing is written";
+  }
+  render_ok({"--frames", "2", "--steps", "1", "-o", path("x.mp4")});
+}
+
 TEST_F(RenderE2E, APngSequenceOverAnOlderOneLeavesOnlyTheNewFrames) {
   render_ok({"--frames", "5", "--steps", "1", "--threads", "1", "-o", path("frames/")});
   Result r;
