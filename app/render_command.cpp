@@ -15,6 +15,7 @@
 #include "pipeline/backends/profiler.h"
 #include "pipeline/backends/cancel.h"
 #include "pipeline/engine.h"
+#include "pipeline/io/output_files.h"
 #include "pipeline/io/recorder.h"
 #include "pipeline/io/source.h"
 #include "pipeline/schedule_note.h"
@@ -59,6 +60,8 @@ int render_command(const std::vector<std::string>& args) {
   // The time to the first frame, step by step from here (the summary's second line). Not from the process's
   // start: a wrapper that execs rtvd (tools/quickstart.sh render, after building) would count as rtvd's.
   Laps startup;
+  // The trace is written after the last frame: a place it cannot go is said before the first.
+  if (!o.profile_path.empty()) check_file_writable("--profile " + o.profile_path, o.profile_path);
   std::unique_ptr<FrameSource> source = open_source(o.source);
   refuse_output_over_source(*source, o.output);
   startup.lap("source");

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "kernels/common/error.h"
+#include "pipeline/text/unicode_text.h"
 
 namespace rtvd {
 
@@ -33,6 +34,7 @@ const std::vector<float>& PromptEncoder::embed(const std::string& prompt, const 
   constexpr size_t kMaxPromptBytes = 16384;
   if (prompt.size() > kMaxPromptBytes)
     fail(flag, ": ", prompt.size(), " bytes, expected at most ", kMaxPromptBytes, " (the text encoder reads 75 tokens)");
+  decode_utf8(prompt, flag);  // the tokenizer's own check would name the text, not the flag
   const ContextTokens t = tokenizer_.encode_context(prompt);
   if (notice)
     *notice = t.dropped == 0 ? std::string()

@@ -233,6 +233,22 @@ TEST_F(RecorderTest, APartialFileLeftByAKilledRecordingIsNeverOverwritten) {
   EXPECT_EQ(listing(dir_), (std::vector<std::string>{"v.partial.mp4"}));
 }
 
+// A partial file that a live recorder holds (its lock, which another open of the file meets even in one
+// process) is a recording in progress, and said to be; once that one is finished, the output is free.
+TEST_F(RecorderTest, APartialFileBeingWrittenIsARecordingInProgress) {
+  if (!video_recording_available()) GTEST_SKIP() << "built without FFmpeg's libraries: no video recording";
+  std::unique_ptr<Recorder> first = open_recorder(path("v.mp4"), 16, 16, 10.0);
+  EXPECT_EQ(error_of([&] { open_recorder(path("v.mp4"), 16, 16, 10.0); }),
+            path("v.mp4") + ": another rtvd is writing this output (into '" + path("v.partial.mp4") +
+                "'): wait for it to finish, or choose another output");
+  first->write(frame(16, 16));
+  first->finish();
+  std::unique_ptr<Recorder> second = open_recorder(path("v.mp4"), 16, 16, 10.0);
+  second->write(frame(16, 16));
+  second->finish();
+  EXPECT_EQ(listing(dir_), (std::vector<std::string>{"v.mp4"}));
+}
+
 // A process killed outright (no destructor, no trailer) leaves the partial file, and it plays up to the
 // last complete fragment: at 5 frames/s a keyframe comes every 5 frames, so after 23 frames the fragments
 // of frames 0-19 are in the file.
@@ -345,7 +361,7 @@ TEST_F(RecorderTest, AFullDiskStopsAPngSequenceAndKeepsItsFrames) {
   rec.reset();
   EXPECT_EQ(message.rfind(path("disk/frames/frame_%05d.png") + ": frame " + std::to_string(written), 0), 0u)
       << message;
-  EXPECT_NE(message.find("No space left on device"), std::string::npos) << message;
+  EXPECT_NE(message.find(": write failed: disk full (no space left on device); "), std::string::npos) << message;
   EXPECT_NE(message.find(" free in "), std::string::npos) << message;
   EXPECT_NE(message.find("frames 0 to " + std::to_string(written - 1) + " are written"), std::string::npos) << message;
   ASSERT_GT(written, 0);

@@ -266,7 +266,9 @@ TEST_F(RenderE2E, AFullDiskStopsWithOneLineAndKeepsBothTheOldFileAndWhatWasWritt
   EXPECT_EQ(read_file(output), "a good recording");
 }
 
-// The same through a file-size limit, which needs no privilege: EFBIG instead of ENOSPC.
+// The same through a file-size limit (`ulimit -f`), which needs no privilege: EFBIG instead of ENOSPC. rtvd
+// inherits the limit, and SIGXFSZ at its default action, which ended it mid-write (exit 153, no message, a
+// torn file) until it ignored the signal.
 TEST_F(RenderE2E, AFileSizeLimitStopsTheRecordingTheSameWay) {
   if (!RTVD_HAS_LIBAV) GTEST_SKIP() << "built without FFmpeg's libraries: no MP4 output";
   if (!rtvd::test::ffprobe_available()) GTEST_SKIP() << "ffprobe is not installed";
@@ -274,10 +276,66 @@ TEST_F(RenderE2E, AFileSizeLimitStopsTheRecordingTheSameWay) {
   std::ofstream(output) << "a good recording";
   Result r;
   {
-    const rtvd::test::FileSizeLimit limit(4 << 10);  // rtvd inherits it
+    const rtvd::test::FileSizeLimit limit(4 << 10);
     r = render_long(output);
   }
-  expect_stopped(r, output, "the file reached the largest size allowed");
+  expect_stopped(r, output, "the file reached the largest size allowed: the file size limit (ulimit -f) is 4.0 KiB; ");
+}
+
+// A PNG frame larger than the limit: one line naming the pattern, the frame and the limit, and no torn frame
+// (nor the directory rtvd made for it) left behind.
+TEST_F(RenderE2E, AFileSizeLimitStopsAPngSequenceWithOneLine) {
+  const std::string output = path("frames/%05d.png");
+  Result r;
+  {
+    const rtvd::test::FileSizeLimit limit(1 << 10);  // a 32x32 frame of noise is about 2 KiB
+    r = render_long(output);
+  }
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err.rfind("rtvd: error: " + output + ": frame 0 (00000.png): write failed: the file reached the "
+                        "largest size allowed: the file size limit (ulimit -f) is 1.0 KiB; ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("; recording stopped, no frame was written\n"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line:\n" << r.err;
+  EXPECT_FALSE(fs::exists(path("frames")));
+}
+
+// --profile's trace is written after the last frame; a place it cannot go is refused before the first, with
+// the cause. It failed only after the whole render ("cannot write"), which had written the video.
+TEST_F(RenderE2E, AProfileThatCannotBeWrittenIsRefusedBeforeTheRender) {
+  fs::create_directory(path("dir.json"));
+  const std::string output = path(RTVD_HAS_LIBAV ? "x.mp4" : "x/");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {path("no_dir/trace.json"), "cannot use directory '" + path("no_dir") + "': no such file or directory"},
+      {path("dir.json"), "is a directory, expected a file"},
+      {"/proc/rtvd_trace.json", "cannot write in directory '/proc': "},
+  };
+  for (const auto& [trace, cause] : cases) {
+    SCOPED_TRACE(trace);
+    const Result r = run({"render", "--device", "cpu", "--size", "32", "--frames", "2", "--steps", "1", "-q",
+                          "--profile", trace, "-o", output});
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_EQ(r.err.rfind("rtvd: error: --profile " + trace + ": " + cause, 0), 0u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line:\n" << r.err;
+    EXPECT_EQ(r.out, "");
+    EXPECT_FALSE(fs::exists(output)) << "nothing was rendered";
+  }
+}
+
+// NAME.partial.EXT is where the video NAME.EXT is until it is complete: as an output, it was accepted, and then
+// every later -o NAME.EXT was refused ("left from a recording that did not finish").
+TEST_F(RenderE2E, APartialNameIsRefusedAsAnOutput) {
+  if (!RTVD_HAS_LIBAV) GTEST_SKIP() << "built without FFmpeg's libraries: no video output";
+  for (const std::string name : {"x.partial.mp4", "x.partial.mkv", "x.PARTIAL.MP4"}) {
+    SCOPED_TRACE(name);
+    const Result r = run({"render", "--device", "cpu", "--size", "32", "--frames", "2", "--steps", "1", "-q",
+                          "-o", path(name)});
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    const std::string ext = fs::path(name).extension().string();
+    EXPECT_EQ(r.err, "rtvd: error: " + path(name) + ": NAME.partial" + ext + " is where rtvd keeps the video NAME" +
+                         ext + " until it is complete: choose a name without .partial\n");
+    EXPECT_EQ(files_in(tmp_), std::vector<fs::path>{tmp_ / "logs"}) << "nothing is written";
+  }
+  render_ok({"--frames", "2", "--steps", "1", "-o", path("x.mp4")});
 }
 
 TEST_F(RenderE2E, APngSequenceOverAnOlderOneLeavesOnlyTheNewFrames) {

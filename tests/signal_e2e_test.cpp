@@ -203,4 +203,39 @@ TEST_F(SignalE2E, ASecondSignalEndsTheProcessAtOnce) {
   EXPECT_GE(rtvd::test::ffprobe_frame_count(partial), kFps);
 }
 
+// Two renders to one output: the second is told that another rtvd is writing it (the first holds a lock on
+// its partial file), not that the partial file is left over; the first goes on and finishes. Once a writer is
+// killed, its partial file is left over, and said to be.
+TEST_F(SignalE2E, TheLoserOfTwoRendersToOneOutputIsToldAnotherIsWritingIt) {
+  const std::string output = path("race.mp4"), partial = path("race.partial.mp4");
+  auto first = render(output, 100000);
+  ASSERT_TRUE(wait_until([&] { return fs::exists(partial); }, 60)) << first->err();
+  const fs::path logs = tmp_ / "second";
+  fs::create_directory(logs);
+  const std::vector<std::string> second = {"render", "--device", "cpu", "--size", "32", "--steps", "1",
+                                           "--frames", "2", "-q", "-o", output};
+  const rtvd::test::RunResult lost = rtvd::test::run_program(rtvd::test::rtvd_binary(), second,
+                                                             rtvd::test::environment(), logs, 60);
+  EXPECT_EQ(lost.exit_code, 1);
+  EXPECT_EQ(lost.err, "rtvd: error: " + output + ": another rtvd is writing this output (into '" + partial +
+                          "'): wait for it to finish, or choose another output\n");
+  EXPECT_FALSE(first->wait(0).has_value()) << "the first render goes on";
+
+  first->signal(SIGTERM);
+  const auto status = first->wait(10);
+  ASSERT_TRUE(status.has_value() && WIFEXITED(*status)) << first->err();
+  EXPECT_EQ(WEXITSTATUS(*status), 128 + SIGTERM) << first->err();
+  EXPECT_GT(rtvd::test::ffprobe_frame_count(output), 0);
+
+  auto killed = render(output, 100000);
+  ASSERT_TRUE(wait_until([&] { return fs::exists(partial); }, 60)) << killed->err();
+  killed->signal(SIGKILL);
+  ASSERT_TRUE(killed->wait(10).has_value());
+  const rtvd::test::RunResult after = rtvd::test::run_program(rtvd::test::rtvd_binary(), second,
+                                                              rtvd::test::environment(), logs, 60);
+  EXPECT_EQ(after.exit_code, 1);
+  EXPECT_EQ(after.err.rfind("rtvd: error: " + output + ": '" + partial + "' is left from a recording that did not "
+                            "finish", 0), 0u) << after.err;
+}
+
 }  // namespace

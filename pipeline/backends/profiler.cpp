@@ -1,7 +1,9 @@
 #include "pipeline/backends/profiler.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 
@@ -124,9 +126,10 @@ void FrameProfile::write_chrome_trace(const std::string& path, const std::vector
   }
   nlohmann::json doc = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
   std::ofstream f(path);
-  if (!f) fail("--profile ", path, ": cannot write");
+  if (!f) fail("--profile ", path, ": cannot write: ", std::strerror(errno));
   f << doc.dump(1) << "\n";
-  if (!f) fail("--profile ", path, ": write failed");
+  f.flush();
+  if (!f) fail("--profile ", path, ": write failed: ", std::strerror(errno));
 }
 
 }  // namespace rtvd

@@ -1,6 +1,7 @@
 #include "pipeline/io/file_sink.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,15 +12,37 @@
 
 namespace rtvd {
 
+namespace {
+
+// Whether a writer holds path's lock: a live recording, not one that a killed process left.
+bool locked_by_a_writer(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return false;
+  const bool locked = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);
+  return locked;
+}
+
+}  // namespace
+
 FileSink::FileSink(const std::string& output, std::string path) : path_(std::move(path)) {
-  // O_EXCL: a file of this name is what an earlier recording left when it was killed, and it may hold the
-  // only copy of that recording.
+  // O_EXCL: a file of this name is another rtvd's recording in progress, or what an earlier one left when it
+  // was killed, which may hold the only copy of that recording. The lock, held while the file is open (the
+  // kernel lets it go when the process dies), tells the two apart. Another rtvd probing between the open and
+  // the flock, or between close() and the recorder's rename, sees a file left over: a window of microseconds.
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  if (fd_ >= 0) return;
-  if (errno == EEXIST)
-    fail(output, ": '", path_, "' is left from a recording that did not finish (it plays up to where that one ",
-         "stopped): move or delete it first");
-  fail(output, ": cannot create '", path_, "': ", std::strerror(errno));
+  if (fd_ >= 0) {
+    // Waits only for a probe of locked_by_a_writer, which lets go at once. Where the file system has no locks,
+    // the file stays unlocked, and another rtvd says it is left over.
+    ::flock(fd_, LOCK_EX);
+    return;
+  }
+  if (errno != EEXIST) fail(output, ": cannot create '", path_, "': ", std::strerror(errno));
+  if (locked_by_a_writer(path_))
+    fail(output, ": another rtvd is writing this output (into '", path_, "'): wait for it to finish, or choose ",
+         "another output");
+  fail(output, ": '", path_, "' is left from a recording that did not finish (it plays up to where that one ",
+       "stopped): move or delete it first");
 }
 
 FileSink::~FileSink() {

@@ -10,7 +10,9 @@ namespace rtvd {
 
 class FileSink {
  public:
-  // Creates path, which must not exist yet: an Error naming output when it does or cannot be created.
+  // Creates path, which must not exist yet, and holds an exclusive flock on it until it is closed: an Error
+  // naming output when it exists (said apart: another process writing it, or a file left over) or cannot be
+  // created.
   FileSink(const std::string& output, std::string path);
   ~FileSink();  // closes the file if close() did not run; keeps it on disk
   FileSink(const FileSink&) = delete;

@@ -1,6 +1,8 @@
 #include "pipeline/io/output_files.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -10,6 +12,7 @@
 #include <system_error>
 
 #include "kernels/common/error.h"
+#include "pipeline/model_files/input_file.h"
 
 namespace rtvd {
 
@@ -21,13 +24,35 @@ namespace {
 // creating one tells. Returns what is wrong, or "".
 std::string check_writable(const fs::path& dir) {
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return cat("'", dir.string(), "' is not a directory");
+  const fs::file_status status = fs::status(dir, ec);
+  if (ec) return cat("cannot use directory '", dir.string(), "': ", error_text(ec));
+  if (!fs::is_directory(status)) return cat("'", dir.string(), "' is not a directory");
   std::string probe = (dir / ".rtvd-write-probe-XXXXXX").string();
   const int fd = ::mkstemp(probe.data());
   if (fd < 0) return cat("cannot write in directory '", dir.string(), "': ", std::strerror(errno));
   ::close(fd);
   ::unlink(probe.c_str());
   return "";
+}
+
+// "1.5 MiB"
+std::string bytes_text(double bytes) {
+  char amount[32];
+  if (bytes < 1024) std::snprintf(amount, sizeof amount, "%.0f B", bytes);
+  else if (bytes < 1024.0 * 1024) std::snprintf(amount, sizeof amount, "%.1f KiB", bytes / 1024);
+  else if (bytes < 1024.0 * 1024 * 1024) std::snprintf(amount, sizeof amount, "%.1f MiB", bytes / (1024 * 1024));
+  else std::snprintf(amount, sizeof amount, "%.1f GiB", bytes / (1024.0 * 1024 * 1024));
+  return amount;
+}
+
+// EFBIG: the file system's largest file, or this process's file-size limit, which a user sets (ulimit -f)
+// and may not know of.
+std::string file_too_large_text() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+    return cat("the file reached the largest size allowed: the file size limit (ulimit -f) is ",
+               bytes_text(double(limit.rlim_cur)));
+  return "the file reached the largest size allowed (file too large)";
 }
 
 }  // namespace
@@ -37,6 +62,7 @@ OutputDirectory::OutputDirectory(const std::string& output, const fs::path& dir)
   std::vector<fs::path> missing;
   std::error_code ec;
   for (fs::path p = path_; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    if (ec) fail(output, ": cannot use directory '", p.string(), "': ", error_text(ec));  // a symlink loop
     missing.push_back(p);
     if (p == p.parent_path()) break;
   }
@@ -54,6 +80,22 @@ OutputDirectory::OutputDirectory(const std::string& output, const fs::path& dir)
   }
 }
 
+void check_file_writable(const std::string& label, const fs::path& path) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (ec && status.type() != fs::file_type::not_found) fail(label, ": ", error_text(ec));  // a symlink loop
+  if (fs::is_directory(status)) fail(label, ": is a directory, expected a file");
+  if (fs::exists(status)) {
+    // Opened as the writer will open it, less the truncation; O_NONBLOCK, so that a FIFO does not wait.
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) fail(label, ": cannot write: ", std::strerror(errno));
+    ::close(fd);
+    return;
+  }
+  const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  if (const std::string problem = check_writable(dir); !problem.empty()) fail(label, ": ", problem);
+}
+
 void OutputDirectory::remove_created() noexcept {
   std::error_code ec;
   for (auto it = created_.rbegin(); it != created_.rend(); ++it) fs::remove(*it, ec);
@@ -63,7 +105,7 @@ std::string write_error_cause(int err) {
   switch (err) {
     case ENOSPC: return "disk full (no space left on device)";
     case EDQUOT: return "disk quota exceeded";
-    case EFBIG: return "the file reached the largest size allowed (file too large)";
+    case EFBIG: return file_too_large_text();
     case EIO: return "I/O error (the device failed a write)";
     default: return std::strerror(err);
   }
@@ -72,13 +114,7 @@ std::string write_error_cause(int err) {
 std::string free_space_text(const fs::path& dir) {
   struct statvfs s {};
   if (::statvfs(dir.c_str(), &s) != 0) return "";
-  const double bytes = double(s.f_bavail) * double(s.f_frsize);
-  char amount[32];
-  if (bytes < 1024) std::snprintf(amount, sizeof amount, "%.0f B", bytes);
-  else if (bytes < 1024.0 * 1024) std::snprintf(amount, sizeof amount, "%.1f KiB", bytes / 1024);
-  else if (bytes < 1024.0 * 1024 * 1024) std::snprintf(amount, sizeof amount, "%.1f MiB", bytes / (1024 * 1024));
-  else std::snprintf(amount, sizeof amount, "%.1f GiB", bytes / (1024.0 * 1024 * 1024));
-  return cat(amount, " free in ", dir.string());
+  return cat(bytes_text(double(s.f_bavail) * double(s.f_frsize)), " free in ", dir.string());
 }
 
 void check_frame_size(const std::string& path, const ImageRgba8& frame, int width, int height) {

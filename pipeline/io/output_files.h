@@ -23,6 +23,11 @@ class OutputDirectory {
   std::vector<std::filesystem::path> created_;  // outermost first
 };
 
+// Checks up front, before the work whose result goes there, that a file can be written at path: it is not a
+// directory, and it can be opened for writing or its directory takes a new file. Writes nothing. An Error
+// "<label>: <cause>" otherwise.
+void check_file_writable(const std::string& label, const std::filesystem::path& path);
+
 // "disk full (no space left on device)" for ENOSPC, and so on: what a failed write's errno means to a user.
 std::string write_error_cause(int err);
 // "1.5 MiB free in out" (statvfs: the space an unprivileged writer may still use), or "" when unknown.

@@ -18,6 +18,7 @@
 
 #include "kernels/common/error.h"
 #include "kernels/common/quoted_text.h"
+#include "pipeline/io/output_files.h"
 
 namespace rtvd {
 
@@ -413,7 +414,7 @@ void write_png(const std::string& path, const ImageRgba8& image) {
   if (!written || !closed) {
     const int err = written ? errno : write_errno;
     std::remove(path.c_str());  // a partial PNG is worse than none
-    fail(path, ": write failed: ", std::strerror(err));
+    fail(path, ": write failed: ", write_error_cause(err));
   }
 }
 

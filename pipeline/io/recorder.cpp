@@ -41,6 +41,12 @@ std::unique_ptr<Recorder> open_recorder(const std::string& output, int width, in
   if (ext == ".avi") fail(output, ": AVI cannot be written safely (its index comes last); use .mkv or .mp4");
   if (ext != ".mp4" && ext != ".mkv")
     fail(output, ": expected a .mp4/.mkv file, a directory ending in '/', or a %d .png pattern");
+  // The name a video of NAME.EXT has until it is complete: one written there would block every later NAME.EXT.
+  if (lower_extension(fs::path(output).stem().string()) == ".partial") {
+    const std::string given = fs::path(output).extension().string();
+    fail(output, ": NAME.partial", given, " is where rtvd keeps the video NAME", given,
+         " until it is complete: choose a name without .partial");
+  }
   if (!video_recording_available())
     fail(output, ": rtvd was built without FFmpeg's libraries, so it records PNG frames only (e.g. -o out/frames/)");
   // H.264 in 4:2:0 halves chroma both ways: an odd size would be cropped by a pixel.

@@ -48,7 +48,7 @@ class Recorder {
   }
 };
 
-// "x.mp4" or "x.mkv" -> video; "dir/" or an existing directory -> dir/frame_%05d.png; a path containing a
+// "x.mp4" or "x.mkv" -> video (never "x.partial.mp4", a video's name until it is complete); "dir/" or an existing directory -> dir/frame_%05d.png; a path containing a
 // printf-style %d (e.g. "f/%04d.png") -> PNG sequence. Checks up front that the output can be written
 // (directory exists or can be created, not read-only) with a one-line Error.
 std::unique_ptr<Recorder> open_recorder(const std::string& output, int width, int height, double fps);

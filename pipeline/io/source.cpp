@@ -15,6 +15,7 @@
 #include "kernels/common/error.h"
 #include "pipeline/io/image_ops.h"
 #include "pipeline/io/png.h"
+#include "pipeline/model_files/input_file.h"
 
 #if RTVD_HAS_OPENCV
 #include <opencv2/imgcodecs.hpp>
@@ -25,11 +26,6 @@
 namespace rtvd {
 
 namespace {
-
-bool is_regular_file(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
 
 bool has_png_signature(const std::string& path) {
   static constexpr std::array<char, 8> kSignature = {'\x89', 'P', 'N', 'G', '\r', '\n', '\x1a', '\n'};
@@ -131,7 +127,7 @@ class CaptureSource : public FrameSource {
 class VideoSource final : public CaptureSource {
  public:
   explicit VideoSource(std::string path) : path_(std::move(path)) {
-    if (!is_regular_file(path_)) fail(path_, ": no such video file");
+    require_regular_file(path_, "no such video file");
     open();
     const double count = capture_.get(cv::CAP_PROP_FRAME_COUNT);
     frame_count_ = count >= 1 ? int(count) : -1;  // some containers do not store a frame count
@@ -203,7 +199,7 @@ ImageRgba8 load_image(const std::string& path) {
 #endif
 
 std::unique_ptr<FrameSource> open_image(const std::string& path) {
-  if (!is_regular_file(path)) fail(path, ": no such image file");
+  require_regular_file(path, "no such image file");
   return std::make_unique<ImageSource>(path, load_image(path));
 }
 

@@ -163,8 +163,9 @@ class VideoRecorder final : public Recorder {
     sink_->mark_complete();
     frames_complete_ = frames_;
     if (const int err = sink_->sync(); err != 0) stop("writing the end of the file", AVERROR(err));
-    if (const int err = sink_->close(); err != 0) stop("closing the file", AVERROR(err));
     release();
+    // Closing lets go of the file's lock (file_sink.h): the rename follows at once.
+    if (const int err = sink_->close(); err != 0) stop("closing the file", AVERROR(err));
     std::error_code ec;
     fs::rename(temp_, path_, ec);
     if (ec) {

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "kernels/common/error.h"
+#include "pipeline/model_files/input_file.h"
 
 namespace rtvd {
 
@@ -26,6 +27,7 @@ bool has_pickle_extension(const std::string& path) {
 
 // torch.save's zip archive ("PK\3\4"), or a bare pickle (PROTO opcode 0x80, protocol 2 to 5).
 bool starts_like_pickle(const std::string& path) {
+  if (!regular_file_problem(path).empty()) return false;  // a FIFO would block the read
   std::array<char, 4> head{};
   std::ifstream in(path, std::ios::binary);
   if (!in.read(head.data(), head.size())) return false;

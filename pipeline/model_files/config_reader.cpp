@@ -1,14 +1,12 @@
 #include "pipeline/model_files/config_reader.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cfloat>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
 
 #include "kernels/common/error.h"
 #include "kernels/common/quoted_text.h"
+#include "pipeline/model_files/input_file.h"
 #include "pipeline/model_files/json_text.h"
 
 namespace rtvd {
@@ -17,20 +15,7 @@ using nlohmann::json;
 
 std::string describe_json(const json& v) { return cat(v.type_name(), " ", json_excerpt(v)); }
 
-std::string read_config_file(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) fail(path, ": cannot open: ", std::strerror(errno));
-  std::string text;
-  char buffer[1 << 16];
-  size_t n;
-  // One byte past the limit is enough to refuse the file, however large it is.
-  while (text.size() <= kMaxConfigBytes && (n = std::fread(buffer, 1, sizeof buffer, f)) > 0) text.append(buffer, n);
-  const bool read_failed = std::ferror(f) != 0;
-  const int read_errno = errno;
-  std::fclose(f);
-  if (read_failed) fail(path, ": cannot read: ", std::strerror(read_errno));
-  return text;
-}
+std::string read_config_file(const std::string& path) { return read_regular_file(path, kMaxConfigBytes, "a config"); }
 
 json parse_config_object(std::string_view text, const std::string& label) {
   if (text.size() > kMaxConfigBytes)

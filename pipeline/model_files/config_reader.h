@@ -15,7 +15,8 @@ namespace rtvd {
 
 constexpr size_t kMaxConfigBytes = size_t(4) << 20;  // of any config file
 
-// The file's text; Error naming the path when it cannot be read or is larger than kMaxConfigBytes.
+// The file's text; Error naming the path when it is not a regular file (input_file.h), cannot be read or is
+// larger than kMaxConfigBytes.
 std::string read_config_file(const std::string& path);
 // text as a JSON object without repeated keys; Error naming label otherwise.
 nlohmann::json parse_config_object(std::string_view text, const std::string& label);

@@ -8,6 +8,7 @@
 
 #include "kernels/common/error.h"
 #include "pipeline/model_files/config_reader.h"
+#include "pipeline/model_files/input_file.h"
 #include "pipeline/model_files/sharded_weights.h"
 
 namespace rtvd {
@@ -45,7 +46,7 @@ std::string component_dir(const ConfigReader& r, const std::string& root, std::s
 }
 
 std::string required_file(const std::string& path, std::string_view what) {
-  if (!fs::is_regular_file(path)) fail(path, ": missing (", what, ")");
+  require_regular_file(path, cat("missing (", what, ")"));
   return path;
 }
 

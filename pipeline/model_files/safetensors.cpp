@@ -302,7 +302,8 @@ SafeTensorsFile::Index SafeTensorsFile::read_index(const std::string& label, std
 }
 
 SafeTensorsFile SafeTensorsFile::open(const std::string& path) {
-  const FileDescriptor file_fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  // O_NONBLOCK: a FIFO is refused below instead of waiting for a writer; reads of a regular file are unchanged.
+  const FileDescriptor file_fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
   const int fd = file_fd.fd;
   if (fd < 0) fail(path, ": cannot open: ", std::strerror(errno));
   struct stat st {};

@@ -4,15 +4,13 @@
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <queue>
 
 #include "kernels/common/error.h"
 #include "kernels/common/quoted_text.h"
 #include "pipeline/model_files/embed_file.h"
+#include "pipeline/model_files/input_file.h"
 #include "pipeline/model_files/json_text.h"
 #include "pipeline/text/unicode_text.h"
 
@@ -120,20 +118,7 @@ std::vector<std::u32string_view> byte_level_split(std::u32string_view t) {
 
 // ---- files
 
-std::string read_file(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) fail(path, ": cannot open: ", std::strerror(errno));
-  std::string text;
-  char buffer[1 << 16];
-  size_t n;
-  while (text.size() <= kMaxFileBytes && (n = std::fread(buffer, 1, sizeof buffer, f)) > 0) text.append(buffer, n);
-  const bool read_failed = std::ferror(f) != 0;
-  const int read_errno = errno;
-  std::fclose(f);
-  if (read_failed) fail(path, ": cannot read: ", std::strerror(read_errno));
-  if (text.size() > kMaxFileBytes) fail(path, ": over ", kMaxFileBytes >> 20, " MiB, expected a tokenizer file");
-  return text;
-}
+std::string read_file(const std::string& path) { return read_regular_file(path, kMaxFileBytes, "a tokenizer file"); }
 
 json parse_file(std::string_view text, const std::string& path) {
   DuplicateKeyFinder duplicates;

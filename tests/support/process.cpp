@@ -36,11 +36,21 @@ RunResult run_program(const std::string& program, const std::vector<std::string>
   posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   std::vector<std::string> argv = {program}, envp = env;
   argv.insert(argv.end(), args.begin(), args.end());
+  // SIGXFSZ at its default action, as a shell starts a program: a test's FileSizeLimit ignores it in the test
+  // itself, and an ignored signal would otherwise stay ignored in the child.
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGXFSZ);
+  posix_spawnattr_setsigdefault(&attributes, &defaults);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF);
   RunResult r;
   pid_t pid = 0;
   const int spawned =
-      posix_spawn(&pid, program.c_str(), &actions, nullptr, c_strings(argv).data(), c_strings(envp).data());
+      posix_spawn(&pid, program.c_str(), &actions, &attributes, c_strings(argv).data(), c_strings(envp).data());
   posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
   if (spawned != 0) {
     ADD_FAILURE() << "cannot run " << program << ": " << std::strerror(spawned);
     return r;

@@ -13,7 +13,8 @@ struct RunResult {
 };
 
 // Runs `program args...` with `env` ("NAME=value" entries), writing its output to logs_dir/stdout and
-// logs_dir/stderr. Past timeout_s it is killed and a test failure is added.
+// logs_dir/stderr, with SIGXFSZ at its default action (as from a shell). Past timeout_s it is killed and a test
+// failure is added.
 RunResult run_program(const std::string& program, const std::vector<std::string>& args,
                       const std::vector<std::string>& env, const std::filesystem::path& logs_dir, int timeout_s = 600);
 

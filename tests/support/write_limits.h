@@ -30,7 +30,8 @@ class SmallFilesystem {
 };
 
 // RLIMIT_FSIZE lowered to `bytes` for the object's life, with SIGXFSZ ignored, so a write past the limit
-// fails with EFBIG instead of killing the process. A child started meanwhile keeps both.
+// fails with EFBIG instead of killing the test. A child started meanwhile keeps the limit; run_program
+// (process.h) gives it SIGXFSZ's default action, as `ulimit -f` in a shell leaves it.
 class FileSizeLimit {
  public:
   explicit FileSizeLimit(uint64_t bytes);
