@@ -155,6 +155,13 @@ TEST(ModelConfig, WrongType) {
                       error_after([](json& c) { c["block_out_channels"] = json::array({32, "64", 64}); }));
 }
 
+// nlohmann took the NUL for the end of the text and ignored what followed.
+TEST(ModelConfig, BytesAfterTheJson) {
+  const std::string text = minimal_config().dump();
+  EXPECT_EQ(error_of([&] { parse_model_config(text + std::string("\0{\"sample_size\":8}", 18), "config.json"); }),
+            cat("config.json: not valid JSON: a NUL byte at byte ", text.size()));
+}
+
 TEST(ModelConfig, IntegerOutside32Bits) {
   EXPECT_PRED_FORMAT2(IsSubstring,
                       "config.json: key 'in_channels': expected an integer in [1, 256], got number 4294967299",
