@@ -279,6 +279,8 @@ TEST(ClipTokenizerLoad, Errors) {
   expect("vocab.json", "expected an object of token -> id", m);
   m = load_error({{"vocab.json", R"({"a": 0, "a": 1})"}, {"merges.txt", merges}}, &dir);
   expect("vocab.json", "key 'a' appears twice", m);
+  m = load_error({{"vocab.json", std::string("{\"a\": 0}\0{\"b\": 1}", 17)}, {"merges.txt", merges}}, &dir);
+  expect("vocab.json", "not valid JSON: a NUL byte at byte 8", m);
   m = load_error({{"vocab.json", R"({"a": 0, "b": 2})"}, {"merges.txt", merges}}, &dir);
   expect("vocab.json", "token 'b' has id 2, expected an integer from 0 to 1", m);
   m = load_error({{"vocab.json", R"({"a": 0, "b": "1"})"}, {"merges.txt", merges}}, &dir);

@@ -359,6 +359,37 @@ TEST(DiffusersFolder, ModelIndexRefusals) {
   EXPECT_PRED_FORMAT2(IsSubstring, "tiny_sd/scheduler/scheduler_config.json: missing", copy.load_error());
 }
 
+// diffusers builds the class model_index.json lists from the component's config (a scheduler's converted to
+// it), rtvd the class the config names: where they differ, which was meant is unclear, so neither is guessed.
+TEST(DiffusersFolder, ModelIndexClassesAgreeWithTheComponentConfigs) {
+  const TinySdCopy copy;
+  const auto error_after = [&](const std::string& file, const std::function<void(json&)>& change) {
+    const json original = read_json(copy.dir + "/" + file);
+    copy.edit(file, change);
+    const std::string e = copy.load_error();
+    write_json(copy.dir + "/" + file, original);
+    return e;
+  };
+  EXPECT_EQ(error_after("model_index.json", [](json& j) { j["scheduler"] = {"diffusers", "DDIMScheduler"}; }),
+            cat(copy.dir, "/model_index.json: key 'scheduler' lists class DDIMScheduler, but ", copy.dir,
+                "/scheduler/scheduler_config.json has _class_name EulerDiscreteScheduler: make them agree (diffusers "
+                "would build the listed class from that config)"));
+  EXPECT_PRED_FORMAT2(IsSubstring,
+                      cat("/model_index.json: key 'scheduler' lists class EulerDiscreteScheduler, but ", copy.dir,
+                          "/scheduler/scheduler_config.json has _class_name LCMScheduler: "),
+                      error_after("scheduler/scheduler_config.json", [](json& j) { j["_class_name"] = "LCMScheduler"; }));
+  EXPECT_PRED_FORMAT2(IsSubstring,
+                      cat("/model_index.json: key 'vae' lists class AutoencoderTiny, but ", copy.dir,
+                          "/vae/config.json has _class_name AutoencoderKL: "),
+                      error_after("model_index.json", [](json& j) { j["vae"] = {"diffusers", "AutoencoderTiny"}; }));
+  EXPECT_PRED_FORMAT2(IsSubstring, "/model_index.json: key 'vae' lists class Autoencoder\\u001b[2JKL, but ",
+                      error_after("model_index.json", [](json& j) { j["vae"] = {"diffusers", "Autoencoder\x1b[2JKL"}; }));
+  // Changed in both files alike, the class is taken.
+  copy.edit("model_index.json", [](json& j) { j["scheduler"] = {"diffusers", "LCMScheduler"}; });
+  copy.edit("scheduler/scheduler_config.json", [](json& j) { j["_class_name"] = "LCMScheduler"; });
+  EXPECT_EQ(load_model({.path = copy.dir}).scheduler->class_name, "LCMScheduler");
+}
+
 TEST(DiffusersFolder, NotADirectoryMentionsBothLayouts) {
   EXPECT_PRED_FORMAT2(IsSubstring,
                       "a diffusers folder with model_index.json, or config.json and weights.safetensors in it) or a "

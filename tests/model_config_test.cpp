@@ -155,6 +155,23 @@ TEST(ModelConfig, WrongType) {
                       error_after([](json& c) { c["block_out_channels"] = json::array({32, "64", 64}); }));
 }
 
+// null is a type and a value of one word: it was printed as both ("got null null").
+TEST(ModelConfig, NullValueIsNamedOnce) {
+  for (const char* key : {"name", "sample_size", "block_out_channels", "mid_attention", "norm_eps"}) {
+    SCOPED_TRACE(key);
+    const std::string message = error_after([&](json& c) { c[key] = nullptr; });
+    EXPECT_PRED_FORMAT2(IsSubstring, cat("config.json: key '", key, "': expected "), message);
+    EXPECT_TRUE(message.ends_with(", got null") && !message.ends_with("null null")) << message;
+  }
+}
+
+// nlohmann took the NUL for the end of the text and ignored what followed.
+TEST(ModelConfig, BytesAfterTheJson) {
+  const std::string text = minimal_config().dump();
+  EXPECT_EQ(error_of([&] { parse_model_config(text + std::string("\0{\"sample_size\":8}", 18), "config.json"); }),
+            cat("config.json: not valid JSON: a NUL byte at byte ", text.size()));
+}
+
 TEST(ModelConfig, IntegerOutside32Bits) {
   EXPECT_PRED_FORMAT2(IsSubstring,
                       "config.json: key 'in_channels': expected an integer in [1, 256], got number 4294967299",

@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "kernels/common/error.h"
+#include "pipeline/model_files/json_text.h"
 #include "support/test_util.h"
 
 namespace rtvd {
@@ -415,6 +416,46 @@ TEST(SafeTensorsMalformed, DuplicateTensorName) {
 TEST(SafeTensorsMalformed, DuplicateKeyInsideAnEntry) {
   EXPECT_PRED_FORMAT2(IsSubstring, "test.st: tensor 'a': duplicate key 'dtype'",
                       parse_error(R"({"a":{"dtype":"F32","shape":[4],"dtype":"U8","data_offsets":[0,4]}})", 4));
+}
+
+// A header of n one-byte tensors, named as a checkpoint names its layers.
+std::string many_tensors_header(size_t n) {
+  std::string header = "{";
+  for (size_t i = 0; i < n; ++i) {
+    const std::string at = std::to_string(i);
+    header += (i ? ",\"model.layers." : "\"model.layers.") + at + R"(.weight":{"dtype":"U8","shape":[1],"data_offsets":[)" +
+              at + "," + std::to_string(i + 1) + "]}";
+  }
+  return header + "}";
+}
+
+// nlohmann's callback parser, which found repeated names, rescanned the header at the end of every tensor's
+// entry: 80,000 tensors took a minute, a million (an 87 MB header, under the 100 MB limit) hours. Now a header
+// is read in one pass, and this one is refused at json_text.h's bound on values (~140,000 tensors in).
+TEST(SafeTensorsMalformed, MillionTensorHeaderIsRefusedAtTheBoundOnValues) {
+  constexpr size_t kTensors = 1'000'000;
+  EXPECT_PRED_FORMAT2(IsSubstring, cat("test.st: header: more than ", kMaxJsonValues, " JSON values"),
+                      parse_error(many_tensors_header(kTensors), kTensors));
+}
+
+TEST(SafeTensors, HundredThousandTensorHeaderIsRead) {
+  constexpr size_t kTensors = 100'000;
+  const std::vector<uint8_t> bytes = file_bytes(many_tensors_header(kTensors), kTensors);
+  const SafeTensorsFile f = SafeTensorsFile::from_memory(bytes.data(), bytes.size(), "test.st");
+  ASSERT_EQ(f.tensors().size(), kTensors);
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  const size_t i = size_t(rng.integer(0, int(kTensors) - 1));
+  EXPECT_EQ(f.get(cat("model.layers.", i, ".weight"), DType::U8, std::vector<int64_t>{1}).data[0], uint8_t(i + 1));
+}
+
+// nlohmann took the NUL for the end of the text and ignored what followed; the format pads with spaces only.
+TEST(SafeTensorsMalformed, BytesAfterTheHeaderJson) {
+  const std::string entry = R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})";
+  EXPECT_EQ(parse_error(entry + std::string("\0{\"garbage\":1}", 14), 4),
+            cat("test.st: header: not valid JSON: a NUL byte at byte ", entry.size()));
+  const std::vector<uint8_t> padded = file_bytes(entry + "   ", 4);
+  EXPECT_EQ(SafeTensorsFile::from_memory(padded.data(), padded.size(), "test.st").tensors().size(), 1u);
 }
 
 TEST(SafeTensorsMalformed, MetadataIsNotAnObject) {

@@ -13,7 +13,8 @@ namespace rtvd {
 
 using nlohmann::json;
 
-std::string describe_json(const json& v) { return cat(v.type_name(), " ", json_excerpt(v)); }
+// null is its own type's one value: named once.
+std::string describe_json(const json& v) { return v.is_null() ? "null" : cat(v.type_name(), " ", json_excerpt(v)); }
 
 std::string read_config_file(const std::string& path) { return read_regular_file(path, kMaxConfigBytes, "a config"); }
 

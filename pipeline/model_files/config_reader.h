@@ -55,7 +55,8 @@ class ConfigReader {
   const std::string& label_;
 };
 
-// A JSON value for an error message: its type and a short one-line excerpt.
+// A JSON value for an error message: its type and a short one-line excerpt ("string \"v\"", "array [1,2]"),
+// or "null".
 std::string describe_json(const nlohmann::json& v);
 
 }  // namespace rtvd

@@ -7,8 +7,10 @@
 #include <string_view>
 
 #include "kernels/common/error.h"
+#include "kernels/common/quoted_text.h"
 #include "pipeline/model_files/config_reader.h"
 #include "pipeline/model_files/input_file.h"
+#include "pipeline/model_files/json_text.h"
 #include "pipeline/model_files/sharded_weights.h"
 
 namespace rtvd {
@@ -74,6 +76,15 @@ TensorSet open_component_weights(const std::string& path) {
 
 bool is_diffusers_folder(const std::string& dir) { return fs::is_regular_file(dir + "/model_index.json"); }
 
+void check_listed_class(const DiffusersFolder& f, std::string_view component, const std::string& config_file,
+                        std::string_view config_class) {
+  const auto listed = f.classes.find(component);
+  if (listed == f.classes.end() || listed->second == config_class) return;
+  fail(f.root, "/model_index.json: key '", component, "' lists class ", printable(listed->second), ", but ",
+       config_file, " has _class_name ", printable(config_class), ": make them agree (diffusers would build the "
+       "listed class from that config)");
+}
+
 DiffusersFolder open_diffusers_folder(const std::string& dir) {
   const std::string index = dir + "/model_index.json";
   const json root = parse_config_object(read_config_file(index), index);
@@ -84,14 +95,15 @@ DiffusersFolder open_diffusers_folder(const std::string& dir) {
   r.reject_unknown_keys(kComponents, kOtherKeys);
   bool ignored = false;
   r.optional_bool("requires_safety_checker", ignored);
-  for (std::string_view component : kComponents) listed(r, component);
+  DiffusersFolder f;
+  f.root = dir;
+  for (std::string_view component : kComponents)
+    if (listed(r, component)) f.classes.emplace(component, root[std::string(component)][1].get<std::string>());
 
   const json& unet = r.required("unet", R"(["diffusers", "UNet2DConditionModel"])");
   if (unet != json::array({"diffusers", "UNet2DConditionModel"}))
     r.fail_key("unet", R"(["diffusers", "UNet2DConditionModel"] (rtvd runs the U-Net))", describe_json(unet));
 
-  DiffusersFolder f;
-  f.root = dir;
   const std::string unet_dir = component_dir(r, dir, "unet");
   f.unet_config = required_file(unet_dir + "/config.json", "the U-Net's config");
   f.unet_weights = component_weights(unet_dir, "diffusion_pytorch_model", "diffusion_pytorch_model", "U-Net");

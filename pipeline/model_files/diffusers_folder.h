@@ -1,7 +1,10 @@
 // A diffusers pipeline folder, as Stable Diffusion checkpoints are downloaded: model_index.json, which lists
 // the components, and one folder per component (unet/, vae/, text_encoder/, tokenizer/, scheduler/).
 #pragma once
+#include <functional>
+#include <map>
 #include <string>
+#include <string_view>
 
 #include "pipeline/model_files/tensor_set.h"
 
@@ -15,6 +18,7 @@ struct DiffusersFolder {
   std::string tokenizer_dir;
   std::string vae_dir;
   std::string scheduler_config;  // scheduler/scheduler_config.json, "" when none is listed
+  std::map<std::string, std::string, std::less<>> classes;  // component -> the class model_index.json lists
 };
 
 // A component folder's weights, in the order diffusers looks for them, then the same for diffusers' fp16 variant:
@@ -28,6 +32,13 @@ std::string component_weights(const std::string& dir, const std::string& stem, c
 TensorSet open_component_weights(const std::string& path);
 
 bool is_diffusers_folder(const std::string& dir);  // dir has a model_index.json
+
+// Error naming model_index.json and config_file unless the class model_index.json lists for component is
+// config_class, the _class_name of the component's config_file. diffusers builds the listed class from that
+// config (a scheduler's converted, a model's other keys dropped), rtvd the config's class: which was meant is
+// unclear.
+void check_listed_class(const DiffusersFolder& f, std::string_view component, const std::string& config_file,
+                        std::string_view config_class);
 
 // Checks dir/model_index.json (a Stable Diffusion pipeline with a UNet2DConditionModel) and finds the files
 // of the components it lists; Error naming the file and key, or the missing folder or file.

@@ -131,8 +131,11 @@ Model load_diffusers_model(const ModelOptions& o) {
     fail(f.root, "/model_index.json: lists no scheduler, whose scheduler_config.json says how the checkpoint was "
          "trained (betas, prediction type)");
   m.scheduler = load_scheduler_config(f.scheduler_config);
+  check_listed_class(f, "scheduler", f.scheduler_config, m.scheduler->class_name);
   if (!f.vae_dir.empty() && (o.vae.empty() || o.vae == "full")) {
     parts.autoencoder = open_autoencoder_folder(f.vae_dir, "");
+    check_listed_class(f, "vae", f.vae_dir + "/config.json",
+                       parts.autoencoder->config.tiny() ? "AutoencoderTiny" : "AutoencoderKL");
     parts.autoencoder_source = f.vae_dir;
   }
   if (!f.text_encoder_dir.empty()) {
