@@ -16,6 +16,10 @@
 
 namespace rtvd {
 
+// The largest guidance scale: the top of AUTOMATIC1111's CFG slider (SD models are used at about 1 to 15). Past
+// it a frame only saturates; far past it a step overflows float and the frame is lost (--guidance 1e20).
+constexpr float kMaxGuidance = 30.0f;
+
 struct FrameSettings {
   uint64_t seed = 0;
   int steps = 4;
