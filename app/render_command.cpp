@@ -126,8 +126,13 @@ int render_command(const std::vector<std::string>& args) {
     }
     while (engine.queued_images() > 0) write_image();
   } catch (const Cancelled&) {
-    // A signal stopped the frame in progress: the frames before it are recorded below.
-    while (engine.queued_images() > 0) recorder->write(engine.take_image());
+    // A signal stopped the frame in progress: the frames before it are recorded below, up to one that is not
+    // finite (the engine drops those after it).
+    try {
+      while (engine.queued_images() > 0) recorder->write(engine.take_image());
+    } catch (const NonFiniteFrame& e) {
+      stopped_by = e.what();
+    }
   } catch (const RecordingFailed&) {
     progress.finish();
     throw;  // the recorder has kept what it could and says where

@@ -151,10 +151,11 @@ void bench_memory_ops(Table& t) {
     float* x = b.float_random(count);
     float* prev = b.float_random(count);
     auto* rgba = c.rgba ? static_cast<uint8_t*>(b.raw(size_t(c.h) * c.w * 4)) : nullptr;
+    auto* nonfinite = static_cast<int32_t*>(b.raw(sizeof(int32_t)));  // as every frame has: its reset included
     const double bytes = count * (2.0 * c.batch + (c.x ? 8.0 : 0.0) + (c.first ? 4.0 : 8.0)) + (c.rgba ? c.h * c.w * 4.0 : 0.0);
     const StepScalars s{.guidance = 3.0f, .x_coef = 1.0f, .out_coef = -0.25f};
     timed(t, "denoise_blend", c.name, size_t(c.batch) * count, bytes, [&](const void* v, const CudaContext& ctx) {
-      denoise_blend(denoise_blend_params(c, v, x, prev, rgba, s, 0.5f), ctx);
+      denoise_blend(denoise_blend_params(c, v, x, prev, rgba, nonfinite, s, 0.5f), ctx);
     });
   }
 }

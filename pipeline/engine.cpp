@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
 #include "build_config.h"
 #include "pipeline/device.h"
@@ -50,6 +51,8 @@ Engine::Engine(const EngineOptions& o) : device_start_(start_device(o.device)), 
 
 void Engine::configure(const FrameSettings& s, bool img2img) {
   if (s.steps < 1) fail("steps must be >= 1, got ", s.steps);
+  if (!(s.guidance >= 0.0f && s.guidance <= kMaxGuidance))
+    fail("guidance must be in [0, ", kMaxGuidance, "], got ", s.guidance);
   if (model_.config.num_class_embeds > 0 && (s.class_id < 0 || s.class_id >= model_.config.num_class_embeds))
     fail("class ", s.class_id, " out of range [0, ", model_.config.num_class_embeds, ")");
   if (configured_ && s == settings_ && img2img == img2img_) return;
@@ -61,7 +64,7 @@ void Engine::configure(const FrameSettings& s, bool img2img) {
     sampler = make_sampler_plan(*model_.scheduler, model_.scheduler->sampler_for(s.sampler), s.steps,
                                 img2img ? s.strength : 1.0f);
 
-  if (frame_ > 0) image();  // the new plan's memory no longer holds the last frame
+  if (frame_ > 0) read_image();  // the new plan's memory no longer holds the last frame
   // Keep the blend history across re-plans so a settings change doesn't flash.
   std::vector<float> previous;
   if (configured_ && !first_frame_) {
@@ -204,31 +207,59 @@ void Engine::restart() {
   image_current_ = false;
 }
 
+std::string Engine::nonfinite_message(int64_t frame) const {
+  return cat("frame ", frame, " is not finite (NaN or Inf in the model's output): lower --guidance or a --lora scale, "
+             "or the checkpoint holds values too large for ", backend_->is_cuda() ? "fp16" : "fp32");
+}
+
+// The last frame's pixels and flag to the host, once per frame. A frame that is not finite leaves no history
+// to blend with: the next step starts over.
+void Engine::read_image() {
+  if (image_current_) return;
+  const size_t bytes = pixel_bytes();
+  image_.width = width_;
+  image_.height = height_;
+  image_.pixels.resize(bytes + sizeof(int32_t));  // the flag follows the pixels (add_frame_output)
+  backend_->read(plan_.rgba, image_.pixels.data(), image_.pixels.size());
+  int32_t flag = 0;
+  std::memcpy(&flag, image_.pixels.data() + bytes, sizeof flag);
+  image_.pixels.resize(bytes);
+  image_finite_ = flag == 0;
+  if (!image_finite_) first_frame_ = true;
+  image_current_ = true;
+}
+
 const ImageRgba8& Engine::image() {
   if (frame_ == 0) fail("engine: no frame rendered yet");
-  if (!image_current_) {
-    image_.width = width_;
-    image_.height = height_;
-    image_.pixels.resize(size_t(width_) * height_ * 4);
-    backend_->read(plan_.rgba, image_.pixels.data(), image_.pixels.size());
-    image_current_ = true;
-  }
+  read_image();
+  if (!image_finite_) throw NonFiniteFrame(nonfinite_message(frame_ - 1));
   return image_;
 }
 
-void Engine::queue_image() {
+void Engine::queue_image(bool pixels) {
   if (frame_ == 0) fail("engine: no frame rendered yet");
-  backend_->begin_readback(plan_.rgba, size_t(width_) * height_ * 4);
-  ++queued_;
+  if (pixels) backend_->begin_readback(plan_.rgba, pixel_bytes() + sizeof(int32_t));
+  else backend_->begin_readback(plan_.nonfinite, sizeof(int32_t));
+  queued_.push_back({frame_ - 1, pixels});
 }
 
 const ImageRgba8& Engine::take_image() {
-  if (queued_ == 0) fail("engine: no frame queued");
+  if (queued_.empty()) fail("engine: no frame queued");
+  const Queued taken = queued_.front();
+  queued_.pop_front();
   const uint8_t* bytes = backend_->finish_readback();
-  --queued_;
+  const size_t pixels = taken.pixels ? pixel_bytes() : 0;
+  int32_t flag = 0;
+  std::memcpy(&flag, bytes + pixels, sizeof flag);
+  if (flag != 0) {
+    // The frames queued after it blended with it: dropped, and the next step starts over.
+    for (; !queued_.empty(); queued_.pop_front()) backend_->finish_readback();
+    first_frame_ = true;
+    throw NonFiniteFrame(nonfinite_message(taken.frame));
+  }
   taken_.width = width_;
   taken_.height = height_;
-  taken_.pixels.assign(bytes, bytes + size_t(width_) * height_ * 4);
+  taken_.pixels.assign(bytes, bytes + pixels);
   return taken_;
 }
 

@@ -1,11 +1,13 @@
 // The frame loop's engine: a model on a backend, a plan for the current settings, and one call per
 // frame. Headless rendering and the GUI drive the same Engine (instant-ngp's `while (frame())`).
 #pragma once
+#include <deque>
 #include <future>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "kernels/common/error.h"
 #include "pipeline/backends/backend.h"
 #include "pipeline/device.h"
 #include "pipeline/frame_plan.h"
@@ -16,6 +18,13 @@
 #include "pipeline/prompt_settings.h"
 
 namespace rtvd {
+
+// A frame that holds NaN or Inf (its denoise_blend's flag, read with the frame): the one line names the frame
+// and the likely causes. The engine has dropped the frames queued after it and its blend history, so the
+// next step starts over.
+struct NonFiniteFrame : Error {
+  using Error::Error;
+};
 
 // Where and what the engine runs; the CLI reads its flags straight into these (app/cli.h).
 struct EngineOptions {
@@ -56,17 +65,21 @@ class Engine {
   // One frame, left on the backend. image: (height, width, in_channels) in [-1, 1] for img2img (latent
   // models: RGB, encoded by the autoencoder), or null for the noise walk.
   void step(const std::vector<float>* image);
-  // The last frame on the host (read back at the first call after a step).
+  // The last frame on the host (read back at the first call after a step); NonFiniteFrame when it is not
+  // finite.
   const ImageRgba8& image();
   // The last frame's RGBA8 pixels on the GPU (rows of width * 4 bytes) and the stream that wrote them;
   // both null on the CPU backend.
   Backend::DeviceView device_image() { return backend_->device_view(plan_.rgba); }
   // Asynchronous readback, for consumers that can take frames a step late (the recorder): queue_image()
-  // after step() starts copying that frame to the host while the next frame computes; take_image()
-  // returns the oldest queued frame, waiting for its copy if needed. At most two are queued.
-  void queue_image();
+  // after step() starts copying that frame to the host while the next frame computes, its pixels and its
+  // non-finite flag, or with pixels false the flag alone (a display that shows the frame from the GPU
+  // learns a frame late that it was not finite); take_image() returns the oldest queued frame (no pixels
+  // where only its flag was copied), waiting for its copy if needed, or throws NonFiniteFrame. At most two
+  // are queued.
+  void queue_image(bool pixels = true);
   const ImageRgba8& take_image();
-  int queued_images() const { return queued_; }
+  int queued_images() const { return int(queued_.size()); }
   // step() then image().
   const ImageRgba8& render(const std::vector<float>* image) {
     step(image);
@@ -91,14 +104,21 @@ class Engine {
   PromptSettings prompts_;
   std::vector<float> cond_from_, cond_to_, uncond_;  // (tokens, width) each
   float context_t_ = -1;  // travel position of the context on the backend; -1 = not written
-  bool img2img_ = false, configured_ = false, first_frame_ = true, image_current_ = false;
+  bool img2img_ = false, configured_ = false, first_frame_ = true, image_current_ = false, image_finite_ = false;
   FramePlan plan_;
   int64_t frame_ = 0;
   std::vector<float> sample_, noise_;
   ImageRgba8 image_, taken_;
-  int queued_ = 0;
+  struct Queued {
+    int64_t frame;
+    bool pixels;
+  };
+  std::deque<Queued> queued_;  // readbacks begun and not yet taken, oldest first
 
   void check_memory(const FrameSettings& s) const;
+  void read_image();
+  size_t pixel_bytes() const { return size_t(width_) * height_ * 4; }
+  std::string nonfinite_message(int64_t frame) const;
   void write_latent_inputs(const std::vector<float>* image);
   float travel_position() const;
   void write_context(float t);

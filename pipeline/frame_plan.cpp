@@ -67,6 +67,12 @@ std::vector<float> flow_schedule(int steps, float start) {
   return t;
 }
 
+void add_frame_output(FramePlan& plan) {
+  const int64_t pixel_bytes = int64_t(plan.width) * plan.height * 4;
+  plan.rgba = plan.graph.add_tensor("rgba", Elem::U8, {pixel_bytes + int64_t(sizeof(int32_t))}, true);
+  plan.nonfinite = plan.rgba.at(pixel_bytes);  // 4-byte aligned: the arena aligns each tensor to 256 bytes
+}
+
 FramePlan build_frame_plan(const ModelConfig& cfg, WeightStore& weights, const FrameSettings& s, bool img2img,
                            int width, int height, int act_bytes) {
   FramePlan plan;
@@ -81,7 +87,7 @@ FramePlan build_frame_plan(const ModelConfig& cfg, WeightStore& weights, const F
 
   plan.sample = g.add_tensor("sample", Elem::F32, {1, height, width, C}, true);
   plan.prev = g.add_tensor("previous_frame", Elem::F32, {1, height, width, C}, true);
-  plan.rgba = g.add_tensor("rgba", Elem::U8, {height, width, 4}, true);
+  add_frame_output(plan);
   if (cfg.num_class_embeds > 0) plan.class_ids = g.add_tensor("class_ids", Elem::I32, {B}, true);
   if (cfg.cross_attention_dim > 0)
     plan.context = g.add_tensor("context", Elem::Act, {B, cfg.context_length, cfg.cross_attention_dim}, true);
@@ -128,6 +134,7 @@ FramePlan build_frame_plan(const ModelConfig& cfg, WeightStore& weights, const F
     last.x = plan.sample;
     last.prev = plan.prev;
     last.rgba = plan.rgba;
+    last.nonfinite = plan.nonfinite;
     plan.blend_op = g.frame.size();
     g.frame.push_back(Op{cat("sampler.step", i, "+blend+rgba8"), std::move(last), 0,
                          double(count) * (B * act_bytes + 16) + double(width) * height * 4});

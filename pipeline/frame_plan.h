@@ -16,6 +16,10 @@
 
 namespace rtvd {
 
+// The largest guidance scale: the top of AUTOMATIC1111's CFG slider (SD models are used at about 1 to 15). Past
+// it a frame only saturates; far past it a step overflows float and the frame is lost (--guidance 1e20).
+constexpr float kMaxGuidance = 30.0f;
+
 struct FrameSettings {
   uint64_t seed = 0;
   int steps = 4;
@@ -35,6 +39,7 @@ struct FramePlan {
   float start_t = 1.0f;        // pixel models: flow time of the initial sample
   std::vector<float> times;    // pixel models: t_0 > t_1 > ... > t_k = 0
   Ref sample, prev, rgba, class_ids, context;
+  Ref nonfinite;               // the frame's flag (denoise_blend's): right after rgba's pixels, in the same tensor
   Ref image;                   // latent img2img: the source image (1, height, width, 3) fp32, written by the host
   Ref noise;                   // latent models: fresh noise of the steps in noise_steps, one sample each
   std::vector<int> noise_steps;
@@ -59,6 +64,11 @@ struct FrameMemory {
   std::string describe() const;  // "weights 13.5 MiB, activations 20.3 GiB"
 };
 FrameMemory frame_memory(const ModelConfig& cfg, int width, int height, int batch, int steps, int act_bytes);
+
+// The frame's output as one persistent tensor, so that one copy takes both to the host: the RGBA8 pixels
+// (height, width, 4), then the int32 flag that the frame's denoise_blend sets when a value of the frame is
+// NaN or Inf. Sets plan.rgba and plan.nonfinite (plan.width and plan.height first).
+void add_frame_output(FramePlan& plan);
 
 // Flow times of a k-step schedule from t = start down to 0, evenly spaced.
 std::vector<float> flow_schedule(int steps, float start);

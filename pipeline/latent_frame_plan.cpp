@@ -74,7 +74,7 @@ FramePlan build_latent_frame_plan(const LatentModel& m, WeightStore& weights, co
   // The sample starts as noise written by the host (the latent noise walk); img2img adds the encoded image.
   plan.sample = g.add_tensor("latent", Elem::F32, {1, h, w, C}, true);
   plan.prev = g.add_tensor("previous_frame", Elem::F32, {1, height, width, 3}, true);
-  plan.rgba = g.add_tensor("rgba", Elem::U8, {height, width, 4}, true);
+  add_frame_output(plan);
   // fp32 from the host (a plain copy; the GPU converts it, rather than the host element by element).
   if (img2img) plan.image = g.add_tensor("image", Elem::F32, {1, height, width, 3}, true);
   if (cfg.cross_attention_dim > 0)
@@ -138,6 +138,7 @@ FramePlan build_latent_frame_plan(const LatentModel& m, WeightStore& weights, co
   show.v = image;
   show.prev = plan.prev;
   show.rgba = plan.rgba;
+  show.nonfinite = plan.nonfinite;
   plan.blend_op = g.frame.size();
   g.frame.push_back(Op{"decoded+blend+rgba8", std::move(show), 0, double(width) * height * (3 * act_bytes + 8 + 4)});
   return plan;

@@ -165,7 +165,11 @@ TEST(Cli, ValuesOutOfRange) {
   EXPECT_EQ(error_of({"--fps=-24"}), "flag '--fps': expected a number in [1, 240], got -24");
   EXPECT_EQ(error_of({"--steps", "0"}), "flag '--steps': expected an integer in [1, 100], got 0");
   EXPECT_EQ(error_of({"--steps", "101"}), "flag '--steps': expected an integer in [1, 100], got 101");
-  EXPECT_EQ(error_of({"--guidance", "-0.5"}), "flag '--guidance': expected a number >= 0, got -0.5");
+  EXPECT_EQ(error_of({"--guidance", "-0.5"}), "flag '--guidance': expected a number in [0, 30], got -0.5");
+  // A scale past any a user means: 1e20 made every frame NaN, shown and recorded as black.
+  EXPECT_EQ(error_of({"--guidance", "1e20"}), "flag '--guidance': expected a number in [0, 30], got 1e20");
+  EXPECT_EQ(error_of({"--guidance", "30.01"}), "flag '--guidance': expected a number in [0, 30], got 30.01");
+  EXPECT_EQ(parse_render_options({"--guidance", "30"}).frame.guidance, 30.0f);
   EXPECT_EQ(error_of({"--strength", "1.5"}), "flag '--strength': expected a number in [0, 1], got 1.5");
   EXPECT_EQ(error_of({"--strength", "-0.1"}), "flag '--strength': expected a number in [0, 1], got -0.1");
   EXPECT_EQ(error_of({"--blend", "1"}), "flag '--blend': expected a number in [0, 1), got 1");

@@ -1,6 +1,9 @@
-// The engine's asynchronous readback on each backend (the GPU case skips without a device): frames taken
-// a step late arrive in order and equal the frames read synchronously.
+// The engine's readback on each backend (the GPU case skips without a device): frames taken a step late
+// arrive in order and equal the frames read synchronously; a frame that is not finite is refused.
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <limits>
 
 #include "pipeline/device.h"
 #include "pipeline/engine.h"
@@ -10,18 +13,25 @@
 namespace rtvd {
 namespace {
 
-class EngineReadback : public testing::TestWithParam<std::string> {};
+// The default model at 32x32, one step, a fresh seed, on the device named by the parameter.
+class EngineOnDevice : public testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (GetParam() == "cuda" && cuda_devices(&why).empty()) GTEST_SKIP() << why;
+    o.device = device_kind_named(GetParam());
+    if (o.device == DeviceKind::Cuda) o.kernels = KernelFamily::Custom;  // autotuned choices may differ between engines
+    o.width = o.height = 32;
+    s.seed = test::Rng().gen();
+    s.steps = 1;
+  }
+  EngineOptions o;
+  FrameSettings s;
+};
+
+class EngineReadback : public EngineOnDevice {};
 
 TEST_P(EngineReadback, QueuedImagesArriveInOrderAndEqualSynchronousReads) {
-  std::string why;
-  if (GetParam() == "cuda" && cuda_devices(&why).empty()) GTEST_SKIP() << why;
-  EngineOptions o;
-  o.device = device_kind_named(GetParam());
-  if (o.device == DeviceKind::Cuda) o.kernels = KernelFamily::Custom;  // autotuned choices may differ between the two engines
-  o.width = o.height = 32;
-  FrameSettings s;
-  s.seed = test::Rng().gen();
-  s.steps = 1;
   const int frames = 5;
 
   Engine sync_engine(o);
@@ -48,7 +58,68 @@ TEST_P(EngineReadback, QueuedImagesArriveInOrderAndEqualSynchronousReads) {
   EXPECT_THROW(engine.queue_image(), Error) << "a third pending readback";
 }
 
+class EngineNonFinite : public EngineOnDevice {};
+
+// A frame that is not finite (here: NaN written into the blend history, as a model output of NaN would leave
+// it) is refused where it reaches the host, read late or at once, with one line naming it and the likely
+// causes; the frames before it arrive as they were; the frames queued after it are dropped and the next
+// frame starts over without the history. The flag is the frame's own: a good frame after a bad one, in the
+// same CUDA graph, is not flagged.
+TEST_P(EngineNonFinite, AFrameThatIsNotFiniteIsRefusedAndTheNextStartsOver) {
+  const std::string causes = GetParam() == "cuda" ? "values too large for fp16" : "values too large for fp32";
+  const std::string message = " is not finite (NaN or Inf in the model's output): lower --guidance or a --lora "
+                              "scale, or the checkpoint holds " + causes;
+  const size_t count = 32 * 32 * 3;
+  const std::vector<float> nan(count, std::numeric_limits<float>::quiet_NaN());
+
+  // Read a frame late, as rtvd render and the GUI's recording do.
+  Engine engine(o);
+  engine.configure(s, false);
+  std::vector<ImageRgba8> taken;
+  for (int i = 0; i < 3; ++i) {
+    engine.step(nullptr);
+    engine.queue_image();
+    if (engine.queued_images() == 2) taken.push_back(engine.take_image());
+  }
+  engine.backend().write(engine.plan().prev, nan.data(), count);  // frame 3 blends with it
+  engine.step(nullptr);
+  engine.queue_image();
+  taken.push_back(engine.take_image());  // frame 2: good
+  engine.step(nullptr);                   // frame 4, queued after the bad one
+  engine.queue_image();
+  EXPECT_EQ(test::error_of([&] { engine.take_image(); }), "frame 3" + message);
+  EXPECT_EQ(engine.queued_images(), 0) << "frame 4, made from frame 3's history, is dropped";
+  ASSERT_EQ(taken.size(), 3u);
+  for (const ImageRgba8& image : taken) {
+    const auto [lo, hi] = std::minmax_element(image.pixels.begin(), image.pixels.end());
+    EXPECT_GT(*hi - *lo, 40) << "the frames before it as they were, not black";
+  }
+  for (int i = 0; i < 4; ++i) {  // frames 5..8 without the history: eager, then a new CUDA graph
+    engine.step(nullptr);
+    engine.queue_image(i % 2 == 0);  // with the pixels, or the flag alone (the GUI's display)
+    EXPECT_NO_THROW(engine.take_image()) << "frame " << engine.frame_index() - 1;
+  }
+
+  // Read at once (the GUI's host upload, screenshots). Frame 3 is not read: frame 4, its history made good
+  // again, replays the same graph and must not carry frame 3's flag.
+  Engine sync(o);
+  sync.configure(s, false);
+  for (int i = 0; i < 3; ++i) sync.render(nullptr);
+  std::vector<float> history(count);
+  sync.backend().read(sync.plan().prev, history.data(), count);
+  sync.backend().write(sync.plan().prev, nan.data(), count);
+  sync.step(nullptr);
+  sync.backend().write(sync.plan().prev, history.data(), count);
+  EXPECT_NO_THROW(sync.render(nullptr)) << "frame 4";
+  sync.backend().write(sync.plan().prev, nan.data(), count);
+  sync.step(nullptr);
+  EXPECT_EQ(test::error_of([&] { sync.image(); }), "frame 5" + message);
+  EXPECT_EQ(test::error_of([&] { sync.image(); }), "frame 5" + message) << "asked again";
+  EXPECT_NO_THROW(sync.render(nullptr)) << "frame 6 starts over";
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, EngineReadback, testing::Values("cpu", "cuda"));
+INSTANTIATE_TEST_SUITE_P(Devices, EngineNonFinite, testing::Values("cpu", "cuda"));
 
 }  // namespace
 }  // namespace rtvd

@@ -1,7 +1,8 @@
 // End to end: rtvd gui in a virtual X server (Xvfb with Mesa's software OpenGL, as in CI) for a few
 // frames; the screenshot it leaves must hold the frame the headless renderer makes for the same flags,
 // where the layout puts it, and the panels beside it must hold text and the overlay's plot. Also: no
-// display, bad flags and bad inputs are one error line; frames recorded from the window are the frames.
+// display, bad flags and bad inputs are one error line; frames recorded from the window are the frames, and a
+// frame that is not finite is an error line and not recorded.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -21,6 +22,7 @@
 #include "app/gui/layout.h"
 #include "build_config.h"
 #include "pipeline/io/png.h"
+#include "support/overflowing_model.h"
 #include "support/process.h"
 #include "support/test_util.h"
 
@@ -234,6 +236,26 @@ TEST_F(GuiUnderXvfb, ScreenshotHoldsTheRenderedFrameAndTheOverlayAndRecordingWri
   ASSERT_EQ(int(files.size()), written);
   ASSERT_GE(written, 1);
   EXPECT_EQ(rtvd::read_png(files.front().string()).pixels, rtvd::read_png(path("frames/frame_00000.png")).pixels);
+}
+
+// A frame that is not finite (support/overflowing_model.h's second frame) is reported once, as an error line,
+// and not recorded; the frames after it start over and are recorded.
+TEST_F(GuiUnderXvfb, AFrameThatIsNotFiniteIsReportedAndNotRecorded) {
+  if (!RTVD_HAS_LIBAV || !RTVD_HAS_OPENCV) GTEST_SKIP() << "needs FFmpeg's libraries and OpenCV for video";
+  const rtvd::test::OverflowingModel m = rtvd::test::write_overflowing_model(temp_.dir());
+  const Result g = run({"gui", "--device", "cpu", "--model", m.model, "--source", "video:" + m.video, "--strength",
+                        "0.001", "--steps", "1", "--size", "32", "--frames", "4", "--record", path("rec/"),
+                        "--no-vsync"},
+                       display_env());
+  ASSERT_EQ(g.exit_code, 0) << "stdout:\n" << g.out << "stderr:\n" << g.err;
+  const std::string line = "rtvd gui: frame 1 is not finite (NaN or Inf in the model's output): lower --guidance or "
+                           "a --lora scale, or the checkpoint holds values too large for fp32\n";
+  EXPECT_NE(g.err.find(line), std::string::npos) << g.err;
+  EXPECT_EQ(g.err.find("is not finite"), g.err.rfind("is not finite")) << "once:\n" << g.err;
+  std::smatch r;
+  ASSERT_TRUE(std::regex_search(g.err, r, std::regex("recorded (\\d+) frames to .* \\((\\d+) dropped\\)"))) << g.err;
+  EXPECT_EQ(std::stoi(r[1]) + std::stoi(r[2]), 3) << "frames 0, 2 and 3";
+  EXPECT_EQ(std::distance(fs::directory_iterator(path("rec")), fs::directory_iterator()), std::stoi(r[1]));
 }
 
 // An SD model in the window: a diffusers folder with its prompt (the controls then hold the prompt boxes and

@@ -1,7 +1,8 @@
 // End to end: runs the built rtvd binary and checks what it leaves on disk with readers that share no
 // code with it (ffprobe for MP4, the PNG header bytes read here), that every bad input is one line
 // on stderr, a non-zero exit code and no output file, and what a full disk leaves (a good file at the
-// output path untouched, what was written playable where the error says).
+// output path untouched, what was written playable where the error says), and what a frame that is not finite
+// leaves.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,7 +16,9 @@
 #include <vector>
 
 #include "build_config.h"
+#include "pipeline/io/png.h"
 #include "support/ffprobe.h"
+#include "support/overflowing_model.h"
 #include "support/process.h"
 #include "support/test_util.h"
 #include "support/write_limits.h"
@@ -336,6 +339,40 @@ TEST_F(RenderE2E, APartialNameIsRefusedAsAnOutput) {
     EXPECT_EQ(files_in(tmp_), std::vector<fs::path>{tmp_ / "logs"}) << "nothing is written";
   }
   render_ok({"--frames", "2", "--steps", "1", "-o", path("x.mp4")});
+}
+
+// A frame that is not finite (NaN from the model: support/overflowing_model.h's second frame) is never
+// recorded: the render stops with one line naming the frame and the likely causes and leaves the frames
+// before it playable; a first frame that is not finite leaves nothing. Before, every such frame was written
+// black and the render exited 0.
+TEST_F(RenderE2E, AFrameThatIsNotFiniteStopsTheRenderAndIsNotRecorded) {
+  if (!RTVD_HAS_LIBAV || !RTVD_HAS_OPENCV) GTEST_SKIP() << "needs FFmpeg's libraries and OpenCV for video";
+  if (!rtvd::test::ffprobe_available()) GTEST_SKIP() << "ffprobe is not installed";
+  const rtvd::test::OverflowingModel m = rtvd::test::write_overflowing_model(tmp_);
+  const auto render = [&](const std::string& source, const std::string& output) {
+    return run({"render", "--device", "cpu", "--model", m.model, "--source", source, "--strength", "0.001", "--steps",
+                "1", "--size", "32", "--frames", "4", "-q", "-o", output});
+  };
+  const std::string cause = " is not finite (NaN or Inf in the model's output): lower --guidance or a --lora scale, "
+                            "or the checkpoint holds values too large for fp32";
+  const Result r = render("video:" + m.video, path("out.mp4"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "rtvd: error: frame 1" + cause + "; the 1 frames rendered before it are in " + path("out.mp4") + "\n");
+  EXPECT_EQ(rtvd::test::ffprobe_frame_count(path("out.mp4")), 1);
+  EXPECT_FALSE(fs::exists(path("out.partial.mp4")));
+
+  // The first frame: nothing recorded, nothing left.
+  const rtvd::ImageRgba8 red{32, 32, std::vector<uint8_t>(32 * 32 * 4, 0)};
+  rtvd::ImageRgba8 image = red;
+  for (size_t px = 0; px < 32 * 32; ++px) image.pixels[px * 4] = image.pixels[px * 4 + 3] = 255;
+  rtvd::write_png(path("red.png"), image);
+  const Result first = render("image:" + path("red.png"), path("first.mp4"));
+  EXPECT_EQ(first.exit_code, 1);
+  EXPECT_EQ(first.err, "rtvd: error: frame 0" + cause + "\n");
+  EXPECT_TRUE(files_in(tmp_) == (std::vector<fs::path>{path("grey_red_grey.mp4"), path("logs"), path("out.mp4"),
+                                                       path("overflowing_model"), path("red.png")}))
+      << "nothing but the inputs and the first output";
 }
 
 TEST_F(RenderE2E, APngSequenceOverAnOlderOneLeavesOnlyTheNewFrames) {

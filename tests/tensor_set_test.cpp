@@ -295,5 +295,39 @@ TEST(WeightStoreLora, FactorsAreChecked) {
   EXPECT_EQ(set.deltas("c")->size(), 1u);
 }
 
+// A merged weight that float holds but fp16 does not (the GPU's weights): an Error naming the LoRA and the
+// tensor where the weight is written as fp16, where fp16 rounds it to Inf (from 65520 on); written as fp32
+// (the CPU's) it is the merged value.
+TEST(WeightStoreLora, AWeightBeyondFp16IsAnErrorWhereWrittenAsFp16) {
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  const auto model = test::memory_file("model", {test::float_tensor("w", DType::F16, {2, 3}, {0, 0, 0, 0, 0, 0})});
+  const auto lora = test::memory_file("lora.safetensors", {test::float_tensor("up", DType::F32, {2, 1}, {1, 1}),
+                                                           test::float_tensor("down", DType::F32, {1, 3}, {1, 1, 1})});
+  const auto weight_written = [&](float scale, DType as) {
+    TensorSet set("model");
+    set.add("w", *model->find("w"), "", model);
+    set.add_delta("w", {*lora->find("up"), *lora->find("down"), scale}, lora);
+    WeightStore store(std::move(set));
+    store.get("w", Elem::Act, [&] { return WeightTensor::stacked({2, 3}, {store.view("w", {2, 3})}); });
+    std::vector<uint8_t> out(6 * 4);
+    store.tensors()[0].write(out.data(), as);
+    return out;
+  };
+  const float fits = rng.uniform(1000.0f, 65504.0f), beyond = rng.uniform(65520.0f, 1e30f);
+  SCOPED_TRACE(cat("scales ", fits, " and ", beyond));
+  const std::vector<uint8_t> half = weight_written(fits, DType::F16);
+  uint16_t h;
+  std::memcpy(&h, half.data(), 2);
+  EXPECT_EQ(half_to_float(h), half_to_float(float_to_half(fits)));
+  EXPECT_EQ(error_of([&] { weight_written(beyond, DType::F16); }),
+            cat("lora.safetensors: the LoRA update of 'w' ('up' x 'down') makes element 0 of (2, 3) ", beyond,
+                ", beyond fp16's range (65504), the GPU's weights: lower the LoRA's scale"));
+  const std::vector<uint8_t> single = weight_written(beyond, DType::F32);
+  float f;
+  std::memcpy(&f, single.data(), 4);
+  EXPECT_EQ(f, beyond);
+}
+
 }  // namespace
 }  // namespace rtvd

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -12,6 +13,7 @@
 
 #include "pipeline/device.h"
 #include "pipeline/engine.h"
+#include "pipeline/io/noise_walk.h"
 #include "pipeline/models/model.h"
 #include "pipeline/unet_runner.h"
 #include "support/cuda_test_util.h"
@@ -19,6 +21,10 @@
 
 namespace rtvd {
 namespace {
+
+// One U-Net forward on the GPU (fp16) against the CPU (fp32): the largest relative L2 error allowed
+// (compare_unet; DefaultModelMatchesCpu for the default model).
+constexpr double kForwardTolerance = 1e-2;
 
 std::unique_ptr<Backend> cuda_backend(KernelFamily kernels = KernelFamily::Custom) {
   std::string why;
@@ -65,11 +71,11 @@ double compare_unet(const std::function<Model()>& load, const std::string& name,
   const int forwards = kernels == KernelFamily::Auto ? 3 : 1;
   for (int i = 1; i < forwards; ++i) {
     run.forward();
-    EXPECT_LE(test::rel_l2(run.output(), ref.output()), 1e-2) << "forward " << i;
+    EXPECT_LE(test::rel_l2(run.output(), ref.output()), kForwardTolerance) << "forward " << i;
   }
   run.forward();
   const double err = test::rel_l2(run.output(), ref.output());
-  EXPECT_LE(err, 1e-2) << name << " " << h << "x" << w << " kernels " << kernel_family_name(kernels);
+  EXPECT_LE(err, kForwardTolerance) << name << " " << h << "x" << w << " kernels " << kernel_family_name(kernels);
   return err;
 }
 
@@ -188,14 +194,20 @@ TEST(UNetCuda, ShippedDefaultModelMatchesPyTorch) {
   EXPECT_LE(test::rel_l2(run.output(), floats("v")), 1e-2);
 }
 
-// Frames from the CUDA graph replay must equal eager frames bit for bit, and match the CPU engine.
+// Frames from the CUDA graph replay must equal eager frames bit for bit, and match the CPU engine's within
+// what the fp16 error of one forward allows. The seed is fixed, so the test gives one answer: it once drew a
+// fresh seed and compared the RGBA8 bytes of 4-step frames, where each step's fp16 error moves the next
+// step's input and how far 4 steps carry that depends on the seed (an H100 found 268 bytes off by more than
+// 8/255, 163 allowed).
 TEST(UNetCuda, GraphReplayEqualsEagerAndCpuFrames) {
   RTVD_SKIP_WITHOUT_CUDA();
+  constexpr uint64_t kSeed = 2511270001;  // the default model's noise walk: N(0, 1) samples, not zeros
+  SCOPED_TRACE(cat("seed ", kSeed));
   EngineOptions o;
   o.device = DeviceKind::Cuda;
   o.kernels = KernelFamily::Custom;
   FrameSettings s;
-  s.seed = test::Rng().gen();
+  s.seed = kSeed;
   s.blend = 0.0f;  // every frame stands alone, so an eager engine can render the same frame
   Engine graph_engine(o);
   graph_engine.configure(s, false);
@@ -210,15 +222,49 @@ TEST(UNetCuda, GraphReplayEqualsEagerAndCpuFrames) {
     EXPECT_EQ(eager.render(nullptr).pixels, replayed[i].pixels) << "frame " << i;
   }
 
-  EngineOptions co;
-  co.device = DeviceKind::Cpu;
-  Engine cpu(co);
-  cpu.configure(s, false);
-  for (int i = 0; i < 4; ++i) {
-    const ImageRgba8& f = cpu.render(nullptr);
-    int far = 0;
-    for (size_t k = 0; k < f.pixels.size(); ++k) far += std::abs(int(f.pixels[k]) - int(replayed[i].pixels[k])) > 8;
-    EXPECT_LE(far, int(f.pixels.size() / 100)) << "frame " << i << ": pixels off by more than 8/255";
+  // Against the CPU: frames of one step, x' = x - dt ((1 - g) v_u + g v_c) from the noise walk's x, compared in
+  // fp32 (the blend history: x' itself at blend 0). Only v differs between the two, so
+  //   ||x'_gpu - x'_cpu|| <= dt (|1 - g| ||dv_u|| + g ||dv_c||) <= sqrt((1 - g)^2 + g^2) dt ||dv||
+  //                       <= sqrt((1 - g)^2 + g^2) kForwardTolerance dt ||v||,  v = [v_c | v_u],
+  // where the CPU gives dt v_c = x - x'(g = 1) and dt v_u = x - x'(g = 0). (The GPU's model input is x in
+  // fp16, within 2^-11 relative: the forward's tolerance covers that many times over.) More steps would feed
+  // each step's error into the next forward, which no such bound follows.
+  const int frames = 4;  // the GPU's frames 2 and 3 are graph replays
+  const size_t count = size_t(graph_engine.width()) * graph_engine.height() * 3;
+  const auto samples = [&](DeviceKind device, float guidance, double* dt) {
+    EngineOptions eo = o;
+    eo.device = device;
+    Engine engine(eo);
+    FrameSettings one = s;
+    one.steps = 1;
+    one.guidance = guidance;
+    engine.configure(one, false);
+    *dt = engine.plan().times[0] - engine.plan().times[1];
+    std::vector<std::vector<float>> out;
+    for (int i = 0; i < frames; ++i) {
+      engine.step(nullptr);
+      out.emplace_back(count);
+      engine.backend().read(engine.plan().prev, out.back().data(), count);
+    }
+    return out;
+  };
+  const double g = s.guidance;
+  double dt = 0;
+  const auto gpu = samples(DeviceKind::Cuda, float(g), &dt), cpu = samples(DeviceKind::Cpu, float(g), &dt);
+  const auto cpu_uncond = samples(DeviceKind::Cpu, 0.0f, &dt), cpu_cond = samples(DeviceKind::Cpu, 1.0f, &dt);
+  ASSERT_GT(dt, 0.0);
+  for (int i = 0; i < frames; ++i) {
+    std::vector<float> x(count);
+    noise_walk(kSeed, i, s.noise_period, x.data(), count);
+    double dt_v = 0, error = 0;  // squared norms
+    for (size_t k = 0; k < count; ++k) {
+      dt_v += std::pow(double(x[k]) - cpu_cond[i][k], 2) + std::pow(double(x[k]) - cpu_uncond[i][k], 2);
+      error += std::pow(double(gpu[i][k]) - cpu[i][k], 2);
+    }
+    ASSERT_TRUE(test::all_finite(gpu[i])) << "frame " << i;
+    EXPECT_LE(std::sqrt(error), std::sqrt((1 - g) * (1 - g) + g * g) * kForwardTolerance * std::sqrt(dt_v))
+        << "frame " << i << ": ||x'_gpu - x'_cpu|| against its bound (relative to ||x'_cpu||: "
+        << test::rel_l2(gpu[i], cpu[i]) << ")";
   }
 }
 

@@ -86,7 +86,9 @@ class App {
   bool read_source_image();
   void switch_to_noise(const std::string& why);
   void upload();
-  void record_frame();
+  void read_back();
+  void take_frame();
+  void report(const NonFiniteFrame& e);
   void toggle_recording();
   void stop_recording();
   void save_screenshot(const std::string& path);
@@ -117,6 +119,7 @@ class App {
   bool applied_img2img_ = false, configured_ = false, profiling_ = false;
   int generated_ = 0, screenshots_ = 0;
   bool generated_last_iteration_ = false;
+  bool nonfinite_reported_ = false;  // since the last frame that was finite
   double last_frame_s_ = 0;
   double upload_host_ms_ = 0;  // display path: host time of the uploads, for the exit line
   int uploads_ = 0;
@@ -282,8 +285,12 @@ void App::generate(bool restart) {
   } catch (const Cancelled&) {
     return;  // a stop signal: the loop ends after this pass and the frame in progress is dropped
   }
-  upload();
-  if (recording_) record_frame();
+  try {
+    upload();
+    read_back();
+  } catch (const NonFiniteFrame& e) {
+    report(e);
+  }
   const std::vector<Op>& ops = engine_.plan().graph.frame;
   if (profiling_) {
     profile_.add(ops, engine_.backend().frame_op_ms());
@@ -335,12 +342,27 @@ void App::upload() {
   }
 }
 
-// The frame is copied to the host while the next one computes, and recorded a frame late: the loop
-// does not wait for the GPU to record.
-void App::record_frame() {
-  engine_.queue_image();
-  if (engine_.queued_images() == 2) recording_->submit(engine_.take_image());
-  if (!recording_->error().empty()) stop_recording();
+// Every frame goes to the host while the next one computes and is taken a frame late, so the loop does not
+// wait for the GPU: its pixels while recording, else its non-finite flag alone (the host upload has read the
+// frame, but interop shows it without the host).
+void App::read_back() {
+  engine_.queue_image(recording_ != nullptr);
+  if (engine_.queued_images() == 2) take_frame();
+  if (recording_ && !recording_->error().empty()) stop_recording();
+}
+
+// The oldest queued frame, recorded while recording (when its pixels were read back); NonFiniteFrame for one
+// that is not finite, which is never recorded.
+void App::take_frame() {
+  const ImageRgba8& image = engine_.take_image();
+  nonfinite_reported_ = false;
+  if (recording_ && !image.pixels.empty()) recording_->submit(image);
+}
+
+// Shown once while such frames follow one another; the engine starts the next frame over.
+void App::report(const NonFiniteFrame& e) {
+  if (!nonfinite_reported_) notify(e.what());
+  nonfinite_reported_ = true;
 }
 
 void App::toggle_recording() {
@@ -358,7 +380,11 @@ void App::toggle_recording() {
 
 void App::stop_recording() {
   if (!recording_) return;
-  while (engine_.queued_images() > 0) recording_->submit(engine_.take_image());
+  try {
+    while (engine_.queued_images() > 0) take_frame();
+  } catch (const NonFiniteFrame& e) {
+    report(e);
+  }
   try {
     recording_->finish();
     notify(cat("recorded ", recording_->written(), " frames to ", recording_->path(), " (", recording_->dropped(),

@@ -1,7 +1,9 @@
 // Sampler ops: pure bandwidth. In guidance_step each thread takes a group of 8 elements (16-byte loads
 // and stores of fp16, two of fp32) when the pointers are 16-byte aligned; the elements past the last whole
 // group, or all of them when a pointer is not aligned, take one thread each. The fused denoise_blend, the
-// one that runs every frame, works in block tiles instead (see its kernel).
+// one that runs every frame, works in block tiles instead (see its kernel). Its non-finite flag costs a
+// compare per element in registers and a 4-byte memset before the launch (a memset node in the frame's
+// CUDA graph); only a thread that saw a NaN or Inf stores to it, all of them the same 1.
 // Every operation is an explicit round-to-nearest intrinsic: the CPU reference has no fused
 // multiply-adds, and matching it bit for bit keeps the RGBA8 bytes identical at rounding boundaries.
 #include <cuda_fp16.h>
@@ -125,8 +127,9 @@ constexpr int kTileElems = kThreads * kTileChunks * 4;  // a multiple of 3: whol
 template <int C, bool kRgba>
 __global__ void __launch_bounds__(kThreads)
     denoise_blend_kernel(const __half* __restrict__ v, float* __restrict__ x, float* __restrict__ prev,
-                         uint8_t* __restrict__ rgba, int64_t count, uint32_t tiles, int64_t pixels, StepMath step,
-                         BlendMath blend) {
+                         uint8_t* __restrict__ rgba, int32_t* __restrict__ nonfinite, int64_t count, uint32_t tiles,
+                         int64_t pixels, StepMath step, BlendMath blend) {
+  bool seen = false;  // a value of prev that is NaN or Inf
   if (blockIdx.x < tiles) {
     __shared__ float4 tile[kRgba ? kTileElems / 4 : 1];
     const int64_t base = int64_t(blockIdx.x) * kTileElems;
@@ -147,6 +150,7 @@ __global__ void __launch_bounds__(kThreads)
         const float uncond = step.batch == 2 ? vu[k][j] : vc[k][j];
         xs[k][j] = x ? step(xs[k][j], vc[k][j], uncond) : step.no_x(vc[k][j], uncond);
         ps[k][j] = blend(ps[k][j], xs[k][j]);
+        seen |= !isfinite(ps[k][j]);
       }
       if (x) store_vec<4>(x + e, xs[k]);
       store_vec<4>(prev + e, ps[k]);
@@ -170,9 +174,11 @@ __global__ void __launch_bounds__(kThreads)
       if (x) x[e] = xe;
       out[ch] = blend(blend.first ? 0.0f : prev[e], xe);
       prev[e] = out[ch];
+      seen |= !isfinite(out[ch]);
     }
     if constexpr (kRgba) store_rgba_pixel(rgba + 4 * px, rgba_word<C>(out));
   }
+  if (seen && nonfinite) *nonfinite = 1;
 }
 
 // Splits `units` into whole vector groups (when `vec`) and single-unit tail threads.
@@ -231,17 +237,17 @@ void denoise_blend(const DenoiseBlendParams& p, const CudaContext& ctx) {
   const int64_t tail_blocks = (pixels - tiles * (kTileElems / std::max(channels, 1)) + kThreads - 1) / kThreads;
   if (tiles + tail_blocks >= (int64_t(1) << 31)) fail("denoise_blend: ", count, " elements exceed one launch");
   const unsigned blocks = unsigned(tiles + tail_blocks);
+  // Cleared on the stream first: the kernel only ever sets it.
+  if (p.nonfinite) RTVD_CUDA_CHECK(cudaMemsetAsync(p.nonfinite, 0, sizeof(int32_t), ctx.stream));
   if (blocks == 0) return;
-  const auto* v = static_cast<const __half*>(p.v);
-  const auto t = uint32_t(tiles);
-  if (!p.rgba)
-    denoise_blend_kernel<1, false><<<blocks, kThreads, 0, ctx.stream>>>(v, p.x, p.prev, nullptr, count, t, pixels, step, blend);
-  else if (p.c == 3)
-    denoise_blend_kernel<3, true><<<blocks, kThreads, 0, ctx.stream>>>(v, p.x, p.prev, p.rgba, count, t, pixels, step, blend);
-  else if (p.c == 4)  // a latent shown as it is: its first three channels as RGB (rgba_word)
-    denoise_blend_kernel<4, true><<<blocks, kThreads, 0, ctx.stream>>>(v, p.x, p.prev, p.rgba, count, t, pixels, step, blend);
-  else
-    denoise_blend_kernel<1, true><<<blocks, kThreads, 0, ctx.stream>>>(v, p.x, p.prev, p.rgba, count, t, pixels, step, blend);
+  const auto launch = [&](auto kernel) {
+    kernel<<<blocks, kThreads, 0, ctx.stream>>>(static_cast<const __half*>(p.v), p.x, p.prev, p.rgba, p.nonfinite,
+                                                count, uint32_t(tiles), pixels, step, blend);
+  };
+  if (!p.rgba) launch(denoise_blend_kernel<1, false>);
+  else if (p.c == 3) launch(denoise_blend_kernel<3, true>);
+  else if (p.c == 4) launch(denoise_blend_kernel<4, true>);  // a latent shown as it is: its first three channels as RGB
+  else launch(denoise_blend_kernel<1, true>);
   RTVD_CHECK_LAUNCH("denoise_blend");
 }
 

@@ -41,11 +41,15 @@ void to_rgba8_cpu(const ToRgba8Params& p);
 // = out_coef v, a decoded image to show, and nothing is written back to x), then the temporal blend of x'
 // into prev (prev <- blend * prev + (1 - blend) x', or x' when first: prev is then not read), then to_rgba8
 // of prev. With rgba null the conversion is skipped. x and prev are updated in place.
+// nonfinite (when not null) is set to 1 when a value of the new prev is NaN or Inf, else to 0: a NaN or Inf
+// that was read (in v, x, or prev unless first) or made (a step that overflows float) reaches prev, and the
+// RGBA8 conversion would show it as black (NaN clamps to 0). The frame loop reads it with the frame.
 struct DenoiseBlendParams {
   const void* v = nullptr;   // (batch, h * w * c): conditional image first, unconditional second
   float* x = nullptr;        // (h, w, c) or null
   float* prev = nullptr;     // (h, w, c)
   uint8_t* rgba = nullptr;   // (h, w, 4) or null; needs c = 1, 3 or 4 (as to_rgba8)
+  int32_t* nonfinite = nullptr;  // one int or null
   int h = 0, w = 0, c = 0;
   int batch = 2;
   float guidance = 1.0f;

@@ -46,11 +46,11 @@ struct StepScalars {
 };
 
 // Each case's params over the caller's buffers (v (batch, count), x and noise (count) fp32, model_in
-// (copies, count); v (batch, h w c), x and prev (h, w, c) fp32, rgba (h, w, 4)), each ignored where the case
-// has none, and the step's scalars.
+// (copies, count); v (batch, h w c), x and prev (h, w, c) fp32, rgba (h, w, 4), the non-finite flag (one
+// int, as in every frame)), each ignored where the case has none, and the step's scalars.
 GuidanceStepParams guidance_step_params(const GuidanceStepCase& c, const void* v, float* x, const float* noise,
                                         void* model_in, const StepScalars& s);
 DenoiseBlendParams denoise_blend_params(const DenoiseBlendCase& c, const void* v, float* x, float* prev,
-                                        uint8_t* rgba, const StepScalars& s, float blend);
+                                        uint8_t* rgba, int32_t* nonfinite, const StepScalars& s, float blend);
 
 }  // namespace rtvd

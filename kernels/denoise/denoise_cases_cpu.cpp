@@ -64,9 +64,9 @@ GuidanceStepParams guidance_step_params(const GuidanceStepCase& c, const void* v
 }
 
 DenoiseBlendParams denoise_blend_params(const DenoiseBlendCase& c, const void* v, float* x, float* prev,
-                                        uint8_t* rgba, const StepScalars& s, float blend) {
+                                        uint8_t* rgba, int32_t* nonfinite, const StepScalars& s, float blend) {
   DenoiseBlendParams p;
-  p.v = v, p.x = c.x ? x : nullptr, p.prev = prev, p.rgba = c.rgba ? rgba : nullptr;
+  p.v = v, p.x = c.x ? x : nullptr, p.prev = prev, p.rgba = c.rgba ? rgba : nullptr, p.nonfinite = nonfinite;
   p.h = c.h, p.w = c.w, p.c = c.c, p.batch = c.batch;
   p.guidance = s.guidance, p.x_coef = s.x_coef, p.out_coef = s.out_coef, p.blend = blend, p.first = c.first;
   return p;

@@ -123,8 +123,10 @@ struct GuidanceStepOp {
 };
 struct DenoiseBlendOp {
   DenoiseBlendParams p;
-  Ref v, x, prev, rgba;
-  template <class F> void refs(F&& f) { RTVD_BIND(v, v); RTVD_BIND(x, x); RTVD_BIND(prev, prev); RTVD_BIND(rgba, rgba); }
+  Ref v, x, prev, rgba, nonfinite;
+  template <class F> void refs(F&& f) {
+    RTVD_BIND(v, v); RTVD_BIND(x, x); RTVD_BIND(prev, prev); RTVD_BIND(rgba, rgba); RTVD_BIND(nonfinite, nonfinite);
+  }
 };
 #undef RTVD_BIND
 

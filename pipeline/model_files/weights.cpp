@@ -90,8 +90,9 @@ void write_any(const TensorView& t, const uint8_t* src, DType s, uint8_t* dst, b
 
 // The tensor as fp32 in its own layout, with W += scale * up down for each update (a conv's up is
 // (out, r, 1, 1) and down (r, in, kh, kw): the product is (out, in kh kw), the weight's own layout). Finite
-// factors can still overflow float: an element that is no longer finite is an Error naming the updates.
-std::vector<float> merged(const TensorView& t, const std::vector<LowRankDelta>& deltas) {
+// factors can still overflow float, or, for a weight written as fp16 (the GPU's weights), make an element
+// that fp16 rounds to Inf (|w| >= 65520): either is an Error naming the LoRA, the updates and the tensor.
+std::vector<float> merged(const TensorView& t, const std::vector<LowRankDelta>& deltas, DType written_as) {
   const int64_t n = t.numel(), out = t.shape[0], cols = out > 0 ? n / out : 0;
   std::vector<float> w(size_t(n), 0.0f);
 #pragma omp parallel for if (n >= kParallelElements)
@@ -109,12 +110,16 @@ std::vector<float> merged(const TensorView& t, const std::vector<LowRankDelta>& 
         for (int64_t c = 0; c < cols; ++c) dst[c] += u * row[c];
       }
   }
-  for (int64_t i = 0; i < n; ++i)
-    if (!std::isfinite(w[size_t(i)]))
-      fail(deltas[0].label, ": the LoRA update of ", quote(t.name), " (", quote(deltas[0].up.name), " x ",
-           quote(deltas[0].down.name), deltas.size() > 1 ? cat(" and ", deltas.size() - 1, " more") : "",
-           ") makes element ", i, " of ",
-           shape_string(t.shape), " ", w[size_t(i)], ", expected finite weights");
+  const bool half = written_as == DType::F16;
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = w[size_t(i)];
+    if (std::isfinite(half ? half_to_float(float_to_half(v)) : v)) continue;
+    fail(deltas[0].label, ": the LoRA update of ", quote(t.name), " (", quote(deltas[0].up.name), " x ",
+         quote(deltas[0].down.name), deltas.size() > 1 ? cat(" and ", deltas.size() - 1, " more") : "",
+         ") makes element ", i, " of ", shape_string(t.shape), " ", v,
+         std::isfinite(v) ? ", beyond fp16's range (65504), the GPU's weights: lower the LoRA's scale"
+                          : ", expected finite weights");
+  }
   return w;
 }
 
@@ -150,7 +155,7 @@ void WeightTensor::write(void* dst, DType act) const {
     const uint8_t* src = p.data;
     DType src_type = p.dtype;
     if (i < part_deltas.size() && !part_deltas[i].empty()) {
-      with_deltas = merged(p, part_deltas[i]);
+      with_deltas = merged(p, part_deltas[i], act);
       src = reinterpret_cast<const uint8_t*>(with_deltas.data());
       src_type = DType::F32;
     }
@@ -186,7 +191,7 @@ const TensorView& WeightStore::view(const std::string& name, const std::vector<i
 
 std::vector<float> WeightStore::read(const std::string& name, const std::vector<int64_t>& shape) {
   const TensorView& t = view(name, shape);
-  if (const std::vector<LowRankDelta>* d = set_.deltas(name)) return merged(t, *d);
+  if (const std::vector<LowRankDelta>* d = set_.deltas(name)) return merged(t, *d, DType::F32);
   std::vector<float> out(static_cast<size_t>(t.numel()));
   for (size_t i = 0; i < out.size(); ++i) out[i] = float_element(t, int64_t(i));
   return out;

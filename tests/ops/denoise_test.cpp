@@ -10,11 +10,18 @@
 //     values. The kernels use the reference's own operations (no FMA): fp32 outputs rel L2 <= 1e-6;
 //     denoise_blend's bytes must equal to_rgba8_cpu of its own prev output exactly, and the reference's
 //     bytes within one step (a 1-ulp difference in prev may cross a rounding boundary).
+//   denoise_blend's non-finite flag, on both: 0 on finite inputs (it starts poisoned); with one NaN or Inf
+//     put into one element of one input, 1 exactly when the op reads that input (prev is not read on the
+//     first frame), and every output element but that one's as without it, bit for bit; 1 when a step of
+//     finite values overflows float.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -50,6 +57,75 @@ int max_byte_diff(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) 
   return m;
 }
 
+constexpr int32_t kPoisonedFlag = 0x7b7b7b7b;  // neither 0 nor 1: the op must write the flag
+
+// One run of denoise_blend: its inputs (v with both images where the case has two; prev poisoned on the
+// first frame, which does not read it) and what it leaves.
+struct BlendInputs {
+  std::vector<float> v, x, prev;
+  StepScalars s;
+  float blend = 0;
+};
+struct BlendOutputs {
+  std::vector<float> x, prev;
+  std::vector<uint8_t> rgba;
+  int32_t nonfinite = kPoisonedFlag;
+};
+using BlendRun = std::function<BlendOutputs(const DenoiseBlendCase&, const BlendInputs&)>;
+
+BlendInputs random_blend_inputs(const DenoiseBlendCase& c, test::Rng& rng);
+
+// The cases of frames up to 512^2 (tiles, tails, every layout): the flag's checks run the op several times.
+std::vector<DenoiseBlendCase> flag_cases() {
+  return test::cases_where(denoise_blend_cases(), [](const DenoiseBlendCase& c) { return c.h * c.w <= 512 * 512; });
+}
+
+// The flag against the inputs (the header's "non-finite flag"), through `run` (the CPU reference or the kernel).
+void expect_flag_exactly_for_nonfinite_inputs(const DenoiseBlendCase& c, const BlendRun& run, test::Rng& rng) {
+  SCOPED_TRACE(describe(c));
+  const size_t count = size_t(c.h) * c.w * c.c;
+  const BlendInputs clean = random_blend_inputs(c, rng);
+  const BlendOutputs base = run(c, clean);
+  ASSERT_EQ(base.nonfinite, 0) << "finite inputs";
+  struct Input {
+    const char* name;
+    std::vector<float> BlendInputs::*values;
+    size_t offset;  // of the image within v
+    bool read;
+  };
+  std::vector<Input> inputs = {{"v (conditional)", &BlendInputs::v, 0, true},
+                               {"x", &BlendInputs::x, 0, c.x},
+                               {"prev", &BlendInputs::prev, 0, !c.first}};
+  if (c.batch == 2) inputs.push_back({"v (unconditional)", &BlendInputs::v, count, true});
+  const float bad[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                       -std::numeric_limits<float>::infinity()};
+  for (const Input& input : inputs) {
+    const size_t i = size_t(rng.integer(0, int(count) - 1));
+    BlendInputs poisoned = clean;
+    (poisoned.*input.values)[input.offset + i] = bad[rng.integer(0, 2)];
+    SCOPED_TRACE(cat(input.name, " element ", i, " = ", (poisoned.*input.values)[input.offset + i]));
+    const BlendOutputs out = run(c, poisoned);
+    EXPECT_EQ(out.nonfinite, input.read ? 1 : 0);
+    const size_t changed = input.read ? i : count;  // the one element that may differ (none when not read)
+    if (input.read) EXPECT_FALSE(std::isfinite(out.prev[i])) << "the value the flag is for";
+    for (size_t j = 0; j < count; ++j)
+      if (j != changed) {
+        if (c.x) ASSERT_EQ(out.x[j], base.x[j]) << "x element " << j;
+        ASSERT_EQ(out.prev[j], base.prev[j]) << "prev element " << j;
+      }
+    if (!c.x) EXPECT_EQ(std::memcmp(out.x.data(), poisoned.x.data(), count * 4), 0) << "no sample: x is not written";
+    for (size_t b = 0; b < out.rgba.size(); ++b)
+      if (b / 4 != changed / size_t(c.c)) ASSERT_EQ(out.rgba[b], base.rgba[b]) << "RGBA8 byte " << b;
+  }
+  // Finite values whose step overflows float: guidance FLT_MAX on v_c - v_u = 3 (batch 2), or out_coef FLT_MAX
+  // on v_c = 2 (batch 1).
+  BlendInputs overflowing = clean;
+  std::fill(overflowing.v.begin(), overflowing.v.begin() + count, 2.0f);
+  std::fill(overflowing.v.begin() + count, overflowing.v.end(), -1.0f);
+  (c.batch == 2 ? overflowing.s.guidance : overflowing.s.out_coef) = std::numeric_limits<float>::max();
+  EXPECT_EQ(run(c, overflowing).nonfinite, 1) << "a step that overflows float";
+}
+
 // ---------------------------------------------------------------------------------------------------
 // CPU references
 
@@ -64,6 +140,27 @@ StepScalars random_scalars(test::Rng& rng) {
   s.noise_coef = rng.uniform(0.0f, 1.0f);
   s.input_scale = rng.uniform(0.1f, 1.0f);
   return s;
+}
+
+BlendInputs random_blend_inputs(const DenoiseBlendCase& c, test::Rng& rng) {
+  const size_t count = size_t(c.h) * c.w * c.c;
+  BlendInputs in;
+  in.v = test::round_to_half(rng.normal_vector(count * c.batch));  // as the GPU holds them
+  in.x = rng.normal_vector(count);
+  in.prev = c.first ? test::poisoned(count) : rng.vector(count);
+  in.s = random_scalars(rng);
+  in.blend = rng.uniform(0.0f, 0.9f);
+  return in;
+}
+
+BlendOutputs blend_on_cpu(const DenoiseBlendCase& c, const BlendInputs& in) {
+  BlendOutputs out;
+  out.x = in.x;
+  out.prev = in.prev;
+  out.rgba.assign(size_t(c.h) * c.w * 4, 17);
+  denoise_blend_cpu(denoise_blend_params(c, in.v.data(), out.x.data(), out.prev.data(), out.rgba.data(), &out.nonfinite,
+                                         in.s, in.blend));
+  return out;
 }
 
 // The guided model output v_u + g (v_c - v_u) (v_c at batch 1), in double.
@@ -145,7 +242,9 @@ TEST_P(DenoiseBlendCpu, MatchesNaive) {
     }
   std::vector<float> x = x0, prev = prev0;
   std::vector<uint8_t> rgba(4 * pixels, 17);
-  denoise_blend_cpu(denoise_blend_params(c, v.data(), x.data(), prev.data(), rgba.data(), s, blend));
+  int32_t nonfinite = kPoisonedFlag;
+  denoise_blend_cpu(denoise_blend_params(c, v.data(), x.data(), prev.data(), rgba.data(), &nonfinite, s, blend));
+  EXPECT_EQ(nonfinite, 0) << "finite inputs";
   if (c.x) EXPECT_LE(rel_l2(x, x_ref), kTolerance);
   else EXPECT_EQ(x, x0) << "without a sample, x is not written";
   EXPECT_LE(rel_l2(prev, prev_ref), kTolerance);
@@ -156,8 +255,17 @@ TEST_P(DenoiseBlendCpu, MatchesNaive) {
   }
 }
 
+class DenoiseBlendFlagCpu : public testing::TestWithParam<DenoiseBlendCase> {};
+
+TEST_P(DenoiseBlendFlagCpu, IsSetExactlyForANonFiniteValue) {
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  expect_flag_exactly_for_nonfinite_inputs(GetParam(), blend_on_cpu, rng);
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, GuidanceStepCpu, testing::ValuesIn(guidance_step_cases()), test::case_name);
 INSTANTIATE_TEST_SUITE_P(Cases, DenoiseBlendCpu, testing::ValuesIn(denoise_blend_cases()), test::case_name);
+INSTANTIATE_TEST_SUITE_P(Cases, DenoiseBlendFlagCpu, testing::ValuesIn(flag_cases()), test::case_name);
 
 TEST(ToRgba8Cpu, RoundsAndClamps) {
   test::Rng rng;
@@ -225,12 +333,16 @@ TEST_P(DenoiseBlendCuda, MatchesCpu) {
   std::vector<float> prev = c.first ? test::poisoned(count) : rng.vector(count);
   const DeviceMemory x_d = test::to_device_float(x), prev_d = test::to_device_float(prev);
   const DeviceMemory rgba = test::poisoned_bytes(4 * pixels);
+  const DeviceMemory nonfinite = test::to_device_bytes(&kPoisonedFlag, sizeof kPoisonedFlag);
   const StepScalars s = random_scalars(rng);
   const float blend = rng.uniform(0.0f, 0.9f);
-  denoise_blend(denoise_blend_params(c, v.get(), x_d.as<float>(), prev_d.as<float>(), rgba.as<uint8_t>(), s, blend), ctx());
+  denoise_blend(denoise_blend_params(c, v.get(), x_d.as<float>(), prev_d.as<float>(), rgba.as<uint8_t>(),
+                                     nonfinite.as<int32_t>(), s, blend),
+                ctx());
   sync();
   std::vector<uint8_t> rgba_ref(4 * pixels);
-  denoise_blend_cpu(denoise_blend_params(c, v.host.data(), x.data(), prev.data(), rgba_ref.data(), s, blend));
+  denoise_blend_cpu(denoise_blend_params(c, v.host.data(), x.data(), prev.data(), rgba_ref.data(), nullptr, s, blend));
+  EXPECT_EQ(test::from_device_bytes(nonfinite, 4), std::vector<uint8_t>(4, 0)) << "the flag of finite inputs";
   const std::vector<float> prev_gpu = test::from_device_float(prev_d, count);
   EXPECT_LE(rel_l2(test::from_device_float(x_d, count), x), kExactArithmetic);
   EXPECT_LE(rel_l2(prev_gpu, prev), kExactArithmetic);
@@ -246,6 +358,33 @@ TEST_P(DenoiseBlendCuda, MatchesCpu) {
   EXPECT_LE(max_byte_diff(bytes, rgba_ref), 1);
 }
 
+class DenoiseBlendFlagCuda : public test::OnCuda<DenoiseBlendCase> {};
+
+// The kernel's flag, through the same checks as the CPU reference's, and equal to the reference's.
+TEST_P(DenoiseBlendFlagCuda, IsSetExactlyForANonFiniteValue) {
+  SCOPED_TRACE(test::seed_trace(rng));
+  const auto on_gpu = [&](const DenoiseBlendCase& c, const BlendInputs& in) {
+    const test::HalfTensor v = test::half_tensor(in.v);
+    const DeviceMemory x = test::to_device_float(in.x), prev = test::to_device_float(in.prev);
+    const size_t count = in.x.size(), bytes = size_t(c.h) * c.w * 4;
+    const DeviceMemory rgba = test::poisoned_bytes(bytes);
+    const DeviceMemory nonfinite = test::to_device_bytes(&kPoisonedFlag, sizeof kPoisonedFlag);
+    denoise_blend(denoise_blend_params(c, v.get(), x.as<float>(), prev.as<float>(), rgba.as<uint8_t>(),
+                                       nonfinite.as<int32_t>(), in.s, in.blend),
+                  ctx());
+    sync();
+    BlendOutputs out;
+    out.x = test::from_device_float(x, count);
+    out.prev = test::from_device_float(prev, count);
+    out.rgba = c.rgba ? test::from_device_bytes(rgba, bytes) : std::vector<uint8_t>(bytes, 17);
+    const std::vector<uint8_t> flag = test::from_device_bytes(nonfinite, 4);
+    std::memcpy(&out.nonfinite, flag.data(), 4);
+    EXPECT_EQ(out.nonfinite, blend_on_cpu(c, in).nonfinite) << "the CPU reference's flag";
+    return out;
+  };
+  expect_flag_exactly_for_nonfinite_inputs(GetParam(), on_gpu, rng);
+}
+
 INSTANTIATE_TEST_SUITE_P(Production, GuidanceStepCuda, testing::ValuesIn(test::production_cases(guidance_step_cases())),
                          test::case_name);
 INSTANTIATE_TEST_SUITE_P(Edge, GuidanceStepCuda, testing::ValuesIn(test::edge_cases(guidance_step_cases())),
@@ -254,6 +393,7 @@ INSTANTIATE_TEST_SUITE_P(Production, DenoiseBlendCuda, testing::ValuesIn(test::p
                          test::case_name);
 INSTANTIATE_TEST_SUITE_P(Edge, DenoiseBlendCuda, testing::ValuesIn(test::edge_cases(denoise_blend_cases())),
                          test::case_name);
+INSTANTIATE_TEST_SUITE_P(Cases, DenoiseBlendFlagCuda, testing::ValuesIn(flag_cases()), test::case_name);
 
 #endif  // RTVD_HAS_CUDA
 
