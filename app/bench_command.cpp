@@ -298,9 +298,11 @@ int bench_unet_command(const std::vector<std::string>& args) {
               cfg.in_channels);
   if (cfg.cross_attention_dim > 0) std::printf(", context %dx%d", cfg.context_length, cfg.cross_attention_dim);
   std::printf("\nbackend: %s\n", backend->describe().c_str());
-  const std::string weights_from = !model_path.empty() ? model_path : !weights_path.empty() ? weights_path : cat("random (seed ", seed, ")");
-  std::printf("weights: %s, %lld parameters, %s\n", weights_from.c_str(),
-              (long long)weights.checkpoint_parameters(), dtype_name(cfg.dtype));
+  // A checkpoint's store holds its autoencoder too: the U-Net's own count, as rtvd info gives it.
+  const int64_t parameters = model_path.empty() ? weights.checkpoint_parameters() : model.unet().parameters;
+  const std::string weights_from = !model_path.empty() ? cat(model_path, "'s unet (", model.unet().source, ")")
+                                   : !weights_path.empty() ? weights_path : cat("random (seed ", seed, ")");
+  std::printf("weights: %s, %lld parameters, %s\n", weights_from.c_str(), (long long)parameters, dtype_name(cfg.dtype));
   std::printf("forward: %.3f ms median of %d (min %.3f, max %.3f), %.4g GFLOP, %.3g TFLOP/s = %.0f%% of the %.3g TFLOP/s "
               "GEMM peak measured now (floor %.3f ms)\n",
               ms_median, runs, *std::min_element(ms.begin(), ms.end()), *std::max_element(ms.begin(), ms.end()), flops / 1e9,
@@ -334,7 +336,7 @@ int bench_unet_command(const std::vector<std::string>& args) {
         {"backend", backend->describe()}, {"kernels", kernel_family_name(kernels)}, {"config", model_path.empty() ? config_spec : model_path}, {"model", cfg.name},
         {"batch", batch}, {"height", size}, {"width", size},
         {"weights", !model_path.empty() ? model_path : weights_path.empty() ? cat("random seed ", seed) : weights_path},
-        {"parameters", weights.checkpoint_parameters()}, {"runs", runs}, {"ms_median", ms_median},
+        {"parameters", parameters}, {"runs", runs}, {"ms_median", ms_median},
         {"ms_min", *std::min_element(ms.begin(), ms.end())}, {"ms_max", *std::max_element(ms.begin(), ms.end())},
         {"forward_flops", flops}, {"setup_flops", runner.setup_flops()}, {"tflops", tflops},
         {"ceilings", {{"gemm_tflops", ceilings.gemm_tflops}, {"gemm", ceilings.gemm_what},
