@@ -224,8 +224,6 @@ int bench_unet_command(const std::vector<std::string>& args) {
   const auto gpus = device == DeviceKind::Cpu ? std::vector<GpuInfo>{} : cuda_devices(&why_not);
   const bool cuda = !gpus.empty();
   if (device == DeviceKind::Cuda && !cuda) fail("--device cuda: ", why_not);
-  if (!cuda && kernels != KernelFamily::Auto)
-    fail("--kernels ", kernel_family_name(kernels), ": a choice of CUDA kernels, but this runs on the CPU");
   const int runs = flags.get_int("runs", cuda ? 200 : 3, 1, 100000);
 
   // Each step from process start to the first output, in seconds; the CUDA context is made first, so
@@ -238,7 +236,7 @@ int bench_unet_command(const std::vector<std::string>& args) {
     clock = now;
   };
   const size_t memory_before = cuda ? cuda_memory_used(gpus.front().index) : 0;
-  auto backend = make_backend(cuda ? DeviceKind::Cuda : DeviceKind::Cpu, backend_options.threads, kernels, nullptr);
+  auto backend = make_backend(cuda ? DeviceKind::Cuda : device, backend_options.threads, kernels, nullptr);
   step("backend");
   if (!model_path.empty()) {
     steps.emplace_back("weights", model_load_s);
@@ -462,6 +460,8 @@ int bench_command(const std::vector<std::string>& args) {
   }
   GenerationOptions o;
   cli::read_generation_flags(flags, o);
+  if (flags.has("strength") && !flags.has("img2img"))
+    fail("flag '--strength': only with --img2img (frames from noise have no image to re-noise)");
   const int frames = flags.get_int("frames", 200, 3, 1000000);
   Engine engine(o.engine);
   const FrameSettings s = frame_settings(o, engine);

@@ -366,6 +366,11 @@ RenderOptions parse_render_options(const std::vector<std::string>& args) {
   if (flags.has("frames")) o.frames = flags.get_int("frames", kDefaultFrames, 1);
   if (flags.has("fps")) o.fps = flags.get_float("fps", kDefaultFps, {.min = kMinFps, .max = kMaxFps});
   read_generation_flags(flags, o);
+  // Flags a render has no use for, which a GUI may use later (it can open a source and record a video).
+  if (flags.has("strength") && o.source == "noise")
+    fail("flag '--strength': only with an image, video or webcam --source (the noise walk has no frame to re-noise)");
+  if (flags.has("fps") && is_png_output(o.output))
+    fail("flag '--fps': PNG frames have no frame rate (it is for an .mp4 or .mkv output)");
   o.profile_path = flags.get_string("profile", o.profile_path);
   o.quiet = flags.has("quiet");
   return o;
