@@ -38,9 +38,10 @@ constexpr const char* kBenchUsage =
     "\n"
     "benchmarks:\n"
     "  frames   end-to-end frames/s of the engine, without recording, with a per-op profile\n"
-    "  unet     one U-Net forward alone (SD 2.1, SD 1.5 or a model directory): time, TFLOP/s, time to first\n"
-    "           output, memory\n"
-    "  text     one text encoder forward alone (a diffusers folder's or a text_encoder/ folder): time, TFLOP/s\n"
+    "  unet     one U-Net forward alone (SD 2.1, SD 1.5 or a model directory): time, TFLOP/s, time to\n"
+    "           first output, memory\n"
+    "  text     one text encoder forward alone (a diffusers folder's or a text_encoder/ folder): time,\n"
+    "           TFLOP/s\n"
     "  kernels  every op at the production cases of its table, on the GPU (CUDA builds)\n"
     "\n"
     "`rtvd bench <benchmark> --help` for a benchmark's flags.\n";
@@ -132,7 +133,8 @@ int bench_kernels_command(const std::vector<std::string>& args) {
   };
   const cli::Flags flags = cli::parse_flags("bench kernels", specs, args);
   if (flags.has("help")) {
-    std::printf("usage: rtvd bench kernels [flags]\n\nEvery op at the production cases of its table; conv2d, attention and linear by candidate, default first.\n\n%s",
+    std::printf("usage: rtvd bench kernels [flags]\n\nEvery op at the production cases of its table; conv2d, attention and linear by "
+                "candidate,\ndefault first.\n\n%s",
                 cli::flags_help(specs).c_str());
     return 0;
   }
@@ -368,7 +370,7 @@ int bench_text_command(const std::vector<std::string>& args) {
   const cli::Flags flags = cli::parse_flags("bench text", bench_text_flags(), args);
   if (flags.has("help")) {
     std::printf("usage: rtvd bench text [flags]\n\nOne text encoder forward alone at 77 tokens: time (median of many, one "
-                "CUDA graph on the GPU), TFLOP/s.\n\n%s", cli::flags_help(bench_text_flags()).c_str());
+                "CUDA graph on the\nGPU), TFLOP/s.\n\n%s", cli::flags_help(bench_text_flags()).c_str());
     return 0;
   }
   if (!flags.positional().empty())

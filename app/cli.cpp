@@ -11,6 +11,9 @@
 #include <sstream>
 #include <thread>
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include "kernels/common/error.h"
 #include "pipeline/io/recorder.h"
 
@@ -169,20 +172,62 @@ Flags parse_flags(const std::string& command, const std::vector<FlagSpec>& specs
   return flags;
 }
 
-std::string flags_help(const std::vector<FlagSpec>& specs) {
+namespace {
+
+// Columns a text takes on a terminal: its UTF-8 code points.
+size_t columns(const std::string& text) {
+  return size_t(std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
+// The words of text in lines of at most `width` columns, the first continuing a line at column `column`, the
+// others indented to `indent`; a word longer than a line overflows it.
+std::string wrap_words(const std::string& text, size_t column, size_t indent, size_t width) {
+  std::istringstream words(text);
+  std::string out, word;
+  bool line_start = true;
+  while (words >> word) {
+    if (!line_start && column + 1 + columns(word) > width) {
+      out.append(1, '\n').append(indent, ' ');
+      column = indent;
+      line_start = true;
+    }
+    if (!line_start) out += ' ', ++column;
+    out += word;
+    column += columns(word);
+    line_start = false;
+  }
+  return out;
+}
+
+}  // namespace
+
+int help_width() {
+  constexpr int kNotATerminal = 100, kNarrowest = 60;
+  winsize w{};
+  if (!isatty(STDOUT_FILENO) || ioctl(STDOUT_FILENO, TIOCGWINSZ, &w) != 0 || w.ws_col == 0) return kNotATerminal;
+  return std::max(int(w.ws_col), kNarrowest);
+}
+
+std::string flags_help(const std::vector<FlagSpec>& specs, int width) {
+  constexpr size_t kLongest = 22;  // a flag and value name longer than this have a line of their own
   std::vector<std::string> left;
-  size_t width = 0;
+  size_t longest = 0;
   for (const FlagSpec& s : specs) {
     std::string l = s.short_name ? cat("-", s.short_name, ", --", s.name) : "    --" + s.name;
     if (const std::string v = value_name(s); !v.empty()) l += " " + v;
-    width = std::max(width, l.size());
+    if (columns(l) <= kLongest) longest = std::max(longest, columns(l));
     left.push_back(std::move(l));
   }
+  const size_t description = 2 + longest + 2;  // the column every description starts at
   std::string out;
   for (size_t i = 0; i < specs.size(); ++i) {
-    out += "  " + left[i] + std::string(width - left[i].size() + 2, ' ') + specs[i].help;
-    if (!specs[i].default_text.empty()) out += " (default " + specs[i].default_text + ")";
-    out += "\n";
+    out += "  " + left[i];
+    const size_t used = 2 + columns(left[i]);
+    if (used + 2 > description) out.append(1, '\n');
+    out.append(used + 2 > description ? description : description - used, ' ');
+    std::string help = specs[i].help;
+    if (!specs[i].default_text.empty()) help += " (default " + specs[i].default_text + ")";
+    out += wrap_words(help, description, description, size_t(width)) + "\n";
   }
   return out;
 }
