@@ -3,7 +3,6 @@
 // 112% of an sgemm "peak"), gets no "% peak" but the reason; the JSON says the same.
 #include <gtest/gtest.h>
 
-#include <cctype>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -15,15 +14,6 @@
 
 namespace rtvd {
 namespace {
-
-// Significant digits of a number as written: from its first non-zero digit, the point left out.
-int significant_digits(const std::string& number) {
-  std::string digits;
-  for (char c : number)
-    if (std::isdigit(static_cast<unsigned char>(c))) digits += c;
-  const size_t first = digits.find_first_not_of('0');
-  return first == std::string::npos ? 0 : int(digits.size() - first);
-}
 
 TEST(BenchFramesE2E, OnTheCpuRatesHaveThreeDigitsNoPeakAndTheOverheadIsNotNegative) {
   const test::TempDir temp("rtvd_bench_frames");
@@ -37,8 +27,8 @@ TEST(BenchFramesE2E, OnTheCpuRatesHaveThreeDigitsNoPeakAndTheOverheadIsNotNegati
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.out, m, std::regex("frame: (\\S+) ms median over 3 frames = (\\S+) frames/s")))
       << r.out;
-  EXPECT_EQ(significant_digits(m[1]), std::stod(m[1]) >= 1000 ? int(m[1].length()) : 3) << m[0];
-  EXPECT_EQ(significant_digits(m[2]), std::stod(m[2]) >= 1000 ? int(m[2].length()) : 3) << m[0];
+  EXPECT_EQ(test::significant_digits(m[1]), std::stod(m[1]) >= 1000 ? int(m[1].length()) : 3) << m[0];
+  EXPECT_EQ(test::significant_digits(m[2]), std::stod(m[2]) >= 1000 ? int(m[2].length()) : 3) << m[0];
   ASSERT_TRUE(std::regex_search(r.out, m, std::regex("with per-op profiling: \\S+ ms \\(overhead ([^)]*)\\)"))) << r.out;
   EXPECT_TRUE(std::regex_match(m[1].str(), std::regex("[0-9.]+%|none measurable: .*"))) << m[0];
 
@@ -49,7 +39,7 @@ TEST(BenchFramesE2E, OnTheCpuRatesHaveThreeDigitsNoPeakAndTheOverheadIsNotNegati
     if (!std::regex_match(line, row, std::regex("(\\w+) +\\d+ +[0-9.]+ +[0-9.]+ +([0-9.]+) (TFLOP/s|GB/s) +(\\S+)")))
       continue;
     ++rows;
-    EXPECT_EQ(significant_digits(row[2]), 3) << line;
+    EXPECT_EQ(test::significant_digits(row[2]), 3) << line;
     EXPECT_EQ(row[4], "-") << "no % peak on the CPU: " << line;
   }
   EXPECT_GT(rows, 5) << r.out;
@@ -72,7 +62,7 @@ TEST(BenchFramesE2E, BenchUnetOnTheCpuGivesNoPeak) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   std::smatch m;
   ASSERT_TRUE(std::regex_search(r.out, m, std::regex("GFLOP, (\\S+) TFLOP/s\n"))) << r.out;
-  EXPECT_EQ(significant_digits(m[1]), 3) << m[0];
+  EXPECT_EQ(test::significant_digits(m[1]), 3) << m[0];
   EXPECT_EQ(r.out.find("peak"), std::string::npos) << r.out;
 }
 

@@ -2,7 +2,6 @@
 // backend for every frame op.
 #include <gtest/gtest.h>
 
-#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -47,15 +46,6 @@ TEST(Profiler, AggregatesPerOpTypeAndLayer) {
   EXPECT_THROW(p.add_frame(ops, {1.0f}), Error);
 }
 
-// The significant digits a number is written with: its digits from the first non-zero one, the point left out.
-int significant_digits(const std::string& text) {
-  std::string digits;
-  for (char c : text)
-    if (std::isdigit(static_cast<unsigned char>(c))) digits += c;
-  const size_t first = digits.find_first_not_of('0');
-  return first == std::string::npos ? 0 : int(digits.size() - first);
-}
-
 // From 1e-6 to 1e6, drawn afresh: three significant digits, no exponent, within half a unit of the third
 // digit; from 1000 on, the integer.
 TEST(Profiler, ThreeDigitsKeepsThreeSignificantDigits) {
@@ -71,7 +61,7 @@ TEST(Profiler, ThreeDigitsKeepsThreeSignificantDigits) {
       EXPECT_EQ(text.find('.'), std::string::npos);
       EXPECT_LE(std::fabs(back - v), 0.5);
     } else {
-      EXPECT_EQ(significant_digits(text), 3);
+      EXPECT_EQ(test::significant_digits(text), 3);
       EXPECT_LE(std::fabs(back - v), 0.5 * std::pow(10.0, std::floor(std::log10(v)) - 2) * (1 + 1e-9) + 1e-12 * v);
     }
   }
@@ -106,7 +96,7 @@ TEST(Profiler, TableRatesHaveThreeDigitsAndAPeakOnlyWhereThereAreCeilings) {
     ASSERT_EQ(rows.size(), 2u) << table;
     for (const auto& row : rows) {
       ASSERT_EQ(row.size(), 7u) << table;  // op, calls, ms, % frame, rate, unit, % peak
-      EXPECT_EQ(significant_digits(row[4]), 3) << row[4];
+      EXPECT_EQ(test::significant_digits(row[4]), 3) << row[4];
       EXPECT_EQ(row[6] == "-", !ceilings) << table;
     }
   }
