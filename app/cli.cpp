@@ -431,7 +431,7 @@ const std::vector<FlagSpec>& gui_flags() {
            "PATH"},
           {"fps", 0, K::Float, "frame rate of recordings, 1 to 240", "24", "F"},
           {"budget-ms", 0, K::Float, "frame-time budget drawn in the overlay, > 0", "40", "MS"},
-          {"window", 0, K::String, "window size, width x height or square, at most 16384 per side", "1280x720",
+          {"window", 0, K::String, "window size, width x height or square, from 800x450 to 16384 per side", "1280x720",
            "WxH|N"},
           {"filter", 0, K::String, "how the frame is scaled to the window", "linear", "linear|nearest"},
           {"no-vsync", 0, K::None, "present without waiting for the display's refresh", "", ""},
@@ -461,6 +461,9 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
     if (window->width > gui::kMaxWindowSide || window->height > gui::kMaxWindowSide)
       fail("flag '--window': expected at most ", gui::kMaxWindowSide, " per side, got '", flags.get_string("window", ""),
            "'");
+    if (window->width < gui::kMinWindowWidth || window->height < gui::kMinWindowHeight)
+      fail("flag '--window': expected at least ", gui::kMinWindowWidth, "x", gui::kMinWindowHeight,
+           " (the panels' labels need it), got '", flags.get_string("window", ""), "'");
     o.window = *window;
   }
   o.filter = flags.get_choice("filter", o.filter, {"linear", "nearest"});

@@ -8,6 +8,9 @@
 #include <mutex>
 #include <thread>
 
+#include <imgui.h>
+#include <imgui_internal.h>
+
 #include "app/cli.h"
 #include "app/gui/bounded_queue.h"
 #include "app/gui/controls.h"
@@ -248,6 +251,86 @@ TEST(RollingProfile, SamplesFillWindowsThatRoll) {
   EXPECT_EQ(p.shown().frames(), 1) << "after a reset the window starts over";
 }
 
+// The controls panel drawn headless (ImGui without a window or GL: the default font, the app's style) in the
+// panel's rect of a window of the given size, three frames so that the scrollbar settles. Returns what is cut:
+// each item (label, button) reaching past the panel's content, and each glyph drawn in part (a text cut by a
+// frame or the panel).
+std::vector<std::string> clipped_in_controls(int width, int height, bool sd_model) {
+  ImGui::CreateContext();
+  ImGuiIO& io = ImGui::GetIO();
+  io.IniFilename = nullptr;
+  io.DisplaySize = ImVec2(float(width), float(height));
+  io.DeltaTime = 1.0f / 60;
+  unsigned char* pixels = nullptr;
+  int atlas_w = 0, atlas_h = 0;
+  io.Fonts->GetTexDataAsRGBA32(&pixels, &atlas_w, &atlas_h);
+  ImGui::StyleColorsDark();
+
+  const std::vector<std::string> classes = {"smileys", "people", "animals", "activities", "components"};
+  const std::vector<Message> messages;
+  ControlsInfo info;
+  info.class_names = sd_model ? nullptr : &classes;
+  info.has_text_encoder = sd_model;
+  info.native_sampler = sd_model ? "euler" : nullptr;
+  info.source = "noise walk";
+  info.messages = &messages;
+  ControlsState state;
+  state.source.kind = sd_model ? SourceKind::Video : SourceKind::Webcam;  // the path box, or the device number
+  state.prompts.prompt_to = sd_model ? "" : "x";
+  state.record_path = "";
+  const Layout layout = layout_window(width, height, true, true, 64, 64);
+  std::vector<std::string> clipped;
+  for (int frame = 0; frame < 3; ++frame) {
+    ImGui::NewFrame();
+    Requests requests;
+    draw_controls(layout.controls, state, info, requests);
+    ImGui::Render();
+  }
+  const ImGuiWindow* panel = ImGui::FindWindowByName("Controls");
+  if (panel && panel->DC.CursorMaxPos.x > panel->WorkRect.Max.x + 0.5f)
+    clipped.push_back(cat("an item reaches ", panel->DC.CursorMaxPos.x - panel->WorkRect.Max.x, " px past the panel"));
+
+  // Glyph quads: two triangles (a, a+1, a+2), (a, a+2, a+3) whose texture corners are a glyph's.
+  const ImFont* font = io.Fonts->Fonts[0];
+  const ImDrawData* draw = ImGui::GetDrawData();
+  for (int l = 0; l < draw->CmdListsCount; ++l) {
+    const ImDrawList* list = draw->CmdLists[l];
+    for (const ImDrawCmd& cmd : list->CmdBuffer) {
+      for (unsigned i = cmd.IdxOffset; i + 5 < cmd.IdxOffset + cmd.ElemCount; i += 3) {
+        const ImDrawIdx* x = &list->IdxBuffer[int(i)];
+        if (!(x[1] == x[0] + 1 && x[2] == x[0] + 2 && x[3] == x[0] && x[4] == x[0] + 2 && x[5] == x[0] + 3)) continue;
+        const ImDrawVert* v = &list->VtxBuffer[int(cmd.VtxOffset + x[0])];
+        for (const ImFontGlyph& g : font->Glyphs) {
+          const bool inside = v[0].uv.x >= g.U0 && v[0].uv.x <= g.U1 && v[0].uv.y >= g.V0 && v[0].uv.y <= g.V1 &&
+                              v[2].uv.x >= g.U0 && v[2].uv.x <= g.U1 && v[2].uv.y >= g.V0 && v[2].uv.y <= g.V1;
+          if (!inside || g.U0 == g.U1) continue;
+          const bool cut_by_cpu = v[0].uv.x != g.U0 || v[2].uv.x != g.U1;
+          const bool cut_by_clip = v[2].pos.x > cmd.ClipRect.z + 0.5f || v[0].pos.x < cmd.ClipRect.x - 0.5f;
+          if (cut_by_cpu || cut_by_clip)
+            clipped.push_back(cat("'", char(g.Codepoint), "' at x ", v[0].pos.x, " in ", list->_OwnerName));
+          break;
+        }
+        i += 3;
+      }
+    }
+  }
+  ImGui::DestroyContext();
+  return clipped;
+}
+
+// At every window size from the smallest the GUI opens, for both kinds of model: no label, button, hint or
+// value is cut ("guidanc", the negative prompt's hint were).
+TEST(Controls, NothingIsCutAtAnyWindowSize) {
+  for (const bool sd : {false, true})
+    for (int width = kMinWindowWidth; width <= 1400; width += 8)
+      for (const int height : {kMinWindowHeight, 720}) {
+        const std::vector<std::string> clipped = clipped_in_controls(width, height, sd);
+        std::string list;
+        for (const std::string& c : clipped) list += "\n  " + c;
+        EXPECT_TRUE(clipped.empty()) << (sd ? "SD model" : "default model") << " at " << width << "x" << height << list;
+      }
+}
+
 TEST(Controls, SourceSpecsRoundTrip) {
   for (const std::string spec : {"noise", "image:a b.png", "video:/x/clip.mp4", "webcam:2"})
     EXPECT_EQ(source_choice(spec).spec(), spec);
@@ -389,9 +472,16 @@ TEST(GuiFlags, ScreenshotsArePngAndWindowsAreBounded) {
             "flag '--window': expected at most 16384 per side, got '100000x100000'");
   EXPECT_EQ(gui_error({"--window", "640x16385"}), "flag '--window': expected at most 16384 per side, got '640x16385'");
   EXPECT_EQ(gui_error({"--window", "16385"}), "flag '--window': expected at most 16384 per side, got '16385'");
-  const GuiOptions largest = parse_gui_options({"--window", "16384x1"});
+  const GuiOptions largest = parse_gui_options({"--window", "16384x450"});
   EXPECT_EQ(largest.window.width, gui::kMaxWindowSide);
-  EXPECT_EQ(largest.window.height, 1);
+  EXPECT_EQ(largest.window.height, gui::kMinWindowHeight);
+  // Below the smallest window the controls' labels are cut (Controls.NothingIsCutAtAnyWindowSize).
+  const GuiOptions smallest = parse_gui_options({"--window", "800x450"});
+  EXPECT_EQ(smallest.window.width, gui::kMinWindowWidth);
+  EXPECT_EQ(smallest.window.height, gui::kMinWindowHeight);
+  for (const char* small : {"16384x1", "799x450", "800x449", "600"})
+    EXPECT_EQ(gui_error({"--window", small}),
+              cat("flag '--window': expected at least 800x450 (the panels' labels need it), got '", small, "'"));
 }
 
 TEST(GuiFlags, ShareTheGenerationFlagsWithRender) {
