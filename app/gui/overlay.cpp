@@ -119,8 +119,8 @@ void draw_overlay(const Rect& area, const OverlayInfo& info, ControlsState& stat
   ImGui::TextWrapped("display: %s", info.display_path.c_str());
   ImGui::TextWrapped("%s", info.frame.c_str());
   if (const FrameRate r = stats.recent(); r.intervals > 0) {
-    ImGui::Text("%s frames/s   %s ms per frame", three_digits(r.frames_per_s).c_str(), three_digits(r.ms).c_str());
-    ImGui::TextWrapped("(both from the mean interval between generated frames, over the last %d (%s s))", r.intervals,
+    ImGui::TextWrapped("%s frames/s, %s ms per frame: both the mean interval between generated frames, over the "
+                       "last %d (%s s)", three_digits(r.frames_per_s).c_str(), three_digits(r.ms).c_str(), r.intervals,
                        three_digits(r.seconds).c_str());
   } else {
     ImGui::TextUnformatted("frames/s: after two frames in a row");
