@@ -159,8 +159,8 @@ int App::run() {
 
   char ops[160] = "";
   if (stats_.mean_gpu_ms() > 0)
-    std::snprintf(ops, sizeof ops, ", %s %.2f ms per frame (profiled)", engine_.backend().is_cuda() ? "GPU" : "CPU",
-                  stats_.mean_gpu_ms());
+    std::snprintf(ops, sizeof ops, ", %s %s ms per frame (profiled)", engine_.backend().is_cuda() ? "GPU" : "CPU",
+                  three_digits(stats_.mean_gpu_ms()).c_str());
   const FrameRate run = stats_.run();  // the overlay's definition, over the whole run
   char upload[96] = "";
   if (uploads_ > 0)
