@@ -38,9 +38,10 @@ constexpr const char* kBenchUsage =
     "\n"
     "benchmarks:\n"
     "  frames   end-to-end frames/s of the engine, without recording, with a per-op profile\n"
-    "  unet     one U-Net forward alone (SD 2.1, SD 1.5 or a model directory): time, TFLOP/s, time to first\n"
-    "           output, memory\n"
-    "  text     one text encoder forward alone (a diffusers folder's or a text_encoder/ folder): time, TFLOP/s\n"
+    "  unet     one U-Net forward alone (SD 2.1, SD 1.5 or a model directory): time, TFLOP/s, time to\n"
+    "           first output, memory\n"
+    "  text     one text encoder forward alone (a diffusers folder's or a text_encoder/ folder): time,\n"
+    "           TFLOP/s\n"
     "  kernels  every op at the production cases of its table, on the GPU (CUDA builds)\n"
     "\n"
     "`rtvd bench <benchmark> --help` for a benchmark's flags.\n";
@@ -132,7 +133,8 @@ int bench_kernels_command(const std::vector<std::string>& args) {
   };
   const cli::Flags flags = cli::parse_flags("bench kernels", specs, args);
   if (flags.has("help")) {
-    std::printf("usage: rtvd bench kernels [flags]\n\nEvery op at the production cases of its table; conv2d, attention and linear by candidate, default first.\n\n%s",
+    std::printf("usage: rtvd bench kernels [flags]\n\nEvery op at the production cases of its table; conv2d, attention and linear by "
+                "candidate,\ndefault first.\n\n%s",
                 cli::flags_help(specs).c_str());
     return 0;
   }
@@ -180,6 +182,20 @@ nlohmann::json print_slowest_layers(const FrameProfile& profile, const std::vect
   return rows;
 }
 
+// " = 42% of the 760 TFLOP/s GEMM peak measured now (floor 2.04 ms)" for a forward of `flops` at `tflops`, or
+// "" where the backend has no ceilings (the CPU's).
+std::string against_gemm_peak(double tflops, double flops, const Ceilings& c) {
+  if (!c.none.empty()) return "";
+  return cat(" = ", int(100 * tflops / c.gemm_tflops + 0.5), "% of the ", three_digits(c.gemm_tflops),
+             " TFLOP/s GEMM peak measured now (floor ", three_digits(flops / c.gemm_tflops / 1e9), " ms)");
+}
+
+// The ceilings as the JSON records them: none on the CPU, with why.
+nlohmann::json ceilings_json(const Ceilings& c) {
+  if (!c.none.empty()) return {{"none", c.none}};
+  return {{"gemm_tflops", c.gemm_tflops}, {"gemm", c.gemm_what}, {"copy_gbps", c.copy_gbps}, {"copy", c.copy_what}};
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -224,8 +240,6 @@ int bench_unet_command(const std::vector<std::string>& args) {
   const auto gpus = device == DeviceKind::Cpu ? std::vector<GpuInfo>{} : cuda_devices(&why_not);
   const bool cuda = !gpus.empty();
   if (device == DeviceKind::Cuda && !cuda) fail("--device cuda: ", why_not);
-  if (!cuda && kernels != KernelFamily::Auto)
-    fail("--kernels ", kernel_family_name(kernels), ": a choice of CUDA kernels, but this runs on the CPU");
   const int runs = flags.get_int("runs", cuda ? 200 : 3, 1, 100000);
 
   // Each step from process start to the first output, in seconds; the CUDA context is made first, so
@@ -238,7 +252,7 @@ int bench_unet_command(const std::vector<std::string>& args) {
     clock = now;
   };
   const size_t memory_before = cuda ? cuda_memory_used(gpus.front().index) : 0;
-  auto backend = make_backend(cuda ? DeviceKind::Cuda : DeviceKind::Cpu, backend_options.threads, kernels, nullptr);
+  auto backend = make_backend(cuda ? DeviceKind::Cuda : device, backend_options.threads, kernels, nullptr);
   step("backend");
   if (!model_path.empty()) {
     steps.emplace_back("weights", model_load_s);
@@ -285,7 +299,7 @@ int bench_unet_command(const std::vector<std::string>& args) {
   const Ceilings ceilings = backend->measure_ceilings();
 
   const double ms_median = median(ms), flops = runner.forward_flops();
-  const double tflops = flops / ms_median / 1e9, floor_ms = flops / ceilings.gemm_tflops / 1e9;
+  const double tflops = flops / ms_median / 1e9;
   const double mib = 1048576.0;
   std::string step_text;
   for (const auto& [what, s] : steps) {
@@ -298,13 +312,14 @@ int bench_unet_command(const std::vector<std::string>& args) {
               cfg.in_channels);
   if (cfg.cross_attention_dim > 0) std::printf(", context %dx%d", cfg.context_length, cfg.cross_attention_dim);
   std::printf("\nbackend: %s\n", backend->describe().c_str());
-  const std::string weights_from = !model_path.empty() ? model_path : !weights_path.empty() ? weights_path : cat("random (seed ", seed, ")");
-  std::printf("weights: %s, %lld parameters, %s\n", weights_from.c_str(),
-              (long long)weights.checkpoint_parameters(), dtype_name(cfg.dtype));
-  std::printf("forward: %.3f ms median of %d (min %.3f, max %.3f), %.4g GFLOP, %.3g TFLOP/s = %.0f%% of the %.3g TFLOP/s "
-              "GEMM peak measured now (floor %.3f ms)\n",
-              ms_median, runs, *std::min_element(ms.begin(), ms.end()), *std::max_element(ms.begin(), ms.end()), flops / 1e9,
-              tflops, 100.0 * tflops / ceilings.gemm_tflops, ceilings.gemm_tflops, floor_ms);
+  // A checkpoint's store holds its autoencoder too: the U-Net's own count, as rtvd info gives it.
+  const int64_t parameters = model_path.empty() ? weights.checkpoint_parameters() : model.unet().parameters;
+  const std::string weights_from = !model_path.empty() ? cat(model_path, "'s unet (", model.unet().source, ")")
+                                   : !weights_path.empty() ? weights_path : cat("random (seed ", seed, ")");
+  std::printf("weights: %s, %lld parameters, %s\n", weights_from.c_str(), (long long)parameters, dtype_name(cfg.dtype));
+  std::printf("forward: %.3f ms median of %d (min %.3f, max %.3f), %.4g GFLOP, %s TFLOP/s%s\n", ms_median, runs,
+              *std::min_element(ms.begin(), ms.end()), *std::max_element(ms.begin(), ms.end()), flops / 1e9,
+              three_digits(tflops).c_str(), against_gemm_peak(tflops, flops, ceilings).c_str());
   std::printf("time to first output: %.3f s from process start (%s)\n", first_output_s, step_text.c_str());
   std::printf("memory: weights %.1f MiB, activations %.1f MiB", backend->weight_bytes() / mib, backend->arena_bytes() / mib);
   if (cuda) std::printf("; GPU memory in use grew by %.1f MiB after the CUDA context", (memory_after - memory_before) / mib);
@@ -334,16 +349,15 @@ int bench_unet_command(const std::vector<std::string>& args) {
         {"backend", backend->describe()}, {"kernels", kernel_family_name(kernels)}, {"config", model_path.empty() ? config_spec : model_path}, {"model", cfg.name},
         {"batch", batch}, {"height", size}, {"width", size},
         {"weights", !model_path.empty() ? model_path : weights_path.empty() ? cat("random seed ", seed) : weights_path},
-        {"parameters", weights.checkpoint_parameters()}, {"runs", runs}, {"ms_median", ms_median},
+        {"parameters", parameters}, {"runs", runs}, {"ms_median", ms_median},
         {"ms_min", *std::min_element(ms.begin(), ms.end())}, {"ms_max", *std::max_element(ms.begin(), ms.end())},
         {"forward_flops", flops}, {"setup_flops", runner.setup_flops()}, {"tflops", tflops},
-        {"ceilings", {{"gemm_tflops", ceilings.gemm_tflops}, {"gemm", ceilings.gemm_what},
-                      {"copy_gbps", ceilings.copy_gbps}, {"copy", ceilings.copy_what}}},
-        {"floor_ms", floor_ms}, {"time_to_first_output_s", first_output_s}, {"steps_s", step_json},
+        {"ceilings", ceilings_json(ceilings)}, {"time_to_first_output_s", first_output_s}, {"steps_s", step_json},
         {"weight_bytes", backend->weight_bytes()}, {"activation_bytes", backend->arena_bytes()},
         {"gpu_memory_growth_bytes", memory_after - memory_before},
         {"output_finite", finite}, {"output_rms", rms}};
     nlohmann::json with_profile = doc;
+    if (ceilings.none.empty()) with_profile["floor_ms"] = flops / ceilings.gemm_tflops / 1e9;
     for (const OpTypeRow& r : profile.by_type())
       with_profile["ops_per_forward"].push_back({{"op", r.type}, {"calls", r.calls}, {"ms", r.ms}, {"flops", r.flops}, {"bytes", r.bytes}});
     with_profile["slowest_layers"] = slowest;
@@ -368,7 +382,7 @@ int bench_text_command(const std::vector<std::string>& args) {
   const cli::Flags flags = cli::parse_flags("bench text", bench_text_flags(), args);
   if (flags.has("help")) {
     std::printf("usage: rtvd bench text [flags]\n\nOne text encoder forward alone at 77 tokens: time (median of many, one "
-                "CUDA graph on the GPU), TFLOP/s.\n\n%s", cli::flags_help(bench_text_flags()).c_str());
+                "CUDA graph on the\nGPU), TFLOP/s.\n\n%s", cli::flags_help(bench_text_flags()).c_str());
     return 0;
   }
   if (!flags.positional().empty())
@@ -396,25 +410,26 @@ int bench_text_command(const std::vector<std::string>& args) {
   const std::vector<double> ms = encoder.time_forwards(ids, batch, runs);
   const Ceilings ceilings = backend->measure_ceilings();
   const double ms_median = median(ms), flops = encoder.forward_flops();
-  const double tflops = flops / ms_median / 1e9, floor_ms = flops / ceilings.gemm_tflops / 1e9;
+  const double tflops = flops / ms_median / 1e9;
   const ClipTextConfig& c = encoder.config();
   std::printf("rtvd bench text: %s, %d layers of %d (%d heads), batch %d x %d tokens\nbackend: %s\n", dir.c_str(),
               c.num_hidden_layers, c.hidden_size, c.num_attention_heads, batch, encoder.tokens(), backend->describe().c_str());
-  std::printf("forward: %.3f ms median of %d (min %.3f, max %.3f), %.4g GFLOP, %.3g TFLOP/s = %.0f%% of the %.3g TFLOP/s "
-              "GEMM peak measured now (floor %.3f ms)\noutput: %s\n",
-              ms_median, runs, *std::min_element(ms.begin(), ms.end()), *std::max_element(ms.begin(), ms.end()), flops / 1e9,
-              tflops, 100.0 * tflops / ceilings.gemm_tflops, ceilings.gemm_tflops, floor_ms, finite ? "finite" : "NOT FINITE");
+  std::printf("forward: %.3f ms median of %d (min %.3f, max %.3f), %.4g GFLOP, %s TFLOP/s%s\noutput: %s\n", ms_median,
+              runs, *std::min_element(ms.begin(), ms.end()), *std::max_element(ms.begin(), ms.end()), flops / 1e9,
+              three_digits(tflops).c_str(), against_gemm_peak(tflops, flops, ceilings).c_str(),
+              finite ? "finite" : "NOT FINITE");
   if (const std::string path = flags.get_string("json", ""); !path.empty()) {
     std::string why_not;
     const auto gpus = cuda ? cuda_devices(&why_not) : std::vector<GpuInfo>{};
-    write_json(path, {{"bench", "text"}, {"date", utc_now()}, {"commit", bundle_commit()},
+    nlohmann::json doc = {{"bench", "text"}, {"date", utc_now()}, {"commit", bundle_commit()},
                       {"gpu", gpus.empty() ? "cpu" : gpus.front().name}, {"driver", cuda ? nvidia_driver_version() : ""},
                       {"backend", backend->describe()}, {"kernels", kernel_family_name(backend_options.kernels)},
                       {"model", dir}, {"layers", c.num_hidden_layers}, {"width", c.hidden_size}, {"batch", batch},
                       {"tokens", encoder.tokens()}, {"runs", runs}, {"ms_median", ms_median},
                       {"ms_min", *std::min_element(ms.begin(), ms.end())}, {"forward_flops", flops}, {"tflops", tflops},
-                      {"ceilings", {{"gemm_tflops", ceilings.gemm_tflops}, {"gemm", ceilings.gemm_what}}},
-                      {"floor_ms", floor_ms}, {"output_finite", finite}});
+                      {"ceilings", ceilings_json(ceilings)}, {"output_finite", finite}};
+    if (ceilings.none.empty()) doc["floor_ms"] = flops / ceilings.gemm_tflops / 1e9;
+    write_json(path, doc);
   }
   if (!finite) fail("the text encoder's output is not finite (NaN or inf)");
   return 0;
@@ -460,6 +475,8 @@ int bench_command(const std::vector<std::string>& args) {
   }
   GenerationOptions o;
   cli::read_generation_flags(flags, o);
+  if (flags.has("strength") && !flags.has("img2img"))
+    fail("flag '--strength': only with --img2img (frames from noise have no image to re-noise)");
   const int frames = flags.get_int("frames", 200, 3, 1000000);
   Engine engine(o.engine);
   const FrameSettings s = frame_settings(o, engine);
@@ -489,9 +506,14 @@ int bench_command(const std::vector<std::string>& args) {
   std::printf("%s\nmodel %s, %dx%d, %s, %d steps, batch %d\n", engine.backend().describe().c_str(),
               engine.config().name.c_str(), engine.width(), engine.height(), img2img ? "img2img" : "from noise", s.steps,
               engine.plan().batch);
-  std::printf("frame: %.3f ms median over %d frames = %.1f frames/s (including the RGBA8 read-back)\n", plain_ms, frames,
-              1e3 / plain_ms);
-  std::printf("with per-op profiling: %.3f ms (overhead %.1f%%)\n\n%s", profiled_ms, 100.0 * (profiled_ms / plain_ms - 1.0),
+  std::printf("frame: %s ms median over %d frames = %s frames/s (including the RGBA8 read-back)\n",
+              three_digits(plain_ms).c_str(), frames, three_digits(1e3 / plain_ms).c_str());
+  // Two medians of separate runs: where profiling costs less than they vary, the second can be the lower.
+  const double difference = 100.0 * (profiled_ms / plain_ms - 1.0), overhead = std::max(0.0, difference);
+  std::printf("with per-op profiling: %s ms (overhead %s)\n\n%s", three_digits(profiled_ms).c_str(),
+              difference >= 0 ? cat(three_digits(difference), "%").c_str()
+                              : cat("none measurable: this median is ", three_digits(-difference),
+                                    "% below the first, as two runs' medians differ").c_str(),
               profile.table(ceilings).c_str());
   const nlohmann::json slowest = print_slowest_layers(profile, engine.plan().graph.frame, engine.backend(), 24, "frame");
   if (!stages_alone.empty()) {
@@ -513,9 +535,8 @@ int bench_command(const std::vector<std::string>& args) {
         {"img2img", img2img},
         {"batch", engine.plan().batch}, {"frames", frames}, {"frame_ms_median", plain_ms},
         {"frames_per_second", 1e3 / plain_ms}, {"profiled_frame_ms_median", profiled_ms},
-        {"profiler_overhead_percent", 100.0 * (profiled_ms / plain_ms - 1.0)},
-        {"ceilings", {{"gemm_tflops", ceilings.gemm_tflops}, {"gemm", ceilings.gemm_what},
-                      {"copy_gbps", ceilings.copy_gbps}, {"copy", ceilings.copy_what}}},
+        {"profiler_overhead_percent", overhead},
+        {"ceilings", ceilings_json(ceilings)},
         {"ops_per_frame", ops}, {"stages_per_frame", stages}, {"slowest_layers", slowest}};
     for (const OpTypeRow& r : stages_alone)  // per frame: a stage's runs of ops, each replayed alone, summed
       doc["stages_alone_per_frame"].push_back({{"stage", r.type}, {"ops", r.calls}, {"ms", r.ms}});

@@ -11,6 +11,9 @@
 #include <sstream>
 #include <thread>
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include "kernels/common/error.h"
 #include "pipeline/io/recorder.h"
 
@@ -169,20 +172,62 @@ Flags parse_flags(const std::string& command, const std::vector<FlagSpec>& specs
   return flags;
 }
 
-std::string flags_help(const std::vector<FlagSpec>& specs) {
+namespace {
+
+// Columns a text takes on a terminal: its UTF-8 code points.
+size_t columns(const std::string& text) {
+  return size_t(std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
+// The words of text in lines of at most `width` columns, the first continuing a line at column `column`, the
+// others indented to `indent`; a word longer than a line overflows it.
+std::string wrap_words(const std::string& text, size_t column, size_t indent, size_t width) {
+  std::istringstream words(text);
+  std::string out, word;
+  bool line_start = true;
+  while (words >> word) {
+    if (!line_start && column + 1 + columns(word) > width) {
+      out.append(1, '\n').append(indent, ' ');
+      column = indent;
+      line_start = true;
+    }
+    if (!line_start) out += ' ', ++column;
+    out += word;
+    column += columns(word);
+    line_start = false;
+  }
+  return out;
+}
+
+}  // namespace
+
+int help_width() {
+  constexpr int kNotATerminal = 100, kNarrowest = 60;
+  winsize w{};
+  if (!isatty(STDOUT_FILENO) || ioctl(STDOUT_FILENO, TIOCGWINSZ, &w) != 0 || w.ws_col == 0) return kNotATerminal;
+  return std::max(int(w.ws_col), kNarrowest);
+}
+
+std::string flags_help(const std::vector<FlagSpec>& specs, int width) {
+  constexpr size_t kLongest = 22;  // a flag and value name longer than this have a line of their own
   std::vector<std::string> left;
-  size_t width = 0;
+  size_t longest = 0;
   for (const FlagSpec& s : specs) {
     std::string l = s.short_name ? cat("-", s.short_name, ", --", s.name) : "    --" + s.name;
     if (const std::string v = value_name(s); !v.empty()) l += " " + v;
-    width = std::max(width, l.size());
+    if (columns(l) <= kLongest) longest = std::max(longest, columns(l));
     left.push_back(std::move(l));
   }
+  const size_t description = 2 + longest + 2;  // the column every description starts at
   std::string out;
   for (size_t i = 0; i < specs.size(); ++i) {
-    out += "  " + left[i] + std::string(width - left[i].size() + 2, ' ') + specs[i].help;
-    if (!specs[i].default_text.empty()) out += " (default " + specs[i].default_text + ")";
-    out += "\n";
+    out += "  " + left[i];
+    const size_t used = 2 + columns(left[i]);
+    if (used + 2 > description) out.append(1, '\n');
+    out.append(used + 2 > description ? description : description - used, ' ');
+    std::string help = specs[i].help;
+    if (!specs[i].default_text.empty()) help += " (default " + specs[i].default_text + ")";
+    out += wrap_words(help, description, description, size_t(width)) + "\n";
   }
   return out;
 }
@@ -366,6 +411,11 @@ RenderOptions parse_render_options(const std::vector<std::string>& args) {
   if (flags.has("frames")) o.frames = flags.get_int("frames", kDefaultFrames, 1);
   if (flags.has("fps")) o.fps = flags.get_float("fps", kDefaultFps, {.min = kMinFps, .max = kMaxFps});
   read_generation_flags(flags, o);
+  // Flags a render has no use for, which a GUI may use later (it can open a source and record a video).
+  if (flags.has("strength") && o.source == "noise")
+    fail("flag '--strength': only with an image, video or webcam --source (the noise walk has no frame to re-noise)");
+  if (flags.has("fps") && is_png_output(o.output))
+    fail("flag '--fps': PNG frames have no frame rate (it is for an .mp4 or .mkv output)");
   o.profile_path = flags.get_string("profile", o.profile_path);
   o.quiet = flags.has("quiet");
   return o;
@@ -381,7 +431,8 @@ const std::vector<FlagSpec>& gui_flags() {
            "PATH"},
           {"fps", 0, K::Float, "frame rate of recordings, 1 to 240", "24", "F"},
           {"budget-ms", 0, K::Float, "frame-time budget drawn in the overlay, > 0", "40", "MS"},
-          {"window", 0, K::String, "window size, width x height or square, at most 16384 per side", "1280x720",
+          {"window", 0, K::String, cat("window size, width x height or square, from ", gui::kMinWindowWidth, "x",
+                                        gui::kMinWindowHeight, " to ", gui::kMaxWindowSide, " per side"), "1280x720",
            "WxH|N"},
           {"filter", 0, K::String, "how the frame is scaled to the window", "linear", "linear|nearest"},
           {"no-vsync", 0, K::None, "present without waiting for the display's refresh", "", ""},
@@ -411,6 +462,9 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
     if (window->width > gui::kMaxWindowSide || window->height > gui::kMaxWindowSide)
       fail("flag '--window': expected at most ", gui::kMaxWindowSide, " per side, got '", flags.get_string("window", ""),
            "'");
+    if (window->width < gui::kMinWindowWidth || window->height < gui::kMinWindowHeight)
+      fail("flag '--window': expected at least ", gui::kMinWindowWidth, "x", gui::kMinWindowHeight,
+           " (the panels' labels need it), got '", flags.get_string("window", ""), "'");
     o.window = *window;
   }
   o.filter = flags.get_choice("filter", o.filter, {"linear", "nearest"});

@@ -62,8 +62,11 @@ class Flags {
 Flags parse_flags(const std::string& command, const std::vector<FlagSpec>& specs,
                   const std::vector<std::string>& args);
 
-// The flag table as aligned help lines, one per flag.
-std::string flags_help(const std::vector<FlagSpec>& specs);
+// The columns help is wrapped to: the terminal's when stdout is one (at least 60), else 100.
+int help_width();
+// The flag table as help: each flag, then its description (and default) from one column on, wrapped to
+// `width` columns with continuation lines under the description; a long flag has a line of its own.
+std::string flags_help(const std::vector<FlagSpec>& specs, int width = help_width());
 
 constexpr int kDefaultFrames = 48;
 constexpr double kDefaultFps = 24.0;

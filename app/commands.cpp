@@ -15,11 +15,13 @@ constexpr const char* kUsage =
     "usage: rtvd <command> [flags]\n"
     "\n"
     "commands:\n"
-    "  gui      generate live in a window: controls, per-op timings, recording (the default with a display)\n"
+    "  gui      generate live in a window: controls, per-op timings, recording (the default with a\n"
+    "           display)\n"
     "  render   render frames headless to an MP4 or a PNG sequence\n"
     "  info     print the build's features, the devices and the model\n"
-    "  bench    frames: end-to-end frames/s with a per-op profile; unet: one U-Net forward (SD 2.1, SD 1.5 or a\n"
-    "           model directory); kernels: CUDA kernels at production shapes\n"
+    "  bench    frames: end-to-end frames/s with a per-op profile; unet: one U-Net forward (SD 2.1,\n"
+    "           SD 1.5 or a model directory); text: one text encoder forward; kernels: CUDA kernels at\n"
+    "           production shapes\n"
     "  help     this text; `rtvd <command> --help` for a command's flags\n";
 
 }  // namespace

@@ -23,8 +23,8 @@ int gui_command(const std::vector<std::string>& args) {
   const cli::GuiOptions o = cli::parse_gui_options(args);
   if (o.help) {
     std::printf(
-        "usage: rtvd gui [flags]\n\nGenerates frames live in a window: steer them with the controls, read the time\n"
-        "of every op against the frame budget, record an MP4. H in the window lists the keyboard shortcuts.\n\n%s",
+        "usage: rtvd gui [flags]\n\nGenerates frames live in a window: steer them with the controls, read the time of every op against\n"
+        "the frame budget, record an MP4. H in the window lists the keyboard shortcuts.\n\n%s",
         cli::flags_help(cli::gui_flags()).c_str());
     return 0;
   }

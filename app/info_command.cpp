@@ -29,16 +29,19 @@ const std::vector<cli::FlagSpec>& info_flags() {
 
 std::string yes_no(bool b) { return b ? "yes" : "no"; }
 
-// Parameter count per top-level module ("down_blocks.0", "mid_block", ...), in checkpoint order.
-std::vector<std::pair<std::string, int64_t>> parameters_by_module(const TensorSet& file) {
-  std::vector<std::pair<std::string, int64_t>> out;
-  for (const TensorView& t : file.tensors()) {
-    std::string module = t.name.substr(0, t.name.find('.'));
-    if (module == "down_blocks" || module == "up_blocks") module = t.name.substr(0, t.name.find('.', module.size() + 1));
-    if (out.empty() || out.back().first != module) out.emplace_back(module, 0);
-    out.back().second += t.numel();
+// Every component's parameters (the elements of its tensors), summed, then each with its modules.
+void print_parameters(const std::vector<ModelComponent>& components) {
+  int64_t total = 0;
+  std::string sum;
+  for (const ModelComponent& k : components) {
+    total += k.parameters;
+    sum += cat(sum.empty() ? "" : " + ", k.name, " ", k.parameters);
   }
-  return out;
+  std::printf("  parameters   %lld%s\n", (long long)total, components.size() > 1 ? (" = " + sum).c_str() : "");
+  for (const ModelComponent& k : components) {
+    std::printf("    %-22s %11lld  %s, %s\n", k.name.c_str(), (long long)k.parameters, k.dtypes.c_str(), k.source.c_str());
+    for (const auto& [module, n] : k.modules) std::printf("      %-20s %11lld\n", module.c_str(), (long long)n);
+  }
 }
 
 }  // namespace
@@ -57,9 +60,8 @@ int info_command(const std::vector<std::string>& args) {
   Engine engine(o.engine);
   engine.configure(frame_settings(o, engine), false);  // the plan a render with these flags runs
   std::printf("rtvd %s\n", RTVD_VERSION);
-  std::printf("build:   CUDA backend %s (archs %s), MP4/MKV recording (FFmpeg) %s, video/webcam sources (OpenCV) %s, "
-              "GUI %s\n",
-              yes_no(RTVD_HAS_CUDA).c_str(), RTVD_CUDA_ARCHITECTURES, yes_no(RTVD_HAS_LIBAV).c_str(),
+  std::printf("build:   CUDA backend %s, MP4/MKV recording (FFmpeg) %s, video/webcam sources (OpenCV) %s, GUI %s\n",
+              RTVD_HAS_CUDA ? "yes (architectures " RTVD_CUDA_ARCHITECTURES ")" : "no", yes_no(RTVD_HAS_LIBAV).c_str(),
               yes_no(RTVD_HAS_OPENCV).c_str(), yes_no(RTVD_HAS_GUI).c_str());
   std::printf("cpu:     %u hardware threads\n", std::thread::hardware_concurrency());
   std::string why_not;
@@ -71,13 +73,6 @@ int info_command(const std::vector<std::string>& args) {
   const ModelConfig& c = engine.config();
   const Model& m = engine.model();
   std::printf("\nmodel:   %s (%s, %s)\n", c.name.c_str(), m.source.c_str(), m.format.c_str());
-  std::printf("  weights      %lld parameters\n", (long long)m.weights->checkpoint_parameters());
-  if (!m.components.empty()) {
-    std::printf("  components\n");
-    for (const ModelComponent& k : m.components)
-      std::printf("    %-14s %11lld parameters, %-9s %s\n", k.name.c_str(), (long long)k.parameters, k.dtypes.c_str(),
-                  k.source.c_str());
-  }
   if (m.latent()) {
     const SchedulerConfig& sc = *m.scheduler;
     const FrameSettings& s = engine.settings();
@@ -103,8 +98,7 @@ int info_command(const std::vector<std::string>& args) {
     std::printf("  classes      %d + null: %s\n", c.num_class_embeds - 1, class_names_text(c).c_str());
   }
   if (c.cross_attention_dim > 0) std::printf("  context      %dx%d\n", c.context_length, c.cross_attention_dim);
-  for (const auto& [module, n] : parameters_by_module(m.weights->checkpoint()))
-    std::printf("    %-16s %10lld\n", module.c_str(), (long long)n);
+  print_parameters(m.components);
   std::printf("backend: %s\n", engine.backend().describe().c_str());
   std::printf("  memory       weights %.1f MiB, activations %.1f MiB at %dx%d, batch %d\n",
               engine.backend().weight_bytes() / 1048576.0, engine.backend().arena_bytes() / 1048576.0, engine.width(),

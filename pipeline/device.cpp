@@ -28,18 +28,29 @@ DeviceKind device_kind_named(const std::string& name) {
   fail("--device ", name, ": expected auto, cpu or cuda");
 }
 
-// kernels chooses among CUDA kernels: the CPU backend has one implementation per op and ignores it.
-std::unique_ptr<Backend> make_backend(DeviceKind device, int threads, [[maybe_unused]] KernelFamily kernels,
-                                      std::string* note) {
-  if (device == DeviceKind::Cpu) return make_cpu_backend(threads);
+// kernels chooses among CUDA kernels and threads sets the CPU's: each is refused where the other backend
+// runs the model (the defaults, auto and 0, go anywhere).
+std::unique_ptr<Backend> make_backend(DeviceKind device, int threads, KernelFamily kernels, std::string* note) {
+  const auto on_the_cpu = [&](const std::string& why) {
+    if (kernels != KernelFamily::Auto)
+      fail("--kernels ", kernel_family_name(kernels), ": a choice of CUDA kernels, but the model runs on the CPU (",
+           why, ")");
+    return make_cpu_backend(threads);
+  };
+  if (device == DeviceKind::Cpu) return on_the_cpu("--device cpu");
   std::string why_not;
   const auto gpus = cuda_devices(&why_not);
 #if RTVD_HAS_CUDA
-  if (!gpus.empty()) return make_cuda_backend(gpus.front(), kernels);
+  if (!gpus.empty()) {
+    if (threads != 0)
+      fail("--threads ", threads, ": CPU threads, but the model runs on the GPU (", gpus.front().name,
+           "); --device cpu runs it on the CPU");
+    return make_cuda_backend(gpus.front(), kernels);
+  }
 #endif
   if (device == DeviceKind::Cuda) fail("--device cuda: ", why_not);
   if (note) *note = why_not + "; using the CPU";
-  return make_cpu_backend(threads);
+  return on_the_cpu(why_not);
 }
 
 std::future<void> start_device(DeviceKind device) {

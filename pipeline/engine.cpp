@@ -280,6 +280,9 @@ FrameSettings frame_settings(const GenerationOptions& o, const Engine& engine) {
   FrameSettings s = o.frame;
   if (engine.config().num_class_embeds > 0) s.class_id = engine.class_id(o.class_name);
   else if (!o.class_name.empty()) fail("--class ", o.class_name, ": this model has no classes");
+  if (s.sampler && !engine.model().latent())
+    fail("--sampler ", sampler_name(*s.sampler), ": ", engine.model().source,
+         " is a pixel-space model with a sampler of its own (rectified flow); --sampler is for SD models");
   return s;
 }
 

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/process.h"
+#include "support/tensor_files.h"
 #include "support/test_util.h"
 
 namespace rtvd {
@@ -42,6 +43,18 @@ TEST_F(BenchUnetE2E, ScaledDownSdModelOnTheCpu) {
   EXPECT_TRUE(doc.at("output_finite").get<bool>());
   for (const char* key : {"date", "gpu", "driver", "commit", "backend", "ceilings", "steps_s", "activation_bytes"})
     EXPECT_TRUE(doc.contains(key)) << key;
+}
+
+// A checkpoint's U-Net alone: the parameters are its unet/ file's elements, not the U-Net's and the VAE's.
+TEST_F(BenchUnetE2E, ACheckpointsUnetCountsItsOwnParameters) {
+  const std::string json = temp_.path("bench.json");
+  const test::RunResult r = run({"--model", test::test_data("tiny_sd"), "--device", "cpu", "--runs", "1", "--json", json});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string unet = test::test_data("tiny_sd/unet/diffusion_pytorch_model.safetensors");
+  int64_t elements = 0;
+  for (const auto& [name, n] : test::safetensors_elements(unet)) elements += n;
+  EXPECT_NE(r.out.find(cat("'s unet (", unet, "), ", elements, " parameters")), std::string::npos) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(test::read_file(json)).at("parameters"), elements);
 }
 
 TEST_F(BenchUnetE2E, WhatCannotRunIsOneErrorLine) {

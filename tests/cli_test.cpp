@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -215,26 +216,55 @@ TEST(Cli, ParserOnAnyTableKeepsPositionalsAndValuesThatLookLikeFlags) {
   }
 }
 
-TEST(Cli, HelpListsEveryFlagWithItsTextInOneColumn) {
-  const std::string help = flags_help(render_flags());
-  size_t column = std::string::npos, lines = 0, at = 0;
-  for (const FlagSpec& spec : render_flags()) {
-    const size_t end = help.find('\n', at);
-    const std::string line = help.substr(at, end - at);
-    at = end + 1;
-    ++lines;
-    EXPECT_NE(line.find("--" + spec.name), std::string::npos) << line;
-    if (spec.short_name) EXPECT_NE(line.find(std::string("-") + spec.short_name + ", "), std::string::npos) << line;
-    const size_t text = line.find(spec.help);
-    ASSERT_NE(text, std::string::npos) << line;
-    if (column == std::string::npos) column = text;
-    EXPECT_EQ(text, column) << line;
-    if (!spec.default_text.empty()) EXPECT_NE(line.find("(default " + spec.default_text + ")"), std::string::npos);
+// Text as words joined by single spaces.
+std::string words_of(const std::string& text) {
+  std::istringstream in(text);
+  std::string out, word;
+  while (in >> word) out += (out.empty() ? "" : " ") + word;
+  return out;
+}
+
+// At widths drawn afresh each run: each flag's entry is its flag line and the lines under it, whose words
+// are its help and default; every description starts at one column, continuations too; no line is wider.
+TEST(Cli, HelpIsWrappedToTheWidthWithContinuationsUnderTheDescription) {
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  for (int round = 0; round < 20; ++round) {
+    const int width = rng.integer(60, 160);
+    SCOPED_TRACE(cat("width ", width));
+    const std::string help = flags_help(render_flags(), width);
+    std::vector<std::vector<std::string>> entries;  // each: its lines
+    std::istringstream lines(help);
+    for (std::string line; std::getline(lines, line);) {
+      EXPECT_LE(line.size(), size_t(width)) << line;
+      if (line.starts_with("  -") || line.starts_with("      --")) entries.emplace_back();  // a flag's own line
+      ASSERT_FALSE(entries.empty()) << "a line before the first flag: " << line;
+      entries.back().push_back(line);
+    }
+    ASSERT_EQ(entries.size(), render_flags().size()) << help;
+    size_t column = std::string::npos;
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const FlagSpec& spec = render_flags()[i];
+      const std::string& first = entries[i][0];
+      const std::string flag = spec.short_name ? cat("  -", spec.short_name, ", --", spec.name) : "      --" + spec.name;
+      EXPECT_EQ(first.rfind(flag, 0), 0u) << first;
+      // The description: where the flag line's text resumes after two spaces, or the next line's indent.
+      std::string description;
+      size_t at = first.find("  ", flag.size());
+      for (size_t l = 0; l < entries[i].size(); ++l) {
+        const std::string& line = entries[i][l];
+        const size_t start = l == 0 ? (at == std::string::npos ? line.size() : line.find_first_not_of(' ', at))
+                                    : line.find_first_not_of(' ');
+        if (start == std::string::npos || start >= line.size()) continue;
+        if (column == std::string::npos) column = start;
+        EXPECT_EQ(start, column) << line;
+        description += " " + line.substr(start);
+      }
+      std::string expected = spec.help;
+      if (!spec.default_text.empty()) expected += " (default " + spec.default_text + ")";
+      EXPECT_EQ(words_of(description), words_of(expected)) << spec.name;
+    }
   }
-  EXPECT_EQ(at, help.size()) << "one line per flag, nothing more";
-  EXPECT_EQ(lines, render_flags().size());
-  EXPECT_NE(help.find("-o, --output PATH"), std::string::npos) << help;
-  EXPECT_NE(help.find("--size WxH|N"), std::string::npos) << help;
 }
 
 // Through the binary: the usage of the commands whose dispatch is not the parser's, and argument errors
@@ -267,6 +297,20 @@ TEST_F(Commands, UsageListsEveryBenchmarkAndBenchHelpIsNotAnError) {
   EXPECT_EQ(typo.exit_code, 1);
   EXPECT_EQ(typo.err,
             "rtvd: error: unknown benchmark 'unets' (expected frames, unet, text or kernels; see rtvd bench --help)\n");
+}
+
+// Help through the binary, whose stdout is not a terminal here: 100 columns at most.
+TEST_F(Commands, EveryHelpFitsInOneHundredColumns) {
+  for (const Args& args : {Args{"help"}, Args{"render", "--help"}, Args{"gui", "--help"}, Args{"info", "--help"},
+                           Args{"bench", "--help"}, Args{"bench", "frames", "--help"}, Args{"bench", "unet", "--help"},
+                           Args{"bench", "text", "--help"}, Args{"bench", "kernels", "--help"}}) {
+    const test::RunResult r = rtvd(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::istringstream lines(r.out);
+    int count = 0;
+    for (std::string line; std::getline(lines, line); ++count) EXPECT_LE(line.size(), 100u) << args[0] << ": " << line;
+    EXPECT_GT(count, 5) << r.out;
+  }
 }
 
 TEST_F(Commands, InfoRefusesBadArgumentsBeforePrintingAnything) {

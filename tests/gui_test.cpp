@@ -3,9 +3,13 @@
 // implementations the overlay lists, and the gui command's flags. (The window itself: gui_e2e_test.)
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
+
+#include <imgui.h>
+#include <imgui_internal.h>
 
 #include "app/cli.h"
 #include "app/gui/bounded_queue.h"
@@ -17,6 +21,7 @@
 #include "app/gui/shortcuts.h"
 #include "pipeline/engine.h"
 #include "kernels/common/error.h"
+#include "support/test_util.h"
 
 namespace rtvd::gui {
 namespace {
@@ -157,20 +162,68 @@ TEST(Layout, PanelsBesideTheViewAndHiddenOnes) {
   EXPECT_EQ(narrow.view.w, 200) << "a third stays for the frame";
 }
 
-TEST(FrameStats, RateHistoryAndMeans) {
+// Fresh random runs of frames, some after a pause (no interval): the overlay's frames/s and ms per frame are
+// one mean interval, over the frames of the last second (at least the newest), and the exit line's the same
+// over the run; each checked against the intervals summed here.
+TEST(FrameStats, FramesPerSecondAndFrameTimeAreOneMeanInterval) {
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  for (int run = 0; run < 50; ++run) {
+    const double scale_ms = std::pow(10.0, rng.uniform(0.0f, 3.5f));  // 1 ms to 3 s per frame
+    FrameStats s;
+    std::vector<std::pair<double, double>> intervals;  // (frame's time s, ms)
+    double now = rng.uniform(0.0f, 100.0f);
+    s.add_frame(now, -1);  // the first frame
+    const int frames = rng.integer(2, 400);
+    for (int i = 1; i < frames; ++i) {
+      const double ms = scale_ms * rng.uniform(0.5f, 1.5f);
+      now += ms / 1e3;
+      const bool after_pause = rng.integer(0, 20) == 0;
+      s.add_frame(now, after_pause ? -1.0 : ms);
+      if (!after_pause) intervals.emplace_back(now, ms);
+    }
+    EXPECT_EQ(s.frames(), frames);
+    EXPECT_EQ(s.intervals().size(), std::min(intervals.size(), FrameStats::kHistory));
+    if (intervals.empty()) {
+      EXPECT_EQ(s.recent().intervals, 0);
+      EXPECT_EQ(s.run().frames_per_s, 0.0);
+      continue;
+    }
+    double window_ms = 0, run_ms = 0;
+    int window = 0;
+    for (const auto& [at, ms] : intervals) {
+      run_ms += ms;
+      if (at >= intervals.back().first - 1.0) window_ms += ms, ++window;
+    }
+    const FrameRate recent = s.recent(), whole = s.run();
+    ASSERT_EQ(recent.intervals, window);
+    EXPECT_NEAR(recent.ms, window_ms / window, 1e-9 * recent.ms);
+    EXPECT_NEAR(recent.frames_per_s, 1e3 / recent.ms, 1e-9 * recent.frames_per_s);
+    EXPECT_NEAR(recent.seconds, window_ms / 1e3, 1e-9 * recent.seconds);
+    EXPECT_EQ(whole.intervals, int(intervals.size()));
+    EXPECT_NEAR(whole.ms, run_ms / double(intervals.size()), 1e-9 * whole.ms);
+    EXPECT_NEAR(whole.frames_per_s, 1e3 / whole.ms, 1e-9 * whole.frames_per_s);
+  }
+}
+
+// The CPU case of issue 25: frames 2804 ms apart are 0.357 frames/s in the overlay and at exit alike.
+TEST(FrameStats, SlowFramesAreAFractionOfAFramePerSecond) {
   FrameStats s;
-  s.add_frame(10.0, -1);  // first frame: no interval
-  for (int i = 1; i <= 300; ++i) s.add_frame(10.0 + i * 0.01, 10.0);
-  EXPECT_EQ(s.frames(), 301);
-  EXPECT_EQ(s.intervals().size(), FrameStats::kHistory) << "capped";
-  EXPECT_DOUBLE_EQ(s.mean_interval_ms(), 10.0);
-  EXPECT_DOUBLE_EQ(s.recent_interval_ms(), 10.0);
-  EXPECT_NEAR(s.fps(13.0), 100.0, 1.0);
-  EXPECT_EQ(s.fps(20.0), 0.0) << "nothing in the last second";
+  s.add_frame(0.0, -1);
+  for (int i = 1; i <= 3; ++i) s.add_frame(2.804 * i, 2804.0);
+  EXPECT_EQ(s.recent().intervals, 1) << "the newest interval alone: it is longer than the window";
+  EXPECT_EQ(three_digits(s.recent().frames_per_s), "0.357");
+  EXPECT_EQ(three_digits(s.recent().ms), "2804");
+  EXPECT_EQ(three_digits(s.run().frames_per_s), "0.357");
+}
+
+TEST(FrameStats, GpuTimeMean) {
+  FrameStats s;
   EXPECT_EQ(s.mean_gpu_ms(), 0.0);
   s.add_gpu_ms(2.0);
   s.add_gpu_ms(4.0);
   EXPECT_DOUBLE_EQ(s.mean_gpu_ms(), 3.0);
+  EXPECT_EQ(s.gpu_ms().size(), 2u);
 }
 
 std::vector<Op> two_ops() {
@@ -196,6 +249,86 @@ TEST(RollingProfile, SamplesFillWindowsThatRoll) {
   EXPECT_EQ(p.shown().frames(), 0);
   EXPECT_TRUE(p.add(ops, {100.0f, 2.0f}));
   EXPECT_EQ(p.shown().frames(), 1) << "after a reset the window starts over";
+}
+
+// The controls panel drawn headless (ImGui without a window or GL: the default font, the app's style) in the
+// panel's rect of a window of the given size, three frames so that the scrollbar settles. Returns what is cut:
+// each item (label, button) reaching past the panel's content, and each glyph drawn in part (a text cut by a
+// frame or the panel).
+std::vector<std::string> clipped_in_controls(int width, int height, bool sd_model) {
+  ImGui::CreateContext();
+  ImGuiIO& io = ImGui::GetIO();
+  io.IniFilename = nullptr;
+  io.DisplaySize = ImVec2(float(width), float(height));
+  io.DeltaTime = 1.0f / 60;
+  unsigned char* pixels = nullptr;
+  int atlas_w = 0, atlas_h = 0;
+  io.Fonts->GetTexDataAsRGBA32(&pixels, &atlas_w, &atlas_h);
+  ImGui::StyleColorsDark();
+
+  const std::vector<std::string> classes = {"smileys", "people", "animals", "activities", "components"};
+  const std::vector<Message> messages;
+  ControlsInfo info;
+  info.class_names = sd_model ? nullptr : &classes;
+  info.has_text_encoder = sd_model;
+  info.native_sampler = sd_model ? "euler" : nullptr;
+  info.source = "noise walk";
+  info.messages = &messages;
+  ControlsState state;
+  state.source.kind = sd_model ? SourceKind::Video : SourceKind::Webcam;  // the path box, or the device number
+  state.prompts.prompt_to = sd_model ? "" : "x";
+  state.record_path = "";
+  const Layout layout = layout_window(width, height, true, true, 64, 64);
+  std::vector<std::string> clipped;
+  for (int frame = 0; frame < 3; ++frame) {
+    ImGui::NewFrame();
+    Requests requests;
+    draw_controls(layout.controls, state, info, requests);
+    ImGui::Render();
+  }
+  const ImGuiWindow* panel = ImGui::FindWindowByName("Controls");
+  if (panel && panel->DC.CursorMaxPos.x > panel->WorkRect.Max.x + 0.5f)
+    clipped.push_back(cat("an item reaches ", panel->DC.CursorMaxPos.x - panel->WorkRect.Max.x, " px past the panel"));
+
+  // Glyph quads: two triangles (a, a+1, a+2), (a, a+2, a+3) whose texture corners are a glyph's.
+  const ImFont* font = io.Fonts->Fonts[0];
+  const ImDrawData* draw = ImGui::GetDrawData();
+  for (int l = 0; l < draw->CmdListsCount; ++l) {
+    const ImDrawList* list = draw->CmdLists[l];
+    for (const ImDrawCmd& cmd : list->CmdBuffer) {
+      for (unsigned i = cmd.IdxOffset; i + 5 < cmd.IdxOffset + cmd.ElemCount; i += 3) {
+        const ImDrawIdx* x = &list->IdxBuffer[int(i)];
+        if (!(x[1] == x[0] + 1 && x[2] == x[0] + 2 && x[3] == x[0] && x[4] == x[0] + 2 && x[5] == x[0] + 3)) continue;
+        const ImDrawVert* v = &list->VtxBuffer[int(cmd.VtxOffset + x[0])];
+        for (const ImFontGlyph& g : font->Glyphs) {
+          const bool inside = v[0].uv.x >= g.U0 && v[0].uv.x <= g.U1 && v[0].uv.y >= g.V0 && v[0].uv.y <= g.V1 &&
+                              v[2].uv.x >= g.U0 && v[2].uv.x <= g.U1 && v[2].uv.y >= g.V0 && v[2].uv.y <= g.V1;
+          if (!inside || g.U0 == g.U1) continue;
+          const bool cut_by_cpu = v[0].uv.x != g.U0 || v[2].uv.x != g.U1;
+          const bool cut_by_clip = v[2].pos.x > cmd.ClipRect.z + 0.5f || v[0].pos.x < cmd.ClipRect.x - 0.5f;
+          if (cut_by_cpu || cut_by_clip)
+            clipped.push_back(cat("'", char(g.Codepoint), "' at x ", v[0].pos.x, " in ", list->_OwnerName));
+          break;
+        }
+        i += 3;
+      }
+    }
+  }
+  ImGui::DestroyContext();
+  return clipped;
+}
+
+// At every window size from the smallest the GUI opens, for both kinds of model: no label, button, hint or
+// value is cut ("guidanc", the negative prompt's hint were).
+TEST(Controls, NothingIsCutAtAnyWindowSize) {
+  for (const bool sd : {false, true})
+    for (int width = kMinWindowWidth; width <= 1400; width += 8)
+      for (const int height : {kMinWindowHeight, 720}) {
+        const std::vector<std::string> clipped = clipped_in_controls(width, height, sd);
+        std::string list;
+        for (const std::string& c : clipped) list += "\n  " + c;
+        EXPECT_TRUE(clipped.empty()) << (sd ? "SD model" : "default model") << " at " << width << "x" << height << list;
+      }
 }
 
 TEST(Controls, SourceSpecsRoundTrip) {
@@ -339,9 +472,16 @@ TEST(GuiFlags, ScreenshotsArePngAndWindowsAreBounded) {
             "flag '--window': expected at most 16384 per side, got '100000x100000'");
   EXPECT_EQ(gui_error({"--window", "640x16385"}), "flag '--window': expected at most 16384 per side, got '640x16385'");
   EXPECT_EQ(gui_error({"--window", "16385"}), "flag '--window': expected at most 16384 per side, got '16385'");
-  const GuiOptions largest = parse_gui_options({"--window", "16384x1"});
+  const GuiOptions largest = parse_gui_options({"--window", "16384x450"});
   EXPECT_EQ(largest.window.width, gui::kMaxWindowSide);
-  EXPECT_EQ(largest.window.height, 1);
+  EXPECT_EQ(largest.window.height, gui::kMinWindowHeight);
+  // Below the smallest window the controls' labels are cut (Controls.NothingIsCutAtAnyWindowSize).
+  const GuiOptions smallest = parse_gui_options({"--window", "800x450"});
+  EXPECT_EQ(smallest.window.width, gui::kMinWindowWidth);
+  EXPECT_EQ(smallest.window.height, gui::kMinWindowHeight);
+  for (const char* small : {"16384x1", "799x450", "800x449", "600"})
+    EXPECT_EQ(gui_error({"--window", small}),
+              cat("flag '--window': expected at least 800x450 (the panels' labels need it), got '", small, "'"));
 }
 
 TEST(GuiFlags, ShareTheGenerationFlagsWithRender) {

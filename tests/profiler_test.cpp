@@ -2,7 +2,9 @@
 // backend for every frame op.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -39,9 +41,68 @@ TEST(Profiler, AggregatesPerOpTypeAndLayer) {
   EXPECT_EQ(p.slowest_layers(1).at(0).first, "a.conv1");
   // 6 GFLOP in 4 ms = 1.5 TFLOP/s, half of a 3 TFLOP/s peak
   const std::string table = p.table(Ceilings{3.0, 100.0, "gemm", "copy"});
-  EXPECT_NE(table.find("1.5 TFLOP/s"), std::string::npos) << table;
+  EXPECT_NE(table.find("1.50 TFLOP/s"), std::string::npos) << table;
   EXPECT_NE(table.find(" 50\n"), std::string::npos) << table;
   EXPECT_THROW(p.add_frame(ops, {1.0f}), Error);
+}
+
+// From 1e-6 to 1e6, drawn afresh: three significant digits, no exponent, within half a unit of the third
+// digit; from 1000 on, the integer.
+TEST(Profiler, ThreeDigitsKeepsThreeSignificantDigits) {
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  for (int i = 0; i < 5000; ++i) {
+    const double v = std::pow(10.0, rng.uniform(-6.0f, 6.0f));
+    const std::string text = three_digits(v);
+    SCOPED_TRACE(cat(v, " -> ", text));
+    ASSERT_EQ(text.find_first_of("eE"), std::string::npos);
+    const double back = std::stod(text);
+    if (back >= 1000) {
+      EXPECT_EQ(text.find('.'), std::string::npos);
+      EXPECT_LE(std::fabs(back - v), 0.5);
+    } else {
+      EXPECT_EQ(test::significant_digits(text), 3);
+      EXPECT_LE(std::fabs(back - v), 0.5 * std::pow(10.0, std::floor(std::log10(v)) - 2) * (1 + 1e-9) + 1e-12 * v);
+    }
+  }
+}
+
+// A table's cells, by row: the op type's row split on spaces.
+std::vector<std::vector<std::string>> table_rows(const std::string& table) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream lines(table);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream cells(line);
+    std::vector<std::string> row;
+    for (std::string cell; cells >> cell;) row.push_back(cell);
+    if (row.size() >= 2 && (row.front() == "conv2d" || row.front() == "group_norm")) rows.push_back(row);
+  }
+  return rows;
+}
+
+// Random times: every rate has three significant digits; with ceilings each op's share of them, without
+// (the CPU's) no "% peak" and the reason instead.
+TEST(Profiler, TableRatesHaveThreeDigitsAndAPeakOnlyWhereThereAreCeilings) {
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  const std::vector<Op> ops = three_ops();
+  FrameProfile p;
+  for (int f = 0; f < 3; ++f) p.add_frame(ops, rng.vector(3, 0.01f, 50.0f));
+  const std::string none = p.table(Ceilings{.none = "no ceiling here"});
+  const std::string measured = p.table(Ceilings{1e3, 1e4, "gemm", "copy"});
+  for (const bool ceilings : {false, true}) {
+    const std::string& table = ceilings ? measured : none;
+    const auto rows = table_rows(table);
+    ASSERT_EQ(rows.size(), 2u) << table;
+    for (const auto& row : rows) {
+      ASSERT_EQ(row.size(), 7u) << table;  // op, calls, ms, % frame, rate, unit, % peak
+      EXPECT_EQ(test::significant_digits(row[4]), 3) << row[4];
+      EXPECT_EQ(row[6] == "-", !ceilings) << table;
+    }
+  }
+  EXPECT_NE(none.find("% peak: none (no ceiling here)\n"), std::string::npos) << none;
+  EXPECT_EQ(none.find("peaks measured"), std::string::npos) << none;
+  EXPECT_NE(measured.find("peaks measured now: 1000 TFLOP/s (gemm), 10000 GB/s (copy)\n"), std::string::npos) << measured;
 }
 
 TEST(Profiler, WritesAChromeTraceOfTheLastFrame) {

@@ -162,16 +162,16 @@ int App::run() {
 
   char ops[160] = "";
   if (stats_.mean_gpu_ms() > 0)
-    std::snprintf(ops, sizeof ops, ", %s %.2f ms per frame (profiled)", engine_.backend().is_cuda() ? "GPU" : "CPU",
-                  stats_.mean_gpu_ms());
-  const double mean = stats_.mean_interval_ms();
+    std::snprintf(ops, sizeof ops, ", %s %s ms per frame (profiled)", engine_.backend().is_cuda() ? "GPU" : "CPU",
+                  three_digits(stats_.mean_gpu_ms()).c_str());
+  const FrameRate run = stats_.run();  // the overlay's definition, over the whole run
   char upload[96] = "";
   if (uploads_ > 0)
     std::snprintf(upload, sizeof upload, " (%.3f ms host%s per frame)", upload_host_ms_ / uploads_,
                   upload_->gpu_ms() > 0 ? cat(", ", upload_->gpu_ms(), " ms GPU").c_str() : "");
-  std::fprintf(stderr, "rtvd gui: %d frames, display path: %s%s, mean frame %.2f ms (%.1f frames/s)%s; GL: %s\n",
-               generated_, upload_->name().c_str(), upload, mean, mean > 0 ? 1000.0 / mean : 0.0, ops,
-               window_.renderer().c_str());
+  std::fprintf(stderr, "rtvd gui: %d frames, display path: %s%s, %s frames/s, %s ms per frame (mean interval)%s; GL: %s\n",
+               generated_, upload_->name().c_str(), upload, three_digits(run.frames_per_s).c_str(),
+               three_digits(run.ms).c_str(), ops, window_.renderer().c_str());
   const int signo = StopSignals::received();
   return signo ? 128 + signo : 0;
 }
@@ -429,7 +429,6 @@ OverlayInfo App::overlay_info() {
     info.memory = "memory: " + rtvd_memory;
   info.frame = cat(engine_.width(), "x", engine_.height(), ", ", applied_.steps, " steps, ", source_->describe());
   info.gpu = backend.is_cuda();
-  info.now_s = seconds();
   info.stats = &stats_;
   info.profile = &profile_;
   info.implementations = &implementations_;

@@ -59,9 +59,35 @@ namespace {
 
 const ImVec4 kRed(1.0f, 0.35f, 0.3f, 1.0f);
 
+// The labels drawn right of a widget: their widest sets the column every widget leaves free for its label.
+constexpr const char* kLabels[] = {"source", "path", "/dev/video", "prompt", "negative", "travel to", "travel frames",
+                                   "class",  "sampler", "seed",   "steps",  "guidance", "strength",  "blend", "file"};
+
+float label_column() {
+  float widest = 0;
+  for (const char* label : kLabels) widest = std::max(widest, ImGui::CalcTextSize(label).x);
+  return widest + ImGui::GetStyle().ItemInnerSpacing.x;
+}
+
 // A button whose label names its shortcut, running the same command as the key.
 void command_button(const char* label, Command c, ControlsState& s, Requests& r, int class_count) {
   if (ImGui::Button(with_key(label, c).c_str())) apply_command(c, s, r, class_count);
+}
+
+// The next command button beside the last item where it fits in the panel, else on a line of its own.
+void beside_if_it_fits(const char* label, Command c) {
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const float width = ImGui::CalcTextSize(with_key(label, c).c_str()).x + 2 * style.FramePadding.x;
+  if (ImGui::GetItemRectMax().x + style.ItemSpacing.x + width <= ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x)
+    ImGui::SameLine();
+}
+
+// A hint short enough for the narrowest panel, the whole of it as the box's tooltip.
+bool input_with_hint(const char* label, const char* hint, const char* tooltip, std::string* text,
+                     ImGuiInputTextFlags flags = 0) {
+  const bool done = ImGui::InputTextWithHint(label, hint, text, flags);
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tooltip);
+  return done;
 }
 
 void source_section(ControlsState& s, const ControlsInfo& info, Requests& r) {
@@ -70,7 +96,7 @@ void source_section(ControlsState& s, const ControlsInfo& info, Requests& r) {
   int kind = int(s.source.kind);
   if (ImGui::Combo("source", &kind, kKinds, IM_ARRAYSIZE(kKinds))) s.source.kind = SourceKind(kind);
   if (s.source.kind == SourceKind::Image || s.source.kind == SourceKind::Video)
-    ImGui::InputTextWithHint("path", "file to open", &s.source.path);
+    input_with_hint("path", "file to open", "the image or video file; open source opens it", &s.source.path);
   if (s.source.kind == SourceKind::Webcam && ImGui::InputInt("/dev/video", &s.source.webcam))
     s.source.webcam = std::max(s.source.webcam, 0);
   if (ImGui::Button("open source")) r.open_source = true;
@@ -79,10 +105,14 @@ void source_section(ControlsState& s, const ControlsInfo& info, Requests& r) {
 // Prompt boxes apply on Enter, not per keystroke: each new text is a text encoder run.
 void prompt_section(PromptSettings& p, Requests& r) {
   constexpr ImGuiInputTextFlags kOnEnter = ImGuiInputTextFlags_EnterReturnsTrue;
-  if (ImGui::InputTextWithHint("prompt", "what to draw (Enter applies)", &p.prompt, kOnEnter)) r.apply_prompts = true;
-  if (ImGui::InputTextWithHint("negative", "what to avoid (Enter applies)", &p.negative_prompt, kOnEnter))
+  ImGui::TextDisabled("Enter applies a prompt box");
+  if (input_with_hint("prompt", "what to draw", "what to draw (Enter applies)", &p.prompt, kOnEnter))
     r.apply_prompts = true;
-  if (ImGui::InputTextWithHint("travel to", "a second prompt to move to (Enter applies)", &p.prompt_to, kOnEnter))
+  if (input_with_hint("negative", "what to avoid", "the negative prompt: what to avoid, guidance's unconditional half "
+                      "(Enter applies)", &p.negative_prompt, kOnEnter))
+    r.apply_prompts = true;
+  if (input_with_hint("travel to", "a second prompt", "a second prompt to move to over the travel frames (Enter "
+                      "applies)", &p.prompt_to, kOnEnter))
     r.apply_prompts = true;
   if (!p.prompt_to.empty()) {
     ImGui::SliderInt("travel frames", &p.travel_frames, 1, 1000, "%d", ImGuiSliderFlags_AlwaysClamp | ImGuiSliderFlags_Logarithmic);
@@ -104,7 +134,8 @@ void generation_section(ControlsState& s, const ControlsInfo& info, Requests& r)
   }
   if (info.native_sampler) {
     const std::string own = cat("the scheduler's (", info.native_sampler, ")");
-    if (ImGui::BeginCombo("sampler", f.sampler ? sampler_name(*f.sampler) : own.c_str())) {
+    const std::string own_short = cat("default: ", info.native_sampler);
+    if (ImGui::BeginCombo("sampler", f.sampler ? sampler_name(*f.sampler) : own_short.c_str())) {
       if (ImGui::Selectable(own.c_str(), !f.sampler)) f.sampler.reset();
       for (const std::string& name : sampler_names()) {
         const SamplerKind k = sampler_named(name);
@@ -129,6 +160,7 @@ void draw_controls(const Rect& area, ControlsState& s, const ControlsInfo& info,
   if (area.w <= 0) return;
   const int classes = info.class_names ? int(info.class_names->size()) : 0;
   begin_panel("Controls", area);
+  ImGui::PushItemWidth(-label_column());  // every widget as wide as the panel leaves beside the widest label
 
   for (const Message& m : *info.messages) {
     if (m.error) ImGui::PushStyleColor(ImGuiCol_Text, kRed);
@@ -141,21 +173,24 @@ void draw_controls(const Rect& area, ControlsState& s, const ControlsInfo& info,
 
   if (ImGui::CollapsingHeader("Playback", ImGuiTreeNodeFlags_DefaultOpen)) {
     command_button(s.paused ? "resume" : "pause", Command::Pause, s, r, classes);
-    ImGui::SameLine();
+    beside_if_it_fits("step", Command::Step);
     command_button("step", Command::Step, s, r, classes);
-    ImGui::SameLine();
+    beside_if_it_fits("reset", Command::Reset);
     command_button("reset", Command::Reset, s, r, classes);
     ImGui::Checkbox("linear filtering", &s.linear);
   }
 
   if (ImGui::CollapsingHeader("Recording", ImGuiTreeNodeFlags_DefaultOpen)) {
-    if (!info.recording) ImGui::InputTextWithHint("file", "video, dir/ or %05d.png", &s.record_path);
+    if (!info.recording)
+      input_with_hint("file", "video or dir/", "where to record: a video file (.mp4 .mkv), a directory/ or a %05d.png "
+                      "pattern", &s.record_path);
     command_button(info.recording ? "stop recording" : "record", Command::Record, s, r, classes);
     command_button("screenshot", Command::Screenshot, s, r, classes);
     if (!info.recording_status.empty()) ImGui::TextWrapped("%s", info.recording_status.c_str());
   }
 
   command_button("keyboard shortcuts", Command::Help, s, r, classes);
+  ImGui::PopItemWidth();
   ImGui::End();
 }
 

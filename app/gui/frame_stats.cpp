@@ -15,12 +15,12 @@ void push_capped(std::deque<float>& history, double v) {
 
 void FrameStats::add_frame(double now_s, double interval_ms) {
   ++frames_;
-  recent_.push_back(now_s);
-  while (!recent_.empty() && recent_.front() <= now_s - 1.0) recent_.pop_front();
   if (interval_ms < 0) return;
   push_capped(intervals_, interval_ms);
   interval_sum_ += interval_ms;
   ++intervals_counted_;
+  recent_.emplace_back(now_s, interval_ms);
+  while (recent_.size() > 1 && recent_.front().first < now_s - kRateWindowS) recent_.pop_front();
 }
 
 void FrameStats::add_gpu_ms(double ms) {
@@ -29,15 +29,15 @@ void FrameStats::add_gpu_ms(double ms) {
   ++gpu_counted_;
 }
 
-double FrameStats::fps(double now_s) const {
-  size_t n = 0;
-  for (double t : recent_) n += t > now_s - 1.0;
-  return double(n);
+FrameRate FrameStats::recent() const {
+  double sum = 0;
+  for (const auto& [at, ms] : recent_) sum += ms;
+  return rate(sum, int(recent_.size()));
 }
 
-double FrameStats::recent_interval_ms() const {
-  if (intervals_.empty()) return 0;
-  return std::accumulate(intervals_.begin(), intervals_.end(), 0.0) / double(intervals_.size());
+FrameRate FrameStats::rate(double sum_ms, int n) {
+  if (n == 0 || sum_ms <= 0) return {};
+  return {n, sum_ms / n, 1e3 * n / sum_ms, sum_ms / 1e3};
 }
 
 bool RollingProfile::add(const std::vector<Op>& ops, const std::vector<float>& op_ms) {

@@ -1,7 +1,8 @@
-// What the overlay and the exit line say about time: a history of frame times for the plot, frames per
-// second, run means, and a rolling per-op profile fed from the backend's timings.
+// What the overlay and the exit line say about time: a history of frame times for the plot, the frame rate
+// and frame time, run means, and a rolling per-op profile fed from the backend's timings.
 #pragma once
 #include <deque>
+#include <utility>
 #include <vector>
 
 #include "pipeline/graph/graph.h"
@@ -9,28 +10,40 @@
 
 namespace rtvd::gui {
 
+// Frames per second and milliseconds per frame from one set of frame intervals: frames_per_s = 1000 / ms.
+struct FrameRate {
+  int intervals = 0;     // how many were averaged (0: none yet)
+  double ms = 0;         // their mean: from one generated frame to the next
+  double frames_per_s = 0;
+  double seconds = 0;    // the time they span
+};
+
 class FrameStats {
  public:
   static constexpr size_t kHistory = 240;  // frames in the plot
+  static constexpr double kRateWindowS = 1.0;
 
   // A frame was generated at now_s (seconds on a steady clock). interval_ms: time since the previous
-  // generated frame, or < 0 when there was none just before (the first frame, or after a pause), which
-  // then counts for the frame rate but not for the interval history.
+  // generated frame, or < 0 when there was none just before (the first frame, or after a pause): then
+  // it counts as a frame but gives no interval.
   void add_frame(double now_s, double interval_ms);
   // The backend's time of a completed frame (GPU time on the GPU): Backend::frame_gpu_ms().
   void add_gpu_ms(double ms);
 
   const std::deque<float>& intervals() const { return intervals_; }  // oldest first
   const std::deque<float>& gpu_ms() const { return gpu_ms_; }
-  double fps(double now_s) const;  // generated frames in the last second
-  double recent_interval_ms() const;  // mean of intervals()
+  // The overlay's: the intervals of the frames generated in the kRateWindowS seconds up to the newest
+  // one, or the newest interval alone where that was longer.
+  FrameRate recent() const;
+  // The exit line's: every interval of the run.
+  FrameRate run() const { return rate(interval_sum_, intervals_counted_); }
   int frames() const { return frames_; }
-  double mean_interval_ms() const { return intervals_counted_ ? interval_sum_ / intervals_counted_ : 0; }
   double mean_gpu_ms() const { return gpu_counted_ ? gpu_sum_ / gpu_counted_ : 0; }
 
  private:
+  static FrameRate rate(double sum_ms, int n);
   std::deque<float> intervals_, gpu_ms_;
-  std::deque<double> recent_;  // times of the frames of the last second
+  std::deque<std::pair<double, double>> recent_;  // (frame's time s, interval ms) of the rate's window
   int frames_ = 0, intervals_counted_ = 0, gpu_counted_ = 0;
   double interval_sum_ = 0, gpu_sum_ = 0;
 };

@@ -15,6 +15,10 @@ struct FrameSize {
 // The largest window side --window accepts. X11's window sizes are 16-bit and a larger one ends the process
 // with a raw X error; 16384 is Mesa's largest viewport side (the window checks its driver's own at start).
 constexpr int kMaxWindowSide = 16384;
+// The smallest window (--window, and what the window manager may resize it to): the controls panel, a third
+// of it, fits every label, hint and button beside its widgets (gui_test draws it at every width; cuts begin
+// below 736).
+constexpr int kMinWindowWidth = 800, kMinWindowHeight = 450;
 
 struct GuiOptions : GenerationOptions {
   std::optional<int> frames;       // exit after this many frames; not given: run until the window closes

@@ -118,7 +118,13 @@ void draw_overlay(const Rect& area, const OverlayInfo& info, ControlsState& stat
   ImGui::TextWrapped("GL: %s", info.renderer.c_str());
   ImGui::TextWrapped("display: %s", info.display_path.c_str());
   ImGui::TextWrapped("%s", info.frame.c_str());
-  ImGui::Text("%.1f frames/s   frame %.2f ms (mean of the plot)", stats.fps(info.now_s), stats.recent_interval_ms());
+  if (const FrameRate r = stats.recent(); r.intervals > 0) {
+    ImGui::TextWrapped("%s frames/s, %s ms per frame: both the mean interval between generated frames, over the "
+                       "last %d (%s s)", three_digits(r.frames_per_s).c_str(), three_digits(r.ms).c_str(), r.intervals,
+                       three_digits(r.seconds).c_str());
+  } else {
+    ImGui::TextUnformatted("frames/s: after two frames in a row");
+  }
   ImGui::TextWrapped("%s", info.memory.c_str());
   ImGui::SetNextItemWidth(120);
   ImGui::InputFloat("budget ms", &state.budget_ms, 5.0f, 10.0f, "%.1f");

@@ -18,7 +18,6 @@ struct OverlayInfo {
   std::string memory;        // one line
   std::string frame;         // "64x64, 4 steps, noise walk"
   bool gpu = false;          // op times are GPU times (else CPU)
-  double now_s = 0;
   const FrameStats* stats = nullptr;
   const RollingProfile* profile = nullptr;
   const std::map<std::string, std::string>* implementations = nullptr;  // by op type

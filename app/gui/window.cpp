@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "app/gui/gl.h"
+#include "app/gui/gui_options.h"
 #include "kernels/common/error.h"
 
 namespace rtvd::gui {
@@ -33,6 +34,7 @@ Window::Window(int width, int height, const std::string& title, bool vsync) {
     glfwTerminate();
     fail("cannot open an OpenGL 3.3 core window: ", why, "; 'rtvd render' renders headless to a file");
   }
+  glfwSetWindowSizeLimits(window_, kMinWindowWidth, kMinWindowHeight, GLFW_DONT_CARE, GLFW_DONT_CARE);
   glfwMakeContextCurrent(window_);
   // Past the driver's largest viewport GL would draw into a corner of the window: refuse it instead.
   GLint max_viewport[2] = {0, 0};

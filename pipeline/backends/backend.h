@@ -68,7 +68,8 @@ class Backend {
   virtual std::vector<float> frame_op_ms() = 0;
   // ms of the newest completed frame (GPU time on the GPU), 0 before one or when profiling is off.
   virtual float frame_gpu_ms() = 0;
-  // Large-GEMM and large-copy rates of this device, measured now (allocates: not for the frame loop).
+  // Large-GEMM and large-copy rates of this device, measured now (allocates: not for the frame loop); none
+  // where no rate measured once bounds the ops (the CPU's: Ceilings::none says why).
   virtual Ceilings measure_ceilings() = 0;
   // For benchmarks, after frames have run: GPU ms (median of `runs`, after warm-up) of each range [begin, end)
   // of the frame's ops replayed alone, with the layers' choices of the frames and no event between its ops

@@ -7,7 +7,7 @@ namespace rtvd {
 
 #if !RTVD_HAS_CUDA
 std::vector<GpuInfo> cuda_devices(std::string* why_not) {
-  if (why_not) *why_not = "this build has no CUDA backend (no CUDA toolkit at configure time)";
+  if (why_not) *why_not = "this build has no CUDA backend: " RTVD_NO_CUDA_REASON;
   return {};
 }
 

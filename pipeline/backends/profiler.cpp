@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -86,11 +88,22 @@ std::vector<std::pair<std::string, double>> FrameProfile::slowest_layers(int n) 
   return out;
 }
 
+std::string three_digits(double v) {
+  if (!std::isfinite(v) || v == 0) return cat(v);
+  const int decimals = std::max(0, 2 - int(std::floor(std::log10(std::fabs(v)))));
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", decimals, v);
+  // Rounding can carry into one more digit (9.996 -> "10.00"): one decimal fewer then.
+  if (decimals > 0 && std::fabs(std::strtod(text, nullptr)) >= std::pow(10.0, 3 - decimals))
+    std::snprintf(text, sizeof text, "%.*f", decimals - 1, v);
+  return text;
+}
+
 // Matrix ops are judged by arithmetic, the rest by memory traffic.
 std::string FrameProfile::table(const Ceilings& c) const {
   const double frame = mean_frame_ms();
-  std::string out = cat("per frame (mean of ", frames_, " profiled frames): ", frame, " ms\nby stage:");
-  for (const OpTypeRow& r : by_stage()) out += cat(" ", r.type, " ", r.ms, " ms;");
+  std::string out = cat("per frame (mean of ", frames_, " profiled frames): ", three_digits(frame), " ms\nby stage:");
+  for (const OpTypeRow& r : by_stage()) out += cat(" ", r.type, " ", three_digits(r.ms), " ms;");
   out.back() = '\n';
   char line[256];
   std::snprintf(line, sizeof line, "%-20s %6s %10s %8s %16s %8s\n", "op", "calls", "total ms", "% frame", "achieved", "% peak");
@@ -100,19 +113,20 @@ std::string FrameProfile::table(const Ceilings& c) const {
     std::string achieved = "-", peak = "-";
     if (s > 0 && r.flops > 0) {
       const double tflops = r.flops / s / 1e12;
-      achieved = cat(tflops, " TFLOP/s");
+      achieved = three_digits(tflops) + " TFLOP/s";
       if (c.gemm_tflops > 0) peak = cat(int(100 * tflops / c.gemm_tflops + 0.5));
     } else if (s > 0 && r.bytes > 0) {
       const double gbps = r.bytes / s / 1e9;
-      achieved = cat(gbps, " GB/s");
+      achieved = three_digits(gbps) + " GB/s";
       if (c.copy_gbps > 0) peak = cat(int(100 * gbps / c.copy_gbps + 0.5));
     }
     std::snprintf(line, sizeof line, "%-20s %6d %10.3f %8.1f %16s %8s\n", r.type.c_str(), r.calls, r.ms,
                   frame > 0 ? 100 * r.ms / frame : 0.0, achieved.c_str(), peak.c_str());
     out += line;
   }
-  out += cat("peaks measured now: ", c.gemm_tflops, " TFLOP/s (", c.gemm_what, "), ", c.copy_gbps, " GB/s (", c.copy_what, ")\n");
-  return out;
+  if (!c.none.empty()) return out + cat("% peak: none (", c.none, ")\n");
+  return out + cat("peaks measured now: ", three_digits(c.gemm_tflops), " TFLOP/s (", c.gemm_what, "), ",
+                   three_digits(c.copy_gbps), " GB/s (", c.copy_what, ")\n");
 }
 
 void FrameProfile::write_chrome_trace(const std::string& path, const std::vector<Op>& ops) const {

@@ -11,12 +11,17 @@
 
 namespace rtvd {
 
-// What this device reaches on a large GEMM and a large copy, measured now.
+// What this device reaches on a large GEMM and a large copy, measured now; or none, and why.
 struct Ceilings {
-  double gemm_tflops = 0;   // fp16 GEMM through cuBLASLt (CUDA), fp32 sgemm through OpenBLAS (CPU)
+  double gemm_tflops = 0;   // fp16 GEMM through cuBLASLt
   double copy_gbps = 0;     // device-to-device copy, bytes read + written
   std::string gemm_what, copy_what;
+  std::string none;         // "" when measured; else why there are no ceilings to compare with
 };
+
+// v with three significant digits and no exponent ("0.0387", "14.8", "431"); a number of more digits
+// before the point keeps them ("2784").
+std::string three_digits(double v);
 
 struct OpTypeRow {
   std::string type;
@@ -39,7 +44,8 @@ class FrameProfile {
   std::vector<OpTypeRow> by_type() const;                            // per op type, per frame, slowest first
   std::vector<OpTypeRow> by_stage() const;  // per stage of the frame (frame_stage), per frame, in frame order
   std::vector<std::pair<std::string, double>> slowest_layers(int n) const;  // (layer, ms per frame)
-  std::string table(const Ceilings& c) const;  // op, calls, total ms, % of frame, TFLOP/s or GB/s, % of peak
+  // op, calls, total ms, % of frame, TFLOP/s or GB/s, % of the ceiling (where there are ceilings)
+  std::string table(const Ceilings& c) const;
   void write_chrome_trace(const std::string& path, const std::vector<Op>& ops) const;  // last frame
 
  private:

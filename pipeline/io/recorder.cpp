@@ -24,6 +24,12 @@ std::string lower_extension(const std::string& path) {
 
 }  // namespace
 
+// The choices open_recorder makes first: a folder or a %d pattern.
+bool is_png_output(const std::string& output) {
+  std::error_code ec;
+  return output.ends_with('/') || fs::is_directory(output, ec) || output.find('%') != std::string::npos;
+}
+
 std::unique_ptr<Recorder> open_recorder(const std::string& output, int width, int height, double fps) {
   if (output.empty()) fail("output path is empty");
   if (width <= 0 || height <= 0) fail(output, ": frame size must be positive, got ", width, "x", height);

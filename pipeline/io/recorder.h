@@ -52,6 +52,8 @@ class Recorder {
 // printf-style %d (e.g. "f/%04d.png") -> PNG sequence. Checks up front that the output can be written
 // (directory exists or can be created, not read-only) with a one-line Error.
 std::unique_ptr<Recorder> open_recorder(const std::string& output, int width, int height, double fps);
+// Whether open_recorder(output, ...) writes PNG frames (which have no frame rate) rather than a video.
+bool is_png_output(const std::string& output);
 
 bool video_recording_available();  // built with FFmpeg's libraries
 

@@ -123,7 +123,7 @@ void TensorSet::add(std::string name, const TensorView& view, std::string source
   TensorView v = view;
   v.name = std::move(name);
   tensors_.push_back(std::move(v));
-  entries_.push_back(Entry{source == tensors_.back().name ? "" : std::move(source), {}});
+  entries_.push_back(Entry{source == tensors_.back().name ? "" : std::move(source), {}, ""});
 }
 
 const TensorSet::Entry* TensorSet::entry(std::string_view name) const {

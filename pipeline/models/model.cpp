@@ -28,8 +28,29 @@ std::string dtypes_of(const TensorSet& t) {
   return out;
 }
 
+// Elements per top-level module ("conv_in", "down_blocks.0", "text_model.encoder", ...) in first-seen order: the
+// blocks of a U-Net's levels and the parts of a CLIP text model one by one, not as one container.
+std::vector<std::pair<std::string, int64_t>> parameters_by_module(const TensorSet& t) {
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (const TensorView& v : t.tensors()) {
+    std::string module = v.name.substr(0, v.name.find('.'));
+    if (module == "down_blocks" || module == "up_blocks" || module == "text_model")
+      module = v.name.substr(0, v.name.find('.', module.size() + 1));
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& m) { return m.first == module; });
+    if (it == out.end()) it = out.insert(out.end(), {module, 0});
+    it->second += v.numel();
+  }
+  return out;
+}
+
 ModelComponent component(const std::string& name, const TensorSet& t, const std::string& source) {
-  return {name, source, dtypes_of(t), t.parameters()};
+  return {name, source, dtypes_of(t), t.parameters(), parameters_by_module(t)};
+}
+
+// A pixel-space model's weights: its U-Net, the one component.
+void set_unet_weights(Model& m, TensorSet tensors) {
+  m.components = {component("unet", tensors, tensors.label())};
+  m.weights = std::make_unique<WeightStore>(std::move(tensors));
 }
 
 // An autoencoder folder (diffusers' vae/, or a TAESD download): config.json and its weights.
@@ -230,7 +251,7 @@ Model load_model(const ModelOptions& o) {
     m.source = o.path;
     m.format = "rtvd";
     m.config = load_model_config(o.path + "/config.json");
-    m.weights = std::make_unique<WeightStore>(SafeTensorsFile::open(o.path + "/weights.safetensors"));
+    set_unet_weights(m, TensorSet(SafeTensorsFile::open(o.path + "/weights.safetensors")));
     return m;
   }
   // A file: a single-file checkpoint (pickles are refused by their name inside), never any other format.
@@ -250,8 +271,8 @@ Model load_embedded_model() {
   m.source = "embedded default model";
   m.format = "rtvd";
   m.config = parse_model_config(std::string(e.config), "embedded default model config.json");
-  m.weights = std::make_unique<WeightStore>(
-      SafeTensorsFile::from_memory(e.weights.data(), e.weights.size(), "embedded default model weights.safetensors"));
+  set_unet_weights(m, TensorSet(SafeTensorsFile::from_memory(e.weights.data(), e.weights.size(),
+                                                             "embedded default model weights.safetensors")));
   return m;
 }
 
@@ -260,7 +281,7 @@ Model random_model(const ModelConfig& cfg, uint64_t seed, const std::string& sou
   m.source = source;
   m.format = "random weights";
   m.config = cfg;
-  m.weights = std::make_unique<WeightStore>(random_checkpoint(cfg, seed));
+  set_unet_weights(m, TensorSet(random_checkpoint(cfg, seed)));
   return m;
 }
 

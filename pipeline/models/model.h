@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pipeline/model_files/autoencoder_config.h"
@@ -28,10 +29,12 @@ struct ModelOptions {
   std::string config;               // single files: a diffusers folder whose component configs to use
 };
 
-// A component as rtvd info shows it: "unet", "vae", "text_encoder", ...; where it came from.
+// A component as rtvd info shows it: "unet", "vae", "text_encoder", ...; where it came from; its parameters
+// (the elements of its tensors), and the same per top-level module, which sum to them.
 struct ModelComponent {
   std::string name, source, dtypes;  // dtypes: "F16", "F16, F32"
   int64_t parameters = 0;
+  std::vector<std::pair<std::string, int64_t>> modules;  // ("conv_in", n), ("down_blocks.0", n), ...
 };
 
 struct Model {
@@ -46,7 +49,9 @@ struct Model {
   std::string tokenizer_pad = "<|endoftext|>";        // ...padded with this token
   std::optional<AutoencoderConfig> autoencoder;       // latent models
   std::optional<SchedulerConfig> scheduler;           // latent models
-  std::vector<ModelComponent> components;
+  std::vector<ModelComponent> components;  // the U-Net first ("unet"), then the autoencoder and text encoder
+
+  const ModelComponent& unet() const { return components.at(0); }
 
   bool latent() const { return autoencoder.has_value(); }
   int image_channels() const { return latent() ? 3 : config.in_channels; }

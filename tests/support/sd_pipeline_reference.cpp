@@ -70,7 +70,8 @@ PipelineErrors run_pipeline_case(const PipelineReference& ref, size_t i, DeviceK
   const int height = int(start->shape[2]) * f, width = int(start->shape[3]) * f;
 
   std::string why;
-  auto backend = make_backend(device, 2, kernels, &why);
+  const int threads = device == DeviceKind::Cpu ? 2 : 0;  // the CUDA backend takes no CPU thread count
+  auto backend = make_backend(device, threads, kernels, &why);
   FramePlan plan = build_latent_frame_plan({model.config, *model.autoencoder, sampler}, *model.weights, s, img2img,
                                            width, height, int(backend->act_bytes()));
   std::get<DenoiseBlendOp>(plan.graph.frame[plan.blend_op].body).p.first = true;  // no history: prev = the image
@@ -78,7 +79,7 @@ PipelineErrors run_pipeline_case(const PipelineReference& ref, size_t i, DeviceK
   backend->prepare(plan.graph);
 
   PromptEncoder prompts(std::move(*model.text_encoder), model.tokenizer_dir, model.tokenizer_pad,
-                        make_backend(device, 2, kernels, &why), 0);
+                        make_backend(device, threads, kernels, &why), 0);
   std::vector<float> context = prompts.embed(c["prompt"], "--prompt", nullptr);
   if (plan.batch == 2) {
     const std::vector<float>& uncond = prompts.embed(c["negative_prompt"], "--negative-prompt", nullptr);

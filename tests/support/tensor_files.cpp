@@ -2,6 +2,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "pipeline/model_files/half.h"
 #include "pipeline/model_files/tensor_set.h"
@@ -46,6 +49,24 @@ std::vector<double> values_of(const TensorView& t) {
   std::vector<double> v(size_t(t.numel()));
   for (size_t i = 0; i < v.size(); ++i) v[i] = float_element(t, int64_t(i));
   return v;
+}
+
+std::map<std::string, int64_t> safetensors_elements(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  uint64_t length = 0;
+  f.read(reinterpret_cast<char*>(&length), 8);
+  std::string header(length, '\0');
+  f.read(header.data(), std::streamsize(length));
+  if (!f) fail(path, ": cannot read a safetensors header");
+  std::map<std::string, int64_t> out;
+  const nlohmann::json doc = nlohmann::json::parse(header);
+  for (const auto& [name, t] : doc.items()) {
+    if (name == "__metadata__") continue;
+    int64_t n = 1;
+    for (const auto& d : t.at("shape")) n *= d.get<int64_t>();
+    out[name] = n;
+  }
+  return out;
 }
 
 }  // namespace rtvd::test

@@ -1,6 +1,9 @@
 // Small safetensors files in memory for the model-file tests (tensor_set_test, single_file_test, lora_test):
-// tensors from float values in a float dtype, and the values of a tensor back as doubles.
+// tensors from float values in a float dtype, and the values of a tensor back as doubles; the element counts
+// of a file's tensors, read without rtvd's reader.
 #pragma once
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,5 +25,9 @@ std::shared_ptr<const SafeTensorsFile> memory_file(const std::string& label, con
 
 // Every element of a float tensor (F64, F32, F16, BF16) as a double.
 std::vector<double> values_of(const TensorView& t);
+
+// The elements of each tensor of a safetensors file, by name, from its header (8 bytes of length, then JSON)
+// read here with nlohmann's parser: an independent count to check rtvd's against.
+std::map<std::string, int64_t> safetensors_elements(const std::string& path);
 
 }  // namespace rtvd::test

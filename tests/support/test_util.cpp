@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <stdexcept>
@@ -114,6 +115,14 @@ TempDir::~TempDir() {
 std::vector<float> round_to_half(std::vector<float> v) {
   for (auto& x : v) x = half_to_float(float_to_half(x));
   return v;
+}
+
+int significant_digits(const std::string& number) {
+  std::string digits;
+  for (char c : number)
+    if (std::isdigit(static_cast<unsigned char>(c))) digits += c;
+  const size_t first = digits.find_first_not_of('0');
+  return first == std::string::npos ? 0 : int(digits.size() - first);
 }
 
 }  // namespace rtvd::test

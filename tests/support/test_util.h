@@ -140,5 +140,9 @@ struct NormData {
 // The values fp16 storage would hold: inputs for the CPU reference, so that both sides see the same numbers.
 std::vector<float> round_to_half(std::vector<float> v);
 
+// The significant digits a number is written with ("0.0387": 3, "1.50": 3): its digits from the first
+// non-zero one, the point left out.
+int significant_digits(const std::string& number);
+
 
 }  // namespace rtvd::test
