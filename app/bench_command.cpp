@@ -20,7 +20,7 @@
 #include "commands.h"
 #include "pipeline/device.h"
 #include "pipeline/engine.h"
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/models/model.h"
 #include "pipeline/text_encoder.h"
 #include "pipeline/unet_runner.h"

@@ -11,7 +11,7 @@
 #include <sstream>
 #include <thread>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/io/recorder.h"
 
 namespace rtvd::cli {

@@ -11,7 +11,7 @@
 
 #include "cli.h"
 #include "commands.h"
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/backends/profiler.h"
 #include "pipeline/backends/cancel.h"
 #include "pipeline/engine.h"

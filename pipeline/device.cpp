@@ -1,7 +1,7 @@
 #include "pipeline/device.h"
 
+#include "base/error.h"
 #include "build_config.h"
-#include "kernels/common/error.h"
 #if RTVD_HAS_CUDA
 #include "pipeline/backends/cuda/cuda_backend.h"
 #endif

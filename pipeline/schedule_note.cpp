@@ -1,6 +1,6 @@
 #include "pipeline/schedule_note.h"
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/samplers/sampler_plan.h"
 
 namespace rtvd {

@@ -1,6 +1,6 @@
 #include "pipeline/size_note.h"
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 
 namespace rtvd {
 

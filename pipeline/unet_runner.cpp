@@ -2,8 +2,8 @@
 
 #include <chrono>
 
+#include "base/error.h"
 #include "device.h"
-#include "kernels/common/error.h"
 #include "pipeline/models/unet.h"
 
 namespace rtvd {

@@ -16,7 +16,7 @@
 #include "app/gui/recording.h"
 #include "app/gui/shortcuts.h"
 #include "pipeline/engine.h"
-#include "kernels/common/error.h"
+#include "base/error.h"
 
 namespace rtvd::gui {
 namespace {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/engine.h"
 #include "pipeline/model_files/half.h"
 #include "pipeline/model_files/safetensors.h"

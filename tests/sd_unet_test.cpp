@@ -9,7 +9,7 @@
 #include <map>
 #include <sstream>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/models/random_weights.h"
 #include "pipeline/models/unet.h"
 #include "support/model_configs.h"

@@ -77,7 +77,7 @@ fuzzed_sources=(pipeline/model_files/json_text.cpp pipeline/model_files/config_r
                 pipeline/model_files/ldm_layout.h pipeline/model_files/dotted_name.h pipeline/model_files/single_file.h
                 pipeline/model_files/lora.h pipeline/model_files/clip_text_config.h
                 pipeline/model_files/diffusers_unet_config.h pipeline/io/png.h pipeline/text/clip_tokenizer.h
-                pipeline/text/unicode_text.h kernels/common/checked_math.h kernels/common/quoted_text.h)
+                pipeline/text/unicode_text.h base/checked_math.h base/quoted_text.h)
 
 # The smoke pass: a fixed seed and a fixed number of executions per target, about 20 s each on one core of
 # the 2-core development machine, so that one commit always gives one result. Random campaigns of hours are

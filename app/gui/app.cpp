@@ -17,7 +17,7 @@
 #include "app/gui/recording.h"
 #include "app/gui/shortcuts.h"
 #include "app/gui/window.h"
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/backends/cancel.h"
 #include "pipeline/io/png.h"
 #include "pipeline/io/recorder.h"

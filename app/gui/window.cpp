@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "app/gui/gl.h"
-#include "kernels/common/error.h"
+#include "base/error.h"
 
 namespace rtvd::gui {
 

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 
 namespace rtvd {
 

@@ -3,7 +3,7 @@
 #include <array>
 #include <string_view>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/model_files/config_reader.h"
 
 namespace rtvd {

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/model_files/diffusers_folder.h"
 
 namespace rtvd {

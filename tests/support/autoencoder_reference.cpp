@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/model_files/weights.h"
 #include "pipeline/models/autoencoder.h"
 #include "support/test_util.h"
