@@ -6,8 +6,8 @@
 
 #include "pipeline/backends/backend.h"
 #include "pipeline/graph/graph.h"
+#include "pipeline/graph/weights.h"
 #include "pipeline/model_files/model_config.h"
-#include "pipeline/model_files/weights.h"
 
 namespace rtvd {
 

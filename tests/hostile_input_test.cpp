@@ -15,9 +15,9 @@
 
 #include "base/error.h"
 #include "pipeline/engine.h"
+#include "pipeline/graph/weights.h"
 #include "pipeline/model_files/half.h"
 #include "pipeline/model_files/safetensors.h"
-#include "pipeline/model_files/weights.h"
 #include "support/process.h"
 #include "support/test_util.h"
 

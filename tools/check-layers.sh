@@ -3,6 +3,7 @@
 #   - base/ (the ground floor) includes nothing of rtvd; every folder may include base/;
 #   - kernels/ includes nothing of pipeline/, bench/ or app/; app/ nothing of kernels/; pipeline/ nothing of
 #     bench/ or app/; bench/ nothing of app/;
+#   - pipeline/model_files (the checkpoint and config readers) includes nothing but base/ and itself;
 #   - pipeline/text (the tokenizer) includes nothing of pipeline/ but model_files (JSON), and nothing of
 #     kernels/; pipeline/backends, pipeline/graph and pipeline/models do not include it;
 #   - no folder includes a folder that includes it back, directly or around a longer cycle (folders: base,
@@ -31,6 +32,7 @@ while read -r file target; do
     base'>'*) bad=1 ;;
     kernels*'>'pipeline* | kernels*'>'bench* | kernels*'>'app* | app*'>'kernels* | pipeline*'>'bench* | \
       pipeline*'>'app* | bench*'>'app*) bad=1 ;;
+    pipeline/model_files'>'*) [[ $to == pipeline/model_files ]] || bad=1 ;;
     pipeline/text'>'*) [[ $to == pipeline/text || $to == pipeline/model_files ]] || bad=1 ;;
     pipeline/backends*'>'pipeline/text | pipeline/graph'>'pipeline/text | pipeline/models'>'pipeline/text) bad=1 ;;
   esac

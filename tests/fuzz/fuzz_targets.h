@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "pipeline/graph/weights.h"
 #include "pipeline/io/png.h"
 #include "pipeline/model_files/clip_text_config.h"
 #include "pipeline/model_files/diffusers_unet_config.h"
@@ -32,7 +33,6 @@
 #include "pipeline/model_files/model_config.h"
 #include "pipeline/model_files/safetensors.h"
 #include "pipeline/model_files/single_file.h"
-#include "pipeline/model_files/weights.h"
 #include "pipeline/models/unet.h"
 #include "pipeline/text/clip_tokenizer.h"
 #include "pipeline/text/unicode_text.h"

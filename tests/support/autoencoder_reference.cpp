@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "base/error.h"
-#include "pipeline/model_files/weights.h"
+#include "pipeline/graph/weights.h"
 #include "pipeline/models/autoencoder.h"
 #include "support/test_util.h"
 

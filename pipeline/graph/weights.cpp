@@ -1,4 +1,4 @@
-#include "pipeline/model_files/weights.h"
+#include "pipeline/graph/weights.h"
 
 #include <algorithm>
 #include <cmath>
