@@ -7,7 +7,7 @@
 #include "build_config.h"
 #include "pipeline/device.h"
 #include "base/error.h"
-#include "pipeline/io/noise_walk.h"
+#include "pipeline/samplers/noise_walk.h"
 #include "pipeline/latent_frame_plan.h"
 
 namespace rtvd {

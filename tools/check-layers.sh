@@ -7,7 +7,8 @@
 #   - pipeline/text (the tokenizer) includes nothing of pipeline/ but model_files (JSON), and nothing of
 #     kernels/; pipeline/backends, pipeline/graph and pipeline/models do not include it;
 #   - no folder includes a folder that includes it back, directly or around a longer cycle (folders: base,
-#     kernels/<op>, kernels/common, pipeline, pipeline/<role>, pipeline/backends/cuda, bench, app, app/gui).
+#     kernels/<op>, kernels/common, pipeline, pipeline/<role>, pipeline/backends/cuda, bench, app, app/gui,
+#     app/common).
 # Prints each violation and exits 1; quiet and 0 when the tree keeps the rules.
 set -uo pipefail
 root=${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
