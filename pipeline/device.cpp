@@ -28,17 +28,27 @@ DeviceKind device_kind_named(const std::string& name) {
   fail("--device ", name, ": expected auto, cpu or cuda");
 }
 
-// kernels chooses among CUDA kernels: the CPU backend has one implementation per op and ignores it.
-std::unique_ptr<Backend> make_backend(DeviceKind device, int threads, [[maybe_unused]] KernelFamily kernels,
-                                      std::string* note) {
-  if (device == DeviceKind::Cpu) return make_cpu_backend(threads);
+std::optional<GpuInfo> chosen_gpu(DeviceKind device, std::string* note) {
+  if (device == DeviceKind::Cpu) return std::nullopt;
   std::string why_not;
   const auto gpus = cuda_devices(&why_not);
-#if RTVD_HAS_CUDA
-  if (!gpus.empty()) return make_cuda_backend(gpus.front(), kernels);
-#endif
+  if (!gpus.empty()) return gpus.front();
   if (device == DeviceKind::Cuda) fail("--device cuda: ", why_not);
   if (note) *note = why_not + "; using the CPU";
+  return std::nullopt;
+}
+
+std::unique_ptr<Backend> make_backend(DeviceKind device, int threads, KernelFamily kernels, std::string* note) {
+  return make_backend(chosen_gpu(device, note), threads, kernels);
+}
+
+// kernels chooses among CUDA kernels: the CPU backend has one implementation per op and ignores it. A build
+// without CUDA has no usable GPU (cuda_devices says so), so gpu is empty there.
+std::unique_ptr<Backend> make_backend([[maybe_unused]] const std::optional<GpuInfo>& gpu, int threads,
+                                      [[maybe_unused]] KernelFamily kernels) {
+#if RTVD_HAS_CUDA
+  if (gpu) return make_cuda_backend(*gpu, kernels);
+#endif
   return make_cpu_backend(threads);
 }
 
