@@ -10,6 +10,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -20,7 +21,8 @@
 #include "commands.h"
 #include "pipeline/device.h"
 #include "pipeline/engine.h"
-#include "kernels/common/error.h"
+#include "pipeline/laps.h"
+#include "base/error.h"
 #include "pipeline/models/model.h"
 #include "pipeline/text_encoder.h"
 #include "pipeline/unet_runner.h"
@@ -218,13 +220,13 @@ int bench_unet_command(const std::vector<std::string>& args) {
   const std::string config_spec = flags.get_string("config", "sd21");
   // A checkpoint is read before the backend (its config sizes the run); its time counts as the weights step.
   Model model;
-  const auto load_start = std::chrono::steady_clock::now();
+  Laps checkpoint_read;
   if (!model_path.empty()) {
     ModelOptions options;
     options.path = model_path;
     model = load_model(options);
   }
-  const double model_load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
+  checkpoint_read.lap("weights");
   const ModelConfig cfg = model_path.empty() ? find_model_config(config_spec) : model.config;
   const int batch = flags.get_int("batch", 2, 1, 64);
   const int size = flags.get_int("size", cfg.sample_size, 1, 4096);
@@ -233,29 +235,22 @@ int bench_unet_command(const std::vector<std::string>& args) {
   const int seed = flags.get_int("seed", 0, 0);
   EngineOptions backend_options;  // --device --threads --kernels
   cli::read_backend_flags(flags, backend_options);
-  const DeviceKind device = backend_options.device;
   const KernelFamily kernels = backend_options.kernels;
 
-  std::string why_not;
-  const auto gpus = device == DeviceKind::Cpu ? std::vector<GpuInfo>{} : cuda_devices(&why_not);
-  const bool cuda = !gpus.empty();
-  if (device == DeviceKind::Cuda && !cuda) fail("--device cuda: ", why_not);
+  std::string why_cpu;
+  const std::optional<GpuInfo> gpu = chosen_gpu(backend_options.device, &why_cpu);
+  const bool cuda = gpu.has_value();
   const int runs = flags.get_int("runs", cuda ? 200 : 3, 1, 100000);
 
   // Each step from process start to the first output, in seconds; the CUDA context is made first, so
   // that the memory it holds is not counted as the model's.
-  std::vector<std::pair<std::string, double>> steps{{"start", to_main_s}};
-  auto clock = std::chrono::steady_clock::now();
-  auto step = [&](const char* what) {
-    const auto now = std::chrono::steady_clock::now();
-    steps.emplace_back(what, std::chrono::duration<double>(now - clock).count());
-    clock = now;
-  };
-  const size_t memory_before = cuda ? cuda_memory_used(gpus.front().index) : 0;
-  auto backend = make_backend(cuda ? DeviceKind::Cuda : device, backend_options.threads, kernels, nullptr);
-  step("backend");
+  Laps steps;
+  steps.add({"start", to_main_s});
+  const size_t memory_before = cuda ? cuda_memory_used(gpu->index) : 0;
+  auto backend = make_backend(gpu, backend_options.threads, kernels, why_cpu);
+  steps.lap("backend");
   if (!model_path.empty()) {
-    steps.emplace_back("weights", model_load_s);
+    steps.add(checkpoint_read.parts().front());
   } else {
     if (weights_path.empty()) {
       model = random_model(cfg, uint64_t(seed), config_spec);
@@ -263,14 +258,12 @@ int bench_unet_command(const std::vector<std::string>& args) {
       model.config = cfg;
       model.weights = std::make_unique<WeightStore>(SafeTensorsFile::open(weights_path));
     }
-    step("weights");
+    steps.lap("weights");
   }
   WeightStore& weights = *model.weights;
   UNetRunner runner(cfg, weights, *backend, batch, size, size, 0.5f);
   if (model_path.empty()) weights.check_all_read();  // a checkpoint's store also holds its autoencoder
-  const UNetRunner::LoadTimes& load = runner.load_times();
-  steps.insert(steps.end(), {{"build", load.build}, {"upload", load.upload}, {"prepare", load.prepare}});
-  clock = std::chrono::steady_clock::now();
+  steps.append(runner.load_times());
 
   std::mt19937_64 rng{uint64_t(seed)};
   std::normal_distribution<float> normal;
@@ -283,10 +276,10 @@ int bench_unet_command(const std::vector<std::string>& args) {
   std::vector<int32_t> class_ids;
   for (int i = 0; i < batch && cfg.num_class_embeds > 0; ++i) class_ids.push_back(i % 2 ? cfg.null_class() : 0);
   runner.set_inputs(x, class_ids, context);
-  step("inputs");
+  steps.lap("inputs");
   runner.forward();
   const std::vector<float> v = runner.output();
-  step("first forward");
+  steps.lap("first forward");
   const double first_output_s = seconds_since_process_start();
 
   double square_sum = 0;
@@ -295,14 +288,14 @@ int bench_unet_command(const std::vector<std::string>& args) {
   const double rms = std::sqrt(square_sum / double(v.size()));
   runner.time_forwards(std::max(2, runs / 10));  // warm-up: the CUDA graph is captured at the second forward
   const std::vector<double> ms = runner.time_forwards(runs);
-  const size_t memory_after = cuda ? cuda_memory_used(gpus.front().index) : 0;
+  const size_t memory_after = cuda ? cuda_memory_used(gpu->index) : 0;
   const Ceilings ceilings = backend->measure_ceilings();
 
   const double ms_median = median(ms), flops = runner.forward_flops();
   const double tflops = flops / ms_median / 1e9;
   const double mib = 1048576.0;
   std::string step_text;
-  for (const auto& [what, s] : steps) {
+  for (const auto& [what, s] : steps.parts()) {
     char text[64];
     std::snprintf(text, sizeof text, "%s%s %.3f", step_text.empty() ? "" : ", ", what.c_str(), s);
     step_text += text;
@@ -342,10 +335,10 @@ int bench_unet_command(const std::vector<std::string>& args) {
 
   if (const std::string path = flags.get_string("json", ""); !path.empty()) {
     nlohmann::json step_json = nlohmann::json::object();
-    for (const auto& [what, s] : steps) step_json[what] = s;
+    for (const auto& [what, s] : steps.parts()) step_json[what] = s;
     const nlohmann::json doc = {
         {"bench", "unet"}, {"date", utc_now()}, {"commit", bundle_commit()},
-        {"gpu", cuda ? gpus.front().name : "cpu"}, {"driver", cuda ? nvidia_driver_version() : ""},
+        {"gpu", cuda ? gpu->name : "cpu"}, {"driver", cuda ? nvidia_driver_version() : ""},
         {"backend", backend->describe()}, {"kernels", kernel_family_name(kernels)}, {"config", model_path.empty() ? config_spec : model_path}, {"model", cfg.name},
         {"batch", batch}, {"height", size}, {"width", size},
         {"weights", !model_path.empty() ? model_path : weights_path.empty() ? cat("random seed ", seed) : weights_path},
@@ -393,7 +386,9 @@ int bench_text_command(const std::vector<std::string>& args) {
   const int batch = flags.get_int("batch", 1, 1, 64);
   EngineOptions backend_options;  // --device --threads --kernels
   cli::read_backend_flags(flags, backend_options);
-  auto backend = make_backend(backend_options.device, backend_options.threads, backend_options.kernels, nullptr);
+  std::string why_cpu;
+  const std::optional<GpuInfo> gpu = chosen_gpu(backend_options.device, &why_cpu);
+  auto backend = make_backend(gpu, backend_options.threads, backend_options.kernels, why_cpu);
   const bool cuda = backend->is_cuda();
   const int runs = flags.get_int("runs", cuda ? 200 : 3, 1, 100000);
   TextEncoder encoder(dir, *backend, flags.get_int("clip-skip", 0, 0));
@@ -419,10 +414,8 @@ int bench_text_command(const std::vector<std::string>& args) {
               three_digits(tflops).c_str(), against_gemm_peak(tflops, flops, ceilings).c_str(),
               finite ? "finite" : "NOT FINITE");
   if (const std::string path = flags.get_string("json", ""); !path.empty()) {
-    std::string why_not;
-    const auto gpus = cuda ? cuda_devices(&why_not) : std::vector<GpuInfo>{};
-    nlohmann::json doc = {{"bench", "text"}, {"date", utc_now()}, {"commit", bundle_commit()},
-                      {"gpu", gpus.empty() ? "cpu" : gpus.front().name}, {"driver", cuda ? nvidia_driver_version() : ""},
+    write_json(path, {{"bench", "text"}, {"date", utc_now()}, {"commit", bundle_commit()},
+                      {"gpu", gpu ? gpu->name : "cpu"}, {"driver", cuda ? nvidia_driver_version() : ""},
                       {"backend", backend->describe()}, {"kernels", kernel_family_name(backend_options.kernels)},
                       {"model", dir}, {"layers", c.num_hidden_layers}, {"width", c.hidden_size}, {"batch", batch},
                       {"tokens", encoder.tokens()}, {"runs", runs}, {"ms_median", ms_median},

@@ -14,7 +14,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/io/recorder.h"
 
 namespace rtvd::cli {

@@ -2,8 +2,8 @@
 
 #include <cstdio>
 
+#include "base/error.h"
 #include "build_config.h"
-#include "kernels/common/error.h"
 
 namespace rtvd {
 

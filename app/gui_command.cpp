@@ -3,10 +3,10 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "base/error.h"
 #include "build_config.h"
 #include "cli.h"
 #include "commands.h"
-#include "kernels/common/error.h"
 #if RTVD_HAS_GUI
 #include "app/gui/app.h"
 #endif

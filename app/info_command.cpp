@@ -3,10 +3,10 @@
 #include <map>
 #include <thread>
 
+#include "base/error.h"
 #include "build_config.h"
 #include "cli.h"
 #include "commands.h"
-#include "kernels/common/error.h"
 #include "pipeline/device.h"
 #include "pipeline/engine.h"
 

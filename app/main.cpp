@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "commands.h"
-#include "kernels/common/error.h"
 #include "pipeline/model_files/input_file.h"
 
 int main(int argc, char** argv) {

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 
 namespace rtvd {
 

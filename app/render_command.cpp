@@ -1,6 +1,6 @@
 // rtvd render: the frame loop, headless. Source -> engine -> recorder, with progress and a summary.
 //
-// SIGINT, SIGTERM and SIGHUP stop the loop (pipeline/stop_signals.h): the frame being computed is dropped,
+// SIGINT, SIGTERM and SIGHUP stop the loop (app/common/stop_signals.h): the frame being computed is dropped,
 // the frames before it are finalised into the output, and the exit code is 128 + the signal's number. An
 // error after frames were rendered keeps them the same way before it is reported.
 #include <chrono>
@@ -11,16 +11,15 @@
 
 #include "cli.h"
 #include "commands.h"
-#include "kernels/common/error.h"
+#include "app/common/startup_notes.h"
+#include "app/common/stop_signals.h"
+#include "base/error.h"
 #include "pipeline/backends/profiler.h"
 #include "pipeline/backends/cancel.h"
 #include "pipeline/engine.h"
 #include "pipeline/io/output_files.h"
 #include "pipeline/io/recorder.h"
 #include "pipeline/io/source.h"
-#include "pipeline/schedule_note.h"
-#include "pipeline/size_note.h"
-#include "pipeline/stop_signals.h"
 #include "progress.h"
 
 namespace rtvd {
@@ -82,11 +81,7 @@ int render_command(const std::vector<std::string>& args) {
   const StopSignals stop_signals;  // before the output exists: from here a signal finalises it
   std::unique_ptr<Recorder> recorder = open_recorder(o.output, engine.width(), engine.height(), fps);
   if (!o.quiet) {
-    if (!engine.device_note().empty()) std::fprintf(stderr, "note: %s\n", engine.device_note().c_str());
-    if (const std::string note = size_note(engine.model().native_size(), engine.width(), engine.height()); !note.empty())
-      std::fprintf(stderr, "%s\n", note.c_str());
-    if (const std::string note = schedule_note(engine.model().scheduler, s.sampler, s.steps); !note.empty())
-      std::fprintf(stderr, "%s\n", note.c_str());
+    print_startup_notes(engine, s);
     for (const std::string& notice : prompt_notices) std::fprintf(stderr, "%s\n", notice.c_str());
     const std::string partial =
         recorder->partial_path() == recorder->path() ? "" : " (" + recorder->partial_path() + " until it is complete)";

@@ -1,7 +1,7 @@
 #include "pipeline/device.h"
 
+#include "base/error.h"
 #include "build_config.h"
-#include "kernels/common/error.h"
 #if RTVD_HAS_CUDA
 #include "pipeline/backends/cuda/cuda_backend.h"
 #endif
@@ -28,29 +28,43 @@ DeviceKind device_kind_named(const std::string& name) {
   fail("--device ", name, ": expected auto, cpu or cuda");
 }
 
-// kernels chooses among CUDA kernels and threads sets the CPU's: each is refused where the other backend
-// runs the model (the defaults, auto and 0, go anywhere).
-std::unique_ptr<Backend> make_backend(DeviceKind device, int threads, KernelFamily kernels, std::string* note) {
-  const auto on_the_cpu = [&](const std::string& why) {
-    if (kernels != KernelFamily::Auto)
-      fail("--kernels ", kernel_family_name(kernels), ": a choice of CUDA kernels, but the model runs on the CPU (",
-           why, ")");
-    return make_cpu_backend(threads);
-  };
-  if (device == DeviceKind::Cpu) return on_the_cpu("--device cpu");
+std::optional<GpuInfo> chosen_gpu(DeviceKind device, std::string* why_cpu) {
+  if (device == DeviceKind::Cpu) {
+    if (why_cpu) *why_cpu = "--device cpu";
+    return std::nullopt;
+  }
   std::string why_not;
   const auto gpus = cuda_devices(&why_not);
+  if (!gpus.empty()) return gpus.front();
+  if (device == DeviceKind::Cuda) fail("--device cuda: ", why_not);
+  if (why_cpu) *why_cpu = why_not;
+  return std::nullopt;
+}
+
+std::unique_ptr<Backend> make_backend(DeviceKind device, int threads, KernelFamily kernels, std::string* note) {
+  std::string why_cpu;
+  const std::optional<GpuInfo> gpu = chosen_gpu(device, &why_cpu);
+  if (!gpu && device != DeviceKind::Cpu && note) *note = why_cpu + "; using the CPU";
+  return make_backend(gpu, threads, kernels, why_cpu);
+}
+
+// kernels chooses among CUDA kernels and threads sets the CPU's: each is refused where the other backend
+// runs the model (the defaults, auto and 0, go anywhere). A build without CUDA has no usable GPU
+// (cuda_devices says so), so gpu is empty there.
+std::unique_ptr<Backend> make_backend([[maybe_unused]] const std::optional<GpuInfo>& gpu, int threads,
+                                      KernelFamily kernels, const std::string& why_cpu) {
 #if RTVD_HAS_CUDA
-  if (!gpus.empty()) {
+  if (gpu) {
     if (threads != 0)
-      fail("--threads ", threads, ": CPU threads, but the model runs on the GPU (", gpus.front().name,
+      fail("--threads ", threads, ": CPU threads, but the model runs on the GPU (", gpu->name,
            "); --device cpu runs it on the CPU");
-    return make_cuda_backend(gpus.front(), kernels);
+    return make_cuda_backend(*gpu, kernels);
   }
 #endif
-  if (device == DeviceKind::Cuda) fail("--device cuda: ", why_not);
-  if (note) *note = why_not + "; using the CPU";
-  return on_the_cpu(why_not);
+  if (kernels != KernelFamily::Auto)
+    fail("--kernels ", kernel_family_name(kernels), ": a choice of CUDA kernels, but the model runs on the CPU (",
+         why_cpu, ")");
+  return make_cpu_backend(threads);
 }
 
 std::future<void> start_device(DeviceKind device) {

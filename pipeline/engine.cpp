@@ -6,8 +6,8 @@
 
 #include "build_config.h"
 #include "pipeline/device.h"
-#include "kernels/common/error.h"
-#include "pipeline/io/noise_walk.h"
+#include "base/error.h"
+#include "pipeline/samplers/noise_walk.h"
 #include "pipeline/latent_frame_plan.h"
 
 namespace rtvd {

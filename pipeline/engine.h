@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/backends/backend.h"
 #include "pipeline/device.h"
 #include "pipeline/frame_plan.h"

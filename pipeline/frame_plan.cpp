@@ -2,8 +2,8 @@
 
 #include <initializer_list>
 
-#include "kernels/common/checked_math.h"
-#include "kernels/common/error.h"
+#include "base/checked_math.h"
+#include "base/error.h"
 #include "pipeline/graph/memory_budget.h"
 #include "pipeline/models/unet.h"
 

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "pipeline/graph/graph.h"
+#include "pipeline/graph/weights.h"
 #include "pipeline/model_files/model_config.h"
-#include "pipeline/model_files/weights.h"
 #include "pipeline/samplers/scheduler_config.h"
 
 namespace rtvd {

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "kernels/common/checked_math.h"
-#include "kernels/common/error.h"
+#include "base/checked_math.h"
+#include "base/error.h"
 #include "pipeline/models/autoencoder.h"
 #include "pipeline/models/unet.h"
 

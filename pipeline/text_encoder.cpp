@@ -3,9 +3,9 @@
 #include <chrono>
 #include <set>
 
+#include "base/error.h"
+#include "base/quoted_text.h"
 #include "device.h"
-#include "kernels/common/error.h"
-#include "kernels/common/quoted_text.h"
 #include "pipeline/models/clip_text.h"
 
 namespace rtvd {

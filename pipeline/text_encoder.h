@@ -9,8 +9,8 @@
 
 #include "pipeline/backends/backend.h"
 #include "pipeline/graph/graph.h"
+#include "pipeline/graph/weights.h"
 #include "pipeline/model_files/clip_text_config.h"
-#include "pipeline/model_files/weights.h"
 #include "pipeline/models/clip_text.h"
 
 namespace rtvd {

@@ -2,8 +2,8 @@
 
 #include <chrono>
 
+#include "base/error.h"
 #include "device.h"
-#include "kernels/common/error.h"
 #include "pipeline/models/unet.h"
 
 namespace rtvd {
@@ -25,7 +25,6 @@ double sum_flops(const std::vector<Op>& ops) {
 UNetRunner::UNetRunner(const ModelConfig& cfg, WeightStore& weights, Backend& backend, int batch, int height, int width,
                        float t)
     : cfg_(cfg), backend_(backend), batch_(batch), height_(height), width_(width) {
-  auto start = std::chrono::steady_clock::now();
   x_ = graph_.add_tensor("x", Elem::Act, {batch, height, width, cfg.in_channels}, true);
   if (cfg.num_class_embeds > 0) class_ids_ = graph_.add_tensor("class_ids", Elem::I32, {batch}, true);
   if (cfg.cross_attention_dim > 0)
@@ -35,13 +34,11 @@ UNetRunner::UNetRunner(const ModelConfig& cfg, WeightStore& weights, Backend& ba
   const StepConditioning cond = unet.conditioning(t, class_ids_, "step0");
   v_ = unet.forward(x_, height, width, cond, cross, "step0");
   graph_.tensors[v_.id].persistent = true;  // read after the run
-  load_times_.build = seconds_since(start);
-  start = std::chrono::steady_clock::now();
+  load_times_.lap("build");
   backend_.upload_weights(weights);
-  load_times_.upload = seconds_since(start);
-  start = std::chrono::steady_clock::now();
+  load_times_.lap("upload");
   backend_.prepare(graph_);
-  load_times_.prepare = seconds_since(start);
+  load_times_.lap("prepare");
 }
 
 void UNetRunner::set_inputs(const std::vector<float>& x, const std::vector<int32_t>& class_ids,

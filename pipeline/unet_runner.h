@@ -6,8 +6,9 @@
 
 #include "pipeline/backends/backend.h"
 #include "pipeline/graph/graph.h"
+#include "pipeline/graph/weights.h"
+#include "pipeline/laps.h"
 #include "pipeline/model_files/model_config.h"
-#include "pipeline/model_files/weights.h"
 
 namespace rtvd {
 
@@ -32,11 +33,8 @@ class UNetRunner {
   double forward_flops() const;
   double setup_flops() const;
 
-  // Host seconds of the constructor's steps.
-  struct LoadTimes {
-    double build = 0, upload = 0, prepare = 0;
-  };
-  const LoadTimes& load_times() const { return load_times_; }
+  // Host seconds of the constructor's steps: build, upload, prepare.
+  const Laps& load_times() const { return load_times_; }
 
  private:
   const ModelConfig& cfg_;
@@ -44,7 +42,7 @@ class UNetRunner {
   Graph graph_;
   int batch_, height_, width_;
   Ref x_, class_ids_, context_, v_;
-  LoadTimes load_times_;
+  Laps load_times_;  // its clock starts as the object is made
 };
 
 }  // namespace rtvd

@@ -12,7 +12,7 @@
 
 // app/ is compiled into the rtvd executable only, so the test compiles the parser itself.
 #include "app/cli.h"
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "support/process.h"
 #include "support/test_util.h"
 

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/text/unicode_text.h"
 #include "support/test_util.h"
 

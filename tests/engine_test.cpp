@@ -7,7 +7,7 @@
 
 #include "pipeline/device.h"
 #include "pipeline/engine.h"
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "support/test_util.h"
 
 namespace rtvd {

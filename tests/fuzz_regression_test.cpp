@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "support/test_util.h"
 #include "tests/fuzz/fuzz_targets.h"
 

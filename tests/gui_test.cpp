@@ -20,8 +20,8 @@
 #include "app/gui/recording.h"
 #include "app/gui/shortcuts.h"
 #include "pipeline/engine.h"
-#include "kernels/common/error.h"
 #include "support/test_util.h"
+#include "base/error.h"
 
 namespace rtvd::gui {
 namespace {

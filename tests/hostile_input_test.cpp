@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/engine.h"
+#include "pipeline/graph/weights.h"
 #include "pipeline/model_files/half.h"
 #include "pipeline/model_files/safetensors.h"
-#include "pipeline/model_files/weights.h"
 #include "support/process.h"
 #include "support/test_util.h"
 

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/io/image_ops.h"
 #include "support/test_util.h"
 

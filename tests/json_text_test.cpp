@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "support/test_util.h"
 
 namespace rtvd {

@@ -20,10 +20,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "pipeline/graph/weights.h"
 #include "pipeline/model_files/config_reader.h"
 #include "pipeline/model_files/ldm_layout.h"
 #include "pipeline/model_files/lora.h"
-#include "pipeline/model_files/weights.h"
 #include "support/tensor_files.h"
 #include "support/test_util.h"
 

@@ -12,7 +12,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "support/test_util.h"
 
 namespace rtvd {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "kernels/common/rng.h"
-#include "pipeline/io/noise_walk.h"
+#include "pipeline/samplers/noise_walk.h"
 #include "support/test_util.h"
 
 namespace rtvd {

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "build_config.h"
-#include "kernels/common/error.h"
 #include "pipeline/io/png.h"
 #include "support/test_util.h"
 

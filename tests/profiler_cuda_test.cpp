@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/engine.h"
 #include "support/cuda_test_util.h"
 

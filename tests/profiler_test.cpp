@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pipeline/engine.h"
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/backends/profiler.h"
 #include "support/test_util.h"
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/io/png.h"
 #include "pipeline/io/recorder.h"
 #include "support/ffprobe.h"

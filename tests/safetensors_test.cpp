@@ -15,7 +15,7 @@
 #include <iterator>
 #include <optional>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/model_files/json_text.h"
 #include "support/test_util.h"
 

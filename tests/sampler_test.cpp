@@ -14,7 +14,7 @@
 #include <set>
 #include <tuple>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/samplers/sampler_plan.h"
 #include "pipeline/samplers/scheduler_config.h"
 #include "support/test_util.h"

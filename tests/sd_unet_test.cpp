@@ -9,7 +9,7 @@
 #include <map>
 #include <sstream>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/models/random_weights.h"
 #include "pipeline/models/unet.h"
 #include "support/model_configs.h"
@@ -107,7 +107,7 @@ TEST(SdConfigs, ParametersAreDiffusersCheckpointKeys) {
 }
 
 // Heads and head dims as diffusers derives them: SD 2.1 heads of dim 64 (5/10/20 heads), SD 1.5 8 heads
-// (dims 40/80/160); every checkpoint tensor is used; the FLOPs of DESIGN.md.
+// (dims 40/80/160); every checkpoint tensor is used; the FLOPs docs/perf-notes.md counts (1.61 TFLOP a batch-2 forward).
 TEST(SdConfigs, FullSizeGraphs) {
   const BuiltGraph sd21("sd21"), sd15("sd15");
   sd21.weights->check_all_read();

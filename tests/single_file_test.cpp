@@ -304,10 +304,10 @@ std::vector<TensorSpec> open_clip_parameters(const ClipTextConfig& c) {
 }
 
 ClipTextConfig clip_l() {  // openai/clip-vit-large-patch14's text model, SD 1.x's text encoder
-  return ClipTextConfig{49408, 768, 3072, 12, 12, 77, Activation::QuickGelu, 1e-5f};
+  return ClipTextConfig{49408, 768, 3072, 12, 12, 77, ClipTextConfig::HiddenAct::QuickGelu, 1e-5f};
 }
 ClipTextConfig open_clip_h() {  // stabilityai/stable-diffusion-2-1's text_encoder (OpenCLIP ViT-H, 23 of 24 blocks)
-  return ClipTextConfig{49408, 1024, 4096, 23, 16, 77, Activation::Gelu, 1e-5f};
+  return ClipTextConfig{49408, 1024, 4096, 23, 16, 77, ClipTextConfig::HiddenAct::Gelu, 1e-5f};
 }
 
 // A file of shapes only, as SafeTensorsFile::build makes one but with metadata: the header written at the start

@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/error.h"
 #include "build_config.h"
-#include "kernels/common/error.h"
 #include "pipeline/io/image_ops.h"
 #include "pipeline/io/png.h"
 #include "pipeline/io/recorder.h"

@@ -9,9 +9,9 @@
 #include <limits>
 #include <tuple>
 
+#include "pipeline/graph/weights.h"
 #include "pipeline/model_files/half.h"
 #include "pipeline/model_files/tensor_set.h"
-#include "pipeline/model_files/weights.h"
 #include "support/tensor_files.h"
 #include "support/test_util.h"
 

@@ -13,8 +13,8 @@
 
 #include "pipeline/device.h"
 #include "pipeline/engine.h"
-#include "pipeline/io/noise_walk.h"
 #include "pipeline/models/model.h"
+#include "pipeline/samplers/noise_walk.h"
 #include "pipeline/unet_runner.h"
 #include "support/cuda_test_util.h"
 #include "support/test_util.h"

@@ -1,5 +1,5 @@
 // Text from files rtvd did not write reaches a message or rtvd's output only through
-// kernels/common/quoted_text.h: escaped (no byte a terminal acts on, no NUL to cut the message) and excerpted
+// base/quoted_text.h: escaped (no byte a terminal acts on, no NUL to cut the message) and excerpted
 // (a 10 MB value or a 100,000-dimension shape costs a message no more than a short one). First the helper
 // against an unescaper written from its description, on fresh random bytes; then each kind of source through
 // its real parser on a crafted file, and the rtvd binary end to end.
@@ -15,15 +15,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/common/error.h"
-#include "kernels/common/quoted_text.h"
+#include "base/error.h"
+#include "base/quoted_text.h"
+#include "pipeline/graph/weights.h"
 #include "pipeline/io/png.h"
 #include "pipeline/model_files/diffusers_folder.h"
 #include "pipeline/model_files/lora.h"
 #include "pipeline/model_files/model_config.h"
 #include "pipeline/model_files/safetensors.h"
 #include "pipeline/model_files/single_file.h"
-#include "pipeline/model_files/weights.h"
 #include "pipeline/text/clip_tokenizer.h"
 #include "pipeline/text/unicode_text.h"
 #include "support/process.h"

@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # The include rules of docs/architecture.md, checked on the source tree (the ctest `layers`):
-#   - kernels/ includes nothing of pipeline/, bench/ or app/; app/ includes nothing of kernels/ but the one
-#     exception type (kernels/common/error.h); pipeline/ nothing of bench/ or app/; bench/ nothing of app/;
+#   - base/ (the ground floor) includes nothing of rtvd; every folder may include base/;
+#   - kernels/ includes nothing of pipeline/, bench/ or app/; app/ nothing of kernels/; pipeline/ nothing of
+#     bench/ or app/; bench/ nothing of app/;
+#   - pipeline/model_files (the checkpoint and config readers) includes nothing but base/ and itself;
 #   - pipeline/text (the tokenizer) includes nothing of pipeline/ but model_files (JSON), and nothing of
-#     kernels/ but kernels/common; pipeline/backends, pipeline/graph and pipeline/models do not include it;
-#   - no folder includes a folder that includes it back, directly or around a longer cycle (folders:
-#     kernels/<op>, kernels/common, pipeline, pipeline/<role>, pipeline/backends/cuda, bench, app, app/gui).
+#     kernels/; pipeline/backends, pipeline/graph and pipeline/models do not include it;
+#   - no folder includes a folder that includes it back, directly or around a longer cycle (folders: base,
+#     kernels/<op>, kernels/common, pipeline, pipeline/<role>, pipeline/backends/cuda, bench, app, app/gui,
+#     app/common).
 # Prints each violation and exits 1; quiet and 0 when the tree keeps the rules.
 set -uo pipefail
 root=${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 cd "$root" || exit 2
-files=$(find kernels pipeline bench app -type f \( -name '*.h' -o -name '*.cuh' -o -name '*.cpp' -o -name '*.cu' \) | sort)
+files=$(find base kernels pipeline bench app -type f \( -name '*.h' -o -name '*.cuh' -o -name '*.cpp' -o -name '*.cu' \) | sort)
 # "file target" per quoted include; a target not found from the root is taken as the including folder's.
 pairs=$(grep -H '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' $files |
         sed 's/^\([^:]*\):[^"]*"\([^"]*\)".*/\1 \2/')
@@ -26,10 +29,12 @@ while read -r file target; do
   to=${target%/*}
   bad=0
   case "$from>$to" in
-    app*'>'kernels/common) [[ $target == kernels/common/error.h ]] || bad=1 ;;
+    *'>'base) ;;
+    base'>'*) bad=1 ;;
     kernels*'>'pipeline* | kernels*'>'bench* | kernels*'>'app* | app*'>'kernels* | pipeline*'>'bench* | \
       pipeline*'>'app* | bench*'>'app*) bad=1 ;;
-    pipeline/text'>'*) [[ $to == pipeline/text || $to == pipeline/model_files || $to == kernels/common ]] || bad=1 ;;
+    pipeline/model_files'>'*) [[ $to == pipeline/model_files ]] || bad=1 ;;
+    pipeline/text'>'*) [[ $to == pipeline/text || $to == pipeline/model_files ]] || bad=1 ;;
     pipeline/backends*'>'pipeline/text | pipeline/graph'>'pipeline/text | pipeline/models'>'pipeline/text) bad=1 ;;
   esac
   if ((bad)); then

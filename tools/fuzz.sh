@@ -64,7 +64,7 @@ configure() {
 # What the fuzzers compile of the tree (tests/fuzz/CMakeLists.txt), and the headers that hold their checks.
 fuzzed_sources=(pipeline/model_files/json_text.cpp pipeline/model_files/config_reader.cpp pipeline/model_files/safetensors.cpp
                 pipeline/model_files/background_read_in.cpp pipeline/model_files/input_file.cpp pipeline/io/output_files.cpp
-                pipeline/model_files/model_config.cpp pipeline/model_files/weights.cpp pipeline/model_files/tensor_set.cpp
+                pipeline/model_files/model_config.cpp pipeline/graph/weights.cpp pipeline/model_files/tensor_set.cpp
                 pipeline/model_files/checkpoint_file.cpp pipeline/model_files/ldm_unet.cpp pipeline/model_files/ldm_vae.cpp
                 pipeline/model_files/ldm_text_encoder.cpp pipeline/model_files/single_file.cpp pipeline/model_files/lora.cpp
                 pipeline/model_files/clip_text_config.cpp pipeline/model_files/diffusers_unet_config.cpp
@@ -73,11 +73,11 @@ fuzzed_sources=(pipeline/model_files/json_text.cpp pipeline/model_files/config_r
                 pipeline/model_files/config_reader.h pipeline/model_files/safetensors.h pipeline/model_files/background_read_in.h
                 pipeline/model_files/input_file.h pipeline/io/output_files.h
                 pipeline/model_files/model_config.h
-                pipeline/model_files/weights.h pipeline/model_files/tensor_set.h pipeline/model_files/checkpoint_file.h
+                pipeline/graph/weights.h pipeline/model_files/tensor_set.h pipeline/model_files/checkpoint_file.h
                 pipeline/model_files/ldm_layout.h pipeline/model_files/dotted_name.h pipeline/model_files/single_file.h
                 pipeline/model_files/lora.h pipeline/model_files/clip_text_config.h
                 pipeline/model_files/diffusers_unet_config.h pipeline/io/png.h pipeline/text/clip_tokenizer.h
-                pipeline/text/unicode_text.h kernels/common/checked_math.h kernels/common/quoted_text.h)
+                pipeline/text/unicode_text.h base/checked_math.h base/quoted_text.h)
 
 # The smoke pass: a fixed seed and a fixed number of executions per target, about 20 s each on one core of
 # the 2-core development machine, so that one commit always gives one result. Random campaigns of hours are

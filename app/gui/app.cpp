@@ -7,6 +7,8 @@
 #include <memory>
 #include <optional>
 
+#include "app/common/startup_notes.h"
+#include "app/common/stop_signals.h"
 #include "app/gui/controls.h"
 #include "app/gui/frame_stats.h"
 #include "app/gui/frame_upload.h"
@@ -17,14 +19,11 @@
 #include "app/gui/recording.h"
 #include "app/gui/shortcuts.h"
 #include "app/gui/window.h"
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/backends/cancel.h"
 #include "pipeline/io/png.h"
 #include "pipeline/io/recorder.h"
 #include "pipeline/io/source.h"
-#include "pipeline/schedule_note.h"
-#include "pipeline/size_note.h"
-#include "pipeline/stop_signals.h"
 
 namespace rtvd::gui {
 
@@ -134,12 +133,7 @@ App::App(const GuiOptions& o)
       window_(o.window.width, o.window.height, "rtvd", o.vsync),
       presenter_(engine_.width(), engine_.height()),
       default_record_path_(state_.record_path) {
-  if (!engine_.device_note().empty()) std::fprintf(stderr, "note: %s\n", engine_.device_note().c_str());
-  if (const std::string note = size_note(engine_.model().native_size(), engine_.width(), engine_.height()); !note.empty())
-    std::fprintf(stderr, "%s\n", note.c_str());
-  if (const std::string note = schedule_note(engine_.model().scheduler, state_.settings.sampler, state_.settings.steps);
-      !note.empty())
-    std::fprintf(stderr, "%s\n", note.c_str());
+  print_startup_notes(engine_, state_.settings);
   std::string why_not;
   upload_ = make_interop_upload(presenter_, engine_, &why_not);
   interop_ = upload_ != nullptr;

@@ -7,7 +7,7 @@
 #include <cstdlib>
 
 #include "app/gui/panel.h"
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "app/gui/shortcuts.h"
 
 namespace rtvd::gui {

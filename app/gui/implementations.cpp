@@ -1,6 +1,6 @@
 #include "app/gui/implementations.h"
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 
 namespace rtvd::gui {
 

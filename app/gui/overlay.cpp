@@ -7,7 +7,7 @@
 #include <map>
 
 #include "app/gui/panel.h"
-#include "kernels/common/error.h"
+#include "base/error.h"
 
 namespace rtvd::gui {
 

@@ -5,7 +5,7 @@
 
 #include "app/gui/gl.h"
 #include "app/gui/shaders.h"
-#include "kernels/common/error.h"
+#include "base/error.h"
 
 namespace rtvd::gui {
 

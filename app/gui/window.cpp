@@ -9,7 +9,7 @@
 
 #include "app/gui/gl.h"
 #include "app/gui/gui_options.h"
-#include "kernels/common/error.h"
+#include "base/error.h"
 
 namespace rtvd::gui {
 

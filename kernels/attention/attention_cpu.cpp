@@ -8,10 +8,10 @@
 
 #include <algorithm>
 
+#include "base/error.h"
 #include "kernels/common/cpu_cancel.h"
 #include "kernels/common/cpu_threading.h"
 #include "kernels/common/cpu_vector_math.h"
-#include "kernels/common/error.h"
 
 namespace rtvd {
 namespace {

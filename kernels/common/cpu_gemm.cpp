@@ -7,10 +7,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/error.h"
 #include "kernels/common/cpu_cancel.h"
 #include "kernels/common/cpu_threading.h"
 #include "kernels/common/cpu_vector_math.h"
-#include "kernels/common/error.h"
 
 namespace rtvd::cpu {
 namespace {

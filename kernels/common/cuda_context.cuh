@@ -5,7 +5,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 
 struct cudnnContext;  // cudnnHandle_t, without cudnn.h for those who don't call cuDNN
 

@@ -3,7 +3,7 @@
 #pragma once
 #include <cudnn.h>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 
 namespace rtvd {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 
 namespace rtvd {
 

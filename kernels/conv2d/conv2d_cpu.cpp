@@ -13,11 +13,11 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/error.h"
 #include "kernels/common/cpu_cancel.h"
 #include "kernels/common/cpu_gemm.h"
 #include "kernels/common/cpu_threading.h"
 #include "kernels/common/cpu_vector_math.h"
-#include "kernels/common/error.h"
 
 namespace rtvd {
 namespace {

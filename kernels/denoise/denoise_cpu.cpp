@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/error.h"
 #include "kernels/common/cpu_threading.h"
-#include "kernels/common/error.h"
 
 namespace rtvd {
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 
 namespace rtvd {
 

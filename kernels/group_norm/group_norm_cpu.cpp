@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/error.h"
 #include "kernels/common/cpu_threading.h"
 #include "kernels/common/cpu_vector_math.h"
-#include "kernels/common/error.h"
 
 namespace rtvd {
 namespace {

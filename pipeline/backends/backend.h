@@ -11,7 +11,7 @@
 #include "pipeline/graph/graph.h"
 #include "pipeline/graph/memory_budget.h"
 #include "pipeline/backends/profiler.h"
-#include "pipeline/model_files/weights.h"
+#include "pipeline/graph/weights.h"
 
 namespace rtvd {
 

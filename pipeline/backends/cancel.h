@@ -1,7 +1,7 @@
 // Cancellation of the work in progress, asked for by a signal handler or another thread (the GUI), and
 // honoured between ops: a frame being computed stops within one op, not at its end.
 #pragma once
-#include "kernels/common/error.h"
+#include "base/error.h"
 
 namespace rtvd {
 

@@ -7,7 +7,7 @@
 #include <cstring>
 
 #include "kernels/common/cpu_cancel.h"
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/backends/backend.h"
 #include "pipeline/backends/cpu_threads.h"
 #include "pipeline/backends/cancel.h"

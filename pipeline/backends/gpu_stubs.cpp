@@ -1,7 +1,7 @@
 // gpu.h in a build without CUDA: no devices, and timing or memory queries are errors.
 #include "build_config.h"
 #include "pipeline/backends/gpu.h"
-#include "kernels/common/error.h"
+#include "base/error.h"
 
 namespace rtvd {
 

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 
 namespace rtvd {
 

@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 
 namespace rtvd {
 

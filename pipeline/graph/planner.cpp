@@ -6,7 +6,7 @@
 #include <numeric>
 #include <utility>
 
-#include "kernels/common/checked_math.h"
+#include "base/checked_math.h"
 
 namespace rtvd {
 

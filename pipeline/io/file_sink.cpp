@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 
 namespace rtvd {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 
 namespace rtvd {
 

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <system_error>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/model_files/input_file.h"
 
 namespace rtvd {

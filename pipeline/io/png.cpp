@@ -16,8 +16,8 @@
 #include <limits>
 #include <memory>
 
-#include "kernels/common/error.h"
-#include "kernels/common/quoted_text.h"
+#include "base/error.h"
+#include "base/quoted_text.h"
 #include "pipeline/io/output_files.h"
 
 namespace rtvd {

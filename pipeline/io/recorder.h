@@ -13,7 +13,7 @@
 #include <memory>
 #include <string>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/io/image.h"
 
 namespace rtvd {

@@ -11,8 +11,8 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "base/error.h"
 #include "build_config.h"
-#include "kernels/common/error.h"
 #include "pipeline/io/image_ops.h"
 #include "pipeline/io/png.h"
 #include "pipeline/model_files/input_file.h"

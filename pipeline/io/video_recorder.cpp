@@ -11,8 +11,8 @@
 // the frames in the file are the frames handed in, less the last unit's.
 #include "pipeline/io/video_recorder.h"
 
+#include "base/error.h"
 #include "build_config.h"
-#include "kernels/common/error.h"
 
 #if RTVD_HAS_LIBAV
 #include <fcntl.h>

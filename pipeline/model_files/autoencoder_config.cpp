@@ -6,7 +6,7 @@
 #include <span>
 #include <string_view>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/model_files/config_reader.h"
 #include "pipeline/model_files/model_config.h"
 

@@ -4,7 +4,7 @@
 #include <string_view>
 
 #include "pipeline/model_files/embed_file.h"
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/model_files/model_config.h"
 
 RTVD_EMBED_FILE(config_sd21, RTVD_ASSETS_DIR "/sd21/config.json");

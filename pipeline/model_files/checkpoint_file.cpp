@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/model_files/input_file.h"
 
 namespace rtvd {

@@ -3,7 +3,7 @@
 #include <array>
 #include <string_view>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/model_files/config_reader.h"
 
 namespace rtvd {
@@ -42,7 +42,8 @@ ClipTextConfig parse_clip_text_config(const std::string& json_text, const std::s
   c.num_hidden_layers = r.integer("num_hidden_layers", 1, kMaxTextLayers);
   c.num_attention_heads = r.integer("num_attention_heads", 1, kMaxTextWidth);
   c.max_position_embeddings = r.integer("max_position_embeddings", 1, kMaxTextPositions);
-  c.hidden_act = r.choice("hidden_act", {"quick_gelu", "gelu"}) == 0 ? Activation::QuickGelu : Activation::Gelu;
+  c.hidden_act = r.choice("hidden_act", {"quick_gelu", "gelu"}) == 0 ? ClipTextConfig::HiddenAct::QuickGelu
+                                                                  : ClipTextConfig::HiddenAct::Gelu;
   r.optional_number("layer_norm_eps", true, c.layer_norm_eps);
   if (c.hidden_size % c.num_attention_heads != 0)
     r.fail_key("num_attention_heads", cat("a divisor of hidden_size ", c.hidden_size), cat(c.num_attention_heads));

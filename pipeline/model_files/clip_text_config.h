@@ -4,8 +4,6 @@
 #pragma once
 #include <string>
 
-#include "kernels/common/activation.h"
-
 namespace rtvd {
 
 // Bounds, each well beyond the published encoders (SDXL's bigG: 32 layers of 1280, 20 heads).
@@ -21,7 +19,8 @@ struct ClipTextConfig {
   int num_hidden_layers = 12;
   int num_attention_heads = 12;
   int max_position_embeddings = 77;
-  Activation hidden_act = Activation::QuickGelu;  // "quick_gelu" or "gelu"
+  enum class HiddenAct { QuickGelu, Gelu };     // "quick_gelu" (OpenAI CLIP) or "gelu" (OpenCLIP)
+  HiddenAct hidden_act = HiddenAct::QuickGelu;  // the MLP's activation (models/ maps it onto the op's)
   float layer_norm_eps = 1e-5f;
   int head_dim() const { return hidden_size / num_attention_heads; }
 };

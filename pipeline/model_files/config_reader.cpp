@@ -4,8 +4,8 @@
 #include <cfloat>
 #include <cmath>
 
-#include "kernels/common/error.h"
-#include "kernels/common/quoted_text.h"
+#include "base/error.h"
+#include "base/quoted_text.h"
 #include "pipeline/model_files/input_file.h"
 #include "pipeline/model_files/json_text.h"
 

@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <string_view>
 
-#include "kernels/common/error.h"
-#include "kernels/common/quoted_text.h"
+#include "base/error.h"
+#include "base/quoted_text.h"
 #include "pipeline/model_files/config_reader.h"
 #include "pipeline/model_files/input_file.h"
 #include "pipeline/model_files/json_text.h"

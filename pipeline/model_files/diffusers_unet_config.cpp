@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/model_files/config_reader.h"
 
 namespace rtvd {

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <system_error>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 
 namespace rtvd {
 

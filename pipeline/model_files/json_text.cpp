@@ -2,8 +2,8 @@
 
 #include <vector>
 
-#include "kernels/common/error.h"
-#include "kernels/common/quoted_text.h"
+#include "base/error.h"
+#include "base/quoted_text.h"
 
 namespace rtvd {
 

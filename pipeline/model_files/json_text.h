@@ -41,7 +41,7 @@ size_t json_too_deep_at(std::string_view text, int limit);
 // duplicates, when given, records the first repeated key at any depth (else the last of repeated keys is kept).
 nlohmann::json parse_json(std::string_view text, std::string_view where, DuplicateKeyFinder* duplicates = nullptr);
 
-// v as one line of JSON, its strings escaped as kernels/common/quoted_text.h does, cut to max_chars with
+// v as one line of JSON, its strings escaped as base/quoted_text.h does, cut to max_chars with
 // "..."; only that much is ever serialised, so a huge value costs no more than a small one.
 std::string json_excerpt(const nlohmann::json& v, size_t max_chars = 60);
 

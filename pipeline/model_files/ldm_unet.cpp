@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/common/error.h"
-#include "kernels/common/quoted_text.h"
+#include "base/error.h"
+#include "base/quoted_text.h"
 #include "pipeline/model_files/dotted_name.h"
 #include "pipeline/model_files/ldm_layout.h"
 

@@ -1,5 +1,5 @@
 // LoRA files (--lora FILE[:SCALE]): low-rank updates W += scale * alpha / rank * up down of the U-Net's and the
-// text encoder's weights, attached to their TensorSets and merged when the weights are written (weights.h).
+// text encoder's weights, attached to their TensorSets and merged when the weights are written (graph/weights.h).
 // The formats Stable Diffusion LoRAs are published in:
 //   - diffusers / PEFT: "unet.<module>." or "text_encoder.<module>." (or no prefix: the U-Net, as the first
 //     diffusers LoRAs), then lora_A/lora_B.weight, lora.down/lora.up.weight, lora_linear_layer.down/up.weight,

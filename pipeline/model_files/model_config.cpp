@@ -6,8 +6,8 @@
 #include <array>
 #include <string_view>
 
-#include "kernels/common/error.h"
-#include "kernels/common/quoted_text.h"
+#include "base/error.h"
+#include "base/quoted_text.h"
 #include "pipeline/model_files/config_reader.h"
 
 namespace rtvd {

@@ -30,7 +30,7 @@ constexpr int kMaxClassEmbeds = 65536;
 constexpr int kMaxBlocks = 256;          // ResNets and transformer blocks of the whole U-Net (SDXL: under 130)
 
 struct ModelConfig {
-  std::string name;  // shown by rtvd info and in messages: printable (kernels/common/quoted_text.h)
+  std::string name;  // shown by rtvd info and in messages: printable (base/quoted_text.h)
   DType dtype = DType::F16;  // of every tensor in weights.safetensors: F16 or F32
   int sample_size = 64;
   int in_channels = 3, out_channels = 3;

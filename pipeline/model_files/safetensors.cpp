@@ -19,9 +19,9 @@
 #include <set>
 #include <tuple>
 
-#include "kernels/common/checked_math.h"
-#include "kernels/common/error.h"
-#include "kernels/common/quoted_text.h"
+#include "base/checked_math.h"
+#include "base/error.h"
+#include "base/quoted_text.h"
 #include "pipeline/model_files/background_read_in.h"
 #include "pipeline/model_files/json_text.h"
 

@@ -6,8 +6,8 @@
 #include <optional>
 #include <utility>
 
-#include "kernels/common/error.h"
-#include "kernels/common/quoted_text.h"
+#include "base/error.h"
+#include "base/quoted_text.h"
 #include "pipeline/model_files/checkpoint_file.h"
 #include "pipeline/model_files/clip_text_config.h"
 #include "pipeline/model_files/config_reader.h"

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <cstring>
 
-#include "kernels/common/checked_math.h"
-#include "kernels/common/error.h"
-#include "kernels/common/quoted_text.h"
+#include "base/checked_math.h"
+#include "base/error.h"
+#include "base/quoted_text.h"
 #include "pipeline/model_files/half.h"
 
 namespace rtvd {

@@ -2,7 +2,7 @@
 // into mapped safetensors files that the set keeps alive. A diffusers folder's component file is one set as it
 // stands; a single-file checkpoint gives each component the tensors under its prefix, renamed, with OpenCLIP's
 // fused attention projections split into row ranges: views all, no copy of a weight on the host. LoRA's
-// low-rank updates are attached here by name and merged when a weight is written (weights.h).
+// low-rank updates are attached here by name and merged when a weight is written (graph/weights.h).
 #pragma once
 #include <map>
 #include <memory>

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "pipeline/graph/graph.h"
+#include "pipeline/graph/weights.h"
 #include "pipeline/model_files/autoencoder_config.h"
 #include "pipeline/model_files/safetensors.h"
-#include "pipeline/model_files/weights.h"
 
 namespace rtvd {
 

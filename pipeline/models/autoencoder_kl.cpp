@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 
 namespace rtvd {
 

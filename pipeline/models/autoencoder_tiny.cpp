@@ -1,6 +1,6 @@
 #include "pipeline/models/autoencoder_tiny.h"
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 
 namespace rtvd {
 

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/model_files/diffusers_folder.h"
 
 namespace rtvd {
@@ -26,6 +26,8 @@ Ref ClipTextBuilder::forward(Ref ids, Ref positions, int batch, int tokens, int 
   tag_ = "text";
   const int D = cfg_.hidden_size, F = cfg_.intermediate_size, rows = batch * tokens;
   const float eps = cfg_.layer_norm_eps;
+  const Activation hidden_act =
+      cfg_.hidden_act == ClipTextConfig::HiddenAct::Gelu ? Activation::Gelu : Activation::QuickGelu;
   const std::string& p = prefix_;
 
   // x = token_embedding[ids] + position_embedding[positions]: the second lookup accumulates into the first's output.
@@ -74,7 +76,7 @@ Ref ClipTextBuilder::forward(Ref ids, Ref positions, int batch, int tokens, int 
     // MLP: fc1 with the activation in its epilogue, fc2 with the residual in its.
     Ref n2 = layer_norm(b + ".layer_norm2", x, rows, D, eps);  // (n*T, D)
     Ref h = linear(b + ".mlp.fc1", n2, rows, D, F, matrix(b + ".mlp.fc1.weight", F, D), vector(b + ".mlp.fc1.bias", F),
-                   {}, cfg_.hidden_act);  // (n*T, F)
+                   {}, hidden_act);  // (n*T, F)
     x = linear(b + ".mlp.fc2", h, rows, F, D, matrix(b + ".mlp.fc2.weight", D, F), vector(b + ".mlp.fc2.bias", D),
                x);  // (n*T, D) + x
   }

@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "pipeline/graph/graph.h"
+#include "pipeline/graph/weights.h"
 #include "pipeline/model_files/clip_text_config.h"
 #include "pipeline/model_files/safetensors.h"
 #include "pipeline/model_files/tensor_set.h"
-#include "pipeline/model_files/weights.h"
 #include "pipeline/models/graph_emitter.h"
 
 namespace rtvd {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "pipeline/graph/graph.h"
-#include "pipeline/model_files/weights.h"
+#include "pipeline/graph/weights.h"
 
 namespace rtvd {
 

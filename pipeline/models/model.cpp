@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <set>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/model_files/cache_dir.h"
 #include "pipeline/model_files/config_reader.h"
 #include "pipeline/model_files/diffusers_folder.h"

@@ -10,10 +10,10 @@
 #include <utility>
 #include <vector>
 
+#include "pipeline/graph/weights.h"
 #include "pipeline/model_files/autoencoder_config.h"
 #include "pipeline/model_files/lora.h"
 #include "pipeline/model_files/model_config.h"
-#include "pipeline/model_files/weights.h"
 #include "pipeline/models/clip_text.h"
 #include "pipeline/samplers/scheduler_config.h"
 

@@ -5,8 +5,8 @@
 #include <string_view>
 #include <vector>
 
-#include "kernels/common/checked_math.h"
-#include "kernels/common/error.h"
+#include "base/checked_math.h"
+#include "base/error.h"
 #include "pipeline/graph/memory_budget.h"
 #include "pipeline/model_files/half.h"
 #include "pipeline/models/unet.h"

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <tuple>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 
 namespace rtvd {
 

@@ -7,8 +7,8 @@
 #include <utility>
 
 #include "pipeline/graph/graph.h"
+#include "pipeline/graph/weights.h"
 #include "pipeline/model_files/model_config.h"
-#include "pipeline/model_files/weights.h"
 #include "pipeline/models/graph_emitter.h"
 
 namespace rtvd {

@@ -1,7 +1,7 @@
 // The U-Net's checkpoint: every parameter's name (diffusers' keys) and shape for a config, and its ResNets.
 #include "pipeline/models/unet.h"
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 
 namespace rtvd {
 

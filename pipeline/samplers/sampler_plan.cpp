@@ -8,7 +8,7 @@
 #include <charconv>
 #include <cmath>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/samplers/noise_schedule.h"
 
 namespace rtvd {

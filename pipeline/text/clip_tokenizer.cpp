@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <queue>
 
-#include "kernels/common/error.h"
-#include "kernels/common/quoted_text.h"
+#include "base/error.h"
+#include "base/quoted_text.h"
 #include "pipeline/model_files/embed_file.h"
 #include "pipeline/model_files/input_file.h"
 #include "pipeline/model_files/json_text.h"

@@ -7,7 +7,7 @@
 
 #include <cstdio>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 
 namespace rtvd {
 

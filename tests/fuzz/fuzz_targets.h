@@ -24,7 +24,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
+#include "pipeline/graph/weights.h"
 #include "pipeline/io/png.h"
 #include "pipeline/model_files/clip_text_config.h"
 #include "pipeline/model_files/diffusers_unet_config.h"
@@ -32,7 +33,6 @@
 #include "pipeline/model_files/model_config.h"
 #include "pipeline/model_files/safetensors.h"
 #include "pipeline/model_files/single_file.h"
-#include "pipeline/model_files/weights.h"
 #include "pipeline/models/unet.h"
 #include "pipeline/text/clip_tokenizer.h"
 #include "pipeline/text/unicode_text.h"
@@ -85,7 +85,7 @@ inline bool is_utf8(std::string_view s) {
 
 // The promise of every entry point besides its parser's: a rejected input's message is one line of printable
 // UTF-8 (no C0 or C1 control, no DEL, no line or paragraph separator) of at most kMaxErrorBytes, whatever names
-// and values the input holds, as kernels/common/quoted_text.h makes it. (A NUL would cut what() short unseen:
+// and values the input holds, as base/quoted_text.h makes it. (A NUL would cut what() short unseen:
 // the escaper's own test, tests/untrusted_text_test.cpp, checks that none gets through.)
 constexpr size_t kMaxErrorBytes = 2048;
 inline void expect_printable_error(const Error& e) {

@@ -21,10 +21,10 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "build_config.h"
 #include "kernels/attention/attention.h"
 #include "kernels/attention/attention_cases.h"
-#include "kernels/common/error.h"
 #include "support/test_util.h"
 #if RTVD_HAS_CUDA
 #include "kernels/attention/attention.cuh"

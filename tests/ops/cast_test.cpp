@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "build_config.h"
 #include "kernels/cast/cast.h"
 #include "kernels/cast/cast_cases.h"
-#include "kernels/common/error.h"
 #include "support/test_util.h"
 #if RTVD_HAS_CUDA
 #include "kernels/cast/cast.cuh"

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "build_config.h"
-#include "kernels/common/error.h"
 #include "kernels/conv2d/conv2d.h"
 #include "kernels/conv2d/conv2d_cases.h"
 #include "kernels/group_norm/group_norm.h"

@@ -26,8 +26,8 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "build_config.h"
-#include "kernels/common/error.h"
 #include "kernels/denoise/denoise.h"
 #include "kernels/denoise/denoise_cases.h"
 #include "support/test_util.h"

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "build_config.h"
-#include "kernels/common/error.h"
 #include "kernels/elementwise/elementwise.h"
 #include "kernels/elementwise/elementwise_cases.h"
 #include "support/test_util.h"

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "build_config.h"
-#include "kernels/common/error.h"
 #include "kernels/embedding/embedding.h"
 #include "kernels/embedding/embedding_cases.h"
 #include "support/test_util.h"

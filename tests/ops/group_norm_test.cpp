@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "build_config.h"
-#include "kernels/common/error.h"
 #include "kernels/group_norm/group_norm.h"
 #include "kernels/group_norm/group_norm_cases.h"
 #include "support/test_util.h"

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "build_config.h"
-#include "kernels/common/error.h"
 #include "kernels/layer_norm/layer_norm.h"
 #include "kernels/layer_norm/layer_norm_cases.h"
 #include "support/test_util.h"

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "build_config.h"
-#include "kernels/common/error.h"
 #include "kernels/linear/linear.h"
 #include "kernels/linear/linear_cases.h"
 #include "support/test_util.h"

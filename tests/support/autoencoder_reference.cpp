@@ -2,8 +2,8 @@
 
 #include <cstring>
 
-#include "kernels/common/error.h"
-#include "pipeline/model_files/weights.h"
+#include "base/error.h"
+#include "pipeline/graph/weights.h"
 #include "pipeline/models/autoencoder.h"
 #include "support/test_util.h"
 

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/model_files/safetensors.h"
 
 namespace rtvd::test {

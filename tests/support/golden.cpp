@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 
 namespace rtvd::test {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <fstream>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/latent_frame_plan.h"
 #include "pipeline/model_files/tensor_set.h"
 #include "pipeline/models/model.h"

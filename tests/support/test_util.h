@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "build_config.h"
 #include "kernels/common/activation.h"
-#include "kernels/common/error.h"
 
 namespace rtvd::test {
 

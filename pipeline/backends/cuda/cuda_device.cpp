@@ -2,7 +2,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/backends/gpu.h"
 #if RTVD_HAS_CUDNN
 #include <cudnn.h>

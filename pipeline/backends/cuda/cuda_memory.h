@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <utility>
 
+#include "base/error.h"
 #include "kernels/common/cuda_context.cuh"
-#include "kernels/common/error.h"
 
 namespace rtvd {
 

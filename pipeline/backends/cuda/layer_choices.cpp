@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/graph/passes.h"
 
 namespace rtvd {

@@ -15,7 +15,7 @@
 
 #include "pipeline/backends/cuda/cuda_graph.h"
 #include "pipeline/backends/gpu.h"
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/model_files/cache_dir.h"
 #include "pipeline/model_files/half.h"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 #include "pipeline/graph/planner.h"
 #include "pipeline/model_files/half.h"
 

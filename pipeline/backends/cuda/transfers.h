@@ -10,7 +10,7 @@
 
 #include "pipeline/backends/cuda/cuda_memory.h"
 #include "pipeline/graph/bind.h"
-#include "pipeline/model_files/weights.h"
+#include "pipeline/graph/weights.h"
 
 namespace rtvd {
 

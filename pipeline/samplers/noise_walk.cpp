@@ -1,4 +1,4 @@
-#include "pipeline/io/noise_walk.h"
+#include "pipeline/samplers/noise_walk.h"
 
 #include <cmath>
 

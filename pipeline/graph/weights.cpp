@@ -1,13 +1,13 @@
-#include "pipeline/model_files/weights.h"
+#include "pipeline/graph/weights.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <future>
 
-#include "kernels/common/checked_math.h"
-#include "kernels/common/error.h"
-#include "kernels/common/quoted_text.h"
+#include "base/checked_math.h"
+#include "base/error.h"
+#include "base/quoted_text.h"
 #include "pipeline/model_files/half.h"
 
 namespace rtvd {

@@ -10,7 +10,7 @@ namespace {
 
 std::vector<AttentionCase> make_cases() {
   return {
-      // ---- production (DESIGN.md, batch 2): SD 2.1's heads of dim 64 at 64x64 and 32x32 and its
+      // ---- production (batch 2): SD 2.1's heads of dim 64 at 64x64 and 32x32 and its
       // cross-attention over 77 context tokens, SD 1.5's head dims 40/80/160, the default model's 16x16 level.
       {.name = "sd21_64x64", .heads = 5, .q_len = 4096, .kv_len = 4096, .fused_qkv = true, .production = true},
       {.name = "sd21_32x32", .heads = 10, .q_len = 1024, .kv_len = 1024, .fused_qkv = true, .production = true},

@@ -1,4 +1,4 @@
-#include "pipeline/stop_signals.h"
+#include "app/common/stop_signals.h"
 
 #include <signal.h>
 

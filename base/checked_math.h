@@ -6,7 +6,7 @@
 #include <span>
 #include <string_view>
 
-#include "kernels/common/error.h"
+#include "base/error.h"
 
 namespace rtvd {
 

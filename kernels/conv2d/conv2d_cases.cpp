@@ -10,7 +10,7 @@ constexpr Activation kSilu = Activation::Silu, kRelu = Activation::Relu;
 
 std::vector<Conv2dCase> make_cases() {
   return {
-      // ---- production: DESIGN.md's hot 3x3 convs at batch 2 as the SD U-Net runs them (FiLM bias, SiLU,
+      // ---- production: the SD U-Net's hot 3x3 convs at batch 2 as it runs them (FiLM bias, SiLU,
       // the skip connection, the GroupNorm prologue), and the default model's convs (folded BatchNorm
       // scale, FiLM bias, SiLU) at its three levels.
       {.name = "sd_64x64_320_film_silu", .h = 64, .w = 64, .c_in = 320, .c_out = 320, .bias = kImage, .act = kSilu,
