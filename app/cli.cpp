@@ -345,12 +345,12 @@ void read_backend_flags(const Flags& flags, EngineOptions& o) {
 
 void read_model_flags(const Flags& flags, ModelOptions& o) {
   o.path = get_path(flags, "model", o.path);
-  o.vae = get_path(flags, "vae", o.vae);
+  if (flags.has("vae")) o.vae = parse_vae_choice(get_path(flags, "vae", ""));
   for (const std::string& spec : flags.get_all("lora")) o.loras.push_back(parse_lora_spec(spec));
   if (flags.has("prediction-type"))
-    o.prediction_type = flags.get_choice("prediction-type", "", {"epsilon", "v_prediction"});
+    o.prediction_type = prediction_type_named(flags.get_choice("prediction-type", "", prediction_type_names()));
   if (flags.has("timestep-spacing"))
-    o.timestep_spacing = flags.get_choice("timestep-spacing", "", {"leading", "trailing", "linspace"});
+    o.timestep_spacing = timestep_spacing_named(flags.get_choice("timestep-spacing", "", timestep_spacing_names()));
   o.config = get_path(flags, "config", o.config);
 }
 
@@ -467,7 +467,7 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
            " (the panels' labels need it), got '", flags.get_string("window", ""), "'");
     o.window = *window;
   }
-  o.filter = flags.get_choice("filter", o.filter, {"linear", "nearest"});
+  if (flags.has("filter")) o.linear_filter = flags.get_choice("filter", "", {"linear", "nearest"}) == "linear";
   o.vsync = !flags.has("no-vsync");
   read_generation_flags(flags, o);
   return o;

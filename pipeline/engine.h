@@ -28,7 +28,7 @@ struct NonFiniteFrame : Error {
 
 // Where and what the engine runs; the CLI reads its flags straight into these (app/cli.h).
 struct EngineOptions {
-  ModelOptions model;                           // --model --vae --lora --prediction-type --config
+  ModelOptions model;                           // --model --vae --lora --prediction-type --timestep-spacing --config
   DeviceKind device = DeviceKind::Auto;         // --device
   int threads = 0;                              // --threads: CPU threads, 0 = follow the load (cpu_threads.h)
   KernelFamily kernels = KernelFamily::Auto;    // --kernels: which CUDA kernels the heavy ops choose from

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -102,19 +103,22 @@ TEST(Cli, ReadsTheModelFlags) {
                                                 "--prediction-type", "v_prediction", "--timestep-spacing", "trailing",
                                                 "--config", "cfg/"});
   EXPECT_EQ(o.engine.model.path, "sd.safetensors");
-  EXPECT_EQ(o.engine.model.vae, "tiny");
+  EXPECT_EQ(o.engine.model.vae, VaeChoice{VaeChoice::Kind::Tiny});
   ASSERT_EQ(o.engine.model.loras.size(), 2u);
   EXPECT_EQ(o.engine.model.loras[0].path, "a.safetensors");
   EXPECT_FLOAT_EQ(o.engine.model.loras[0].scale, 0.5f);
   EXPECT_EQ(o.engine.model.loras[1].path, "b.safetensors");
   EXPECT_FLOAT_EQ(o.engine.model.loras[1].scale, 1.0f);
-  EXPECT_EQ(o.engine.model.prediction_type, "v_prediction");
-  EXPECT_EQ(o.engine.model.timestep_spacing, "trailing");
+  EXPECT_EQ(o.engine.model.prediction_type, PredictionType::VPrediction);
+  EXPECT_EQ(o.engine.model.timestep_spacing, TimestepSpacing::Trailing);
   EXPECT_EQ(o.engine.model.config, "cfg/");
   EXPECT_EQ(o.frame.sampler, SamplerKind::Lcm);
   const RenderOptions d = parse_render_options({});
   EXPECT_FALSE(d.frame.sampler.has_value()) << "the checkpoint's scheduler decides";
   EXPECT_TRUE(d.engine.model.loras.empty());
+  EXPECT_FALSE(d.engine.model.vae.has_value()) << "the checkpoint's";
+  EXPECT_FALSE(d.engine.model.prediction_type.has_value()) << "the checkpoint's";
+  EXPECT_FALSE(d.engine.model.timestep_spacing.has_value()) << "the checkpoint's";
   EXPECT_EQ(error_of({"--sampler", "heun"}), "flag '--sampler': expected euler, lcm or ddim, got 'heun'");
   EXPECT_EQ(error_of({"--prediction-type", "sample"}),
             "flag '--prediction-type': expected epsilon or v_prediction, got 'sample'");
@@ -122,6 +126,33 @@ TEST(Cli, ReadsTheModelFlags) {
             "flag '--timestep-spacing': expected leading, trailing or linspace, got 'middle'");
   EXPECT_EQ(error_of({"--vae", ""}), "flag '--vae': expected a path, got ''");
 }
+
+// Every value each typed model flag takes, as its type: nothing past the command line reads the text again.
+TEST(Cli, TypedModelFlagsTakeEachValue) {
+  const auto model = [](const Args& args) { return parse_render_options(args).engine.model; };
+  EXPECT_EQ(model({"--vae", "full"}).vae, VaeChoice{VaeChoice::Kind::Full});
+  EXPECT_EQ(model({"--vae", "tiny"}).vae, VaeChoice{VaeChoice::Kind::Tiny});
+  EXPECT_EQ(model({"--vae", "my vae/"}).vae, (VaeChoice{VaeChoice::Kind::Folder, "my vae/"}));
+  EXPECT_EQ(model({"--vae=./tiny"}).vae, (VaeChoice{VaeChoice::Kind::Folder, "./tiny"})) << "a folder named tiny";
+  EXPECT_EQ(model({"--prediction-type", "epsilon"}).prediction_type, PredictionType::Epsilon);
+  EXPECT_EQ(model({"--prediction-type", "v_prediction"}).prediction_type, PredictionType::VPrediction);
+  EXPECT_EQ(model({"--timestep-spacing", "leading"}).timestep_spacing, TimestepSpacing::Leading);
+  EXPECT_EQ(model({"--timestep-spacing", "trailing"}).timestep_spacing, TimestepSpacing::Trailing);
+  EXPECT_EQ(model({"--timestep-spacing", "linspace"}).timestep_spacing, TimestepSpacing::Linspace);
+  EXPECT_EQ(error_of({"--prediction-type", "v"}), "flag '--prediction-type': expected epsilon or v_prediction, got 'v'");
+  EXPECT_EQ(error_of({"--prediction-type", "Epsilon"}),
+            "flag '--prediction-type': expected epsilon or v_prediction, got 'Epsilon'");
+  EXPECT_EQ(error_of({"--timestep-spacing", ""}), "flag '--timestep-spacing': expected leading, trailing or linspace, got ''");
+  EXPECT_EQ(test::error_of([] { parse_vae_choice(""); }), "--vae: expected full, tiny or a folder, got an empty value");
+}
+
+// The library has no string form of these options any more: a flag's text cannot reach it unparsed.
+static_assert(std::is_same_v<decltype(ModelOptions::vae), std::optional<VaeChoice>>);
+static_assert(std::is_same_v<decltype(ModelOptions::prediction_type), std::optional<PredictionType>>);
+static_assert(std::is_same_v<decltype(ModelOptions::timestep_spacing), std::optional<TimestepSpacing>>);
+static_assert(!std::is_assignable_v<std::optional<VaeChoice>&, std::string>);
+static_assert(!std::is_assignable_v<std::optional<PredictionType>&, std::string>);
+static_assert(!std::is_assignable_v<std::optional<TimestepSpacing>&, std::string>);
 
 TEST(Cli, SquareSizeAndLastRepeatWins) {
   const RenderOptions o = parse_render_options({"--size", "48", "--frames", "3", "--frames=9"});

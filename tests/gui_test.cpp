@@ -424,7 +424,7 @@ TEST(GuiFlags, DefaultsAndEveryFlag) {
   EXPECT_EQ(d.budget_ms, 40.0);
   EXPECT_EQ(d.window.width, 1280);
   EXPECT_EQ(d.window.height, 720);
-  EXPECT_EQ(d.filter, "linear");
+  EXPECT_TRUE(d.linear_filter);
   EXPECT_TRUE(d.vsync);
   EXPECT_EQ(d.frame.steps, 4) << "the generation defaults are render's";
 
@@ -439,7 +439,7 @@ TEST(GuiFlags, DefaultsAndEveryFlag) {
   EXPECT_EQ(o.budget_ms, 16.7);
   EXPECT_EQ(o.window.width, 800);
   EXPECT_EQ(o.window.height, 600);
-  EXPECT_EQ(o.filter, "nearest");
+  EXPECT_FALSE(o.linear_filter);
   EXPECT_FALSE(o.vsync);
   EXPECT_EQ(o.frame.seed, 9u);
   EXPECT_EQ(o.frame.steps, 2);
@@ -447,6 +447,7 @@ TEST(GuiFlags, DefaultsAndEveryFlag) {
   EXPECT_EQ(o.engine.width, 32);
   EXPECT_EQ(o.class_name, "cat");
   EXPECT_EQ(o.source, "webcam:1");
+  EXPECT_TRUE(parse_gui_options({"--filter", "linear"}).linear_filter);
   EXPECT_TRUE(parse_gui_options({"--window", "0", "-h"}).help) << "help before values are checked";
 }
 

@@ -63,7 +63,7 @@ ControlsState initial_state(const GuiOptions& o, Engine& engine) {
   s.source = source_choice(o.source);
   s.record_path = o.record.empty() ? default_record_path() : o.record;
   s.budget_ms = float(o.budget_ms);
-  s.linear = o.filter == "linear";
+  s.linear = o.linear_filter;
   return s;
 }
 
