@@ -12,6 +12,7 @@
 #include "pipeline/device.h"
 #include "pipeline/frame_plan.h"
 #include "pipeline/io/image.h"
+#include "pipeline/io/source.h"
 #include "pipeline/laps.h"
 #include "pipeline/models/model.h"
 #include "pipeline/prompt_encoder.h"
@@ -131,7 +132,7 @@ struct GenerationOptions {
   FrameSettings frame;           // --seed --steps --guidance --strength --blend; class_id: see frame_settings()
   PromptSettings prompts;        // --prompt --negative-prompt --prompt-to --travel-frames
   std::string class_name;        // --class, a name or an id; "" = the model's first class
-  std::string source = "noise";  // --source, a source spec (pipeline/io/source.h), checked when opened
+  SourceSpec source;             // --source (pipeline/io/source.h); its files are checked when opened
 };
 
 // o.frame with --class resolved against the loaded model; throws rtvd::Error naming --class for a class the

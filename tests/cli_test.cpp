@@ -44,7 +44,7 @@ TEST(Cli, DefaultsWhenNoFlagsAreGiven) {
   EXPECT_EQ(o.frame.strength, 0.6f);
   EXPECT_EQ(o.frame.blend, 0.5f);
   EXPECT_EQ(o.class_name, "");
-  EXPECT_EQ(o.source, "noise");
+  EXPECT_EQ(o.source, SourceSpec{});  // the noise walk
   EXPECT_EQ(o.engine.model.path, "");
   EXPECT_EQ(o.engine.device, DeviceKind::Auto);
   EXPECT_EQ(o.engine.threads, 0);
@@ -71,7 +71,7 @@ TEST(Cli, ReadsEveryFlagInBothSyntaxes) {
   EXPECT_EQ(o.frame.strength, 1.0f);
   EXPECT_EQ(o.frame.blend, 0.0f);
   EXPECT_EQ(o.class_name, "cat");
-  EXPECT_EQ(o.source, "video:x.mp4");
+  EXPECT_EQ(o.source, (SourceSpec{SourceKind::Video, "x.mp4", 0}));
   EXPECT_EQ(o.engine.model.path, "m/");
   EXPECT_EQ(o.engine.device, DeviceKind::Cpu);
   EXPECT_EQ(o.engine.threads, 1);  // at most the CPUs of any machine
@@ -144,15 +144,37 @@ TEST(Cli, TypedModelFlagsTakeEachValue) {
             "flag '--prediction-type': expected epsilon or v_prediction, got 'Epsilon'");
   EXPECT_EQ(error_of({"--timestep-spacing", ""}), "flag '--timestep-spacing': expected leading, trailing or linspace, got ''");
   EXPECT_EQ(test::error_of([] { parse_vae_choice(""); }), "--vae: expected full, tiny or a folder, got an empty value");
+  for (const auto& [text, kind] : std::vector<std::pair<std::string, SourceKind>>{
+           {"noise", SourceKind::Noise}, {"image:a.png", SourceKind::Image}, {"video:b.mkv", SourceKind::Video},
+           {"webcam", SourceKind::Webcam}, {"webcam:3", SourceKind::Webcam}})
+    EXPECT_EQ(parse_render_options({"--source", text}).source.kind, kind) << text;
+  EXPECT_EQ(parse_render_options({"--source", "webcam:3"}).source.webcam, 3);
+  EXPECT_EQ(parse_render_options({"--source", "image:a.png"}).source.path, "a.png");
 }
 
 // The library has no string form of these options any more: a flag's text cannot reach it unparsed.
 static_assert(std::is_same_v<decltype(ModelOptions::vae), std::optional<VaeChoice>>);
 static_assert(std::is_same_v<decltype(ModelOptions::prediction_type), std::optional<PredictionType>>);
 static_assert(std::is_same_v<decltype(ModelOptions::timestep_spacing), std::optional<TimestepSpacing>>);
+static_assert(std::is_same_v<decltype(GenerationOptions::source), SourceSpec>);
 static_assert(!std::is_assignable_v<std::optional<VaeChoice>&, std::string>);
 static_assert(!std::is_assignable_v<std::optional<PredictionType>&, std::string>);
 static_assert(!std::is_assignable_v<std::optional<TimestepSpacing>&, std::string>);
+static_assert(!std::is_assignable_v<SourceSpec&, std::string>);
+static_assert(!std::is_invocable_v<decltype(&open_source), std::string>);
+
+// A malformed --source is refused with the flags, before a model loads (the GUI loaded the model first).
+TEST(Cli, MalformedSourceSpecsAreFlagErrors) {
+  const std::string kinds = "expected noise, image:PATH, video:PATH, webcam or webcam:N";
+  for (const std::string bad : {"noisy", "noise:1", "Noise", "", "webcam0", ":x", "image=a.png"})
+    EXPECT_EQ(error_of({"--source", bad}), "flag '--source': " + kinds + ", got '" + bad + "'");
+  for (const std::string kind : {"image", "video"})
+    for (const std::string bad : {kind, kind + ":"})
+      EXPECT_EQ(error_of({"--source", bad}), "flag '--source': expected " + kind + ":PATH, got '" + bad + "'");
+  for (const std::string bad : {"webcam:", "webcam:x", "webcam:-1", "webcam:1x", "webcam:+1", "webcam:99999999999"})
+    EXPECT_EQ(error_of({"--source", bad}),
+              "flag '--source': expected webcam:N with N a device number, e.g. webcam:0, got '" + bad + "'");
+}
 
 TEST(Cli, SquareSizeAndLastRepeatWins) {
   const RenderOptions o = parse_render_options({"--size", "48", "--frames", "3", "--frames=9"});
