@@ -16,6 +16,7 @@
 
 #include "base/error.h"
 #include "pipeline/io/recorder.h"
+#include "pipeline/io/source.h"
 
 namespace rtvd::cli {
 
@@ -345,12 +346,12 @@ void read_backend_flags(const Flags& flags, EngineOptions& o) {
 
 void read_model_flags(const Flags& flags, ModelOptions& o) {
   o.path = get_path(flags, "model", o.path);
-  o.vae = get_path(flags, "vae", o.vae);
+  if (flags.has("vae")) o.vae = parse_vae_choice(get_path(flags, "vae", ""));
   for (const std::string& spec : flags.get_all("lora")) o.loras.push_back(parse_lora_spec(spec));
   if (flags.has("prediction-type"))
-    o.prediction_type = flags.get_choice("prediction-type", "", {"epsilon", "v_prediction"});
+    o.prediction_type = prediction_type_named(flags.get_choice("prediction-type", "", prediction_type_names()));
   if (flags.has("timestep-spacing"))
-    o.timestep_spacing = flags.get_choice("timestep-spacing", "", {"leading", "trailing", "linspace"});
+    o.timestep_spacing = timestep_spacing_named(flags.get_choice("timestep-spacing", "", timestep_spacing_names()));
   o.config = get_path(flags, "config", o.config);
 }
 
@@ -375,7 +376,7 @@ void read_generation_flags(const Flags& flags, GenerationOptions& o) {
   if (flags.has("travel-frames") && !flags.has("prompt-to"))
     fail("flag '--travel-frames': only with --prompt-to (the prompt to travel to)");
   o.engine.clip_skip = flags.get_int("clip-skip", o.engine.clip_skip, 0);
-  o.source = flags.get_string("source", o.source);
+  if (flags.has("source")) o.source = parse_source_spec(flags.get_string("source", ""));
   read_model_flags(flags, o.engine.model);
   if (flags.has("sampler")) o.frame.sampler = sampler_named(flags.get_choice("sampler", "", sampler_names()));
   read_backend_flags(flags, o.engine);
@@ -412,7 +413,7 @@ RenderOptions parse_render_options(const std::vector<std::string>& args) {
   if (flags.has("fps")) o.fps = flags.get_float("fps", kDefaultFps, {.min = kMinFps, .max = kMaxFps});
   read_generation_flags(flags, o);
   // Flags a render has no use for, which a GUI may use later (it can open a source and record a video).
-  if (flags.has("strength") && o.source == "noise")
+  if (flags.has("strength") && o.source.kind == SourceKind::Noise)
     fail("flag '--strength': only with an image, video or webcam --source (the noise walk has no frame to re-noise)");
   if (flags.has("fps") && is_png_output(o.output))
     fail("flag '--fps': PNG frames have no frame rate (it is for an .mp4 or .mkv output)");
@@ -467,7 +468,7 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
            " (the panels' labels need it), got '", flags.get_string("window", ""), "'");
     o.window = *window;
   }
-  o.filter = flags.get_choice("filter", o.filter, {"linear", "nearest"});
+  if (flags.has("filter")) o.linear_filter = flags.get_choice("filter", "", {"linear", "nearest"}) == "linear";
   o.vsync = !flags.has("no-vsync");
   read_generation_flags(flags, o);
   return o;

@@ -90,7 +90,8 @@ std::vector<FlagSpec> generation_flags(const std::vector<std::string>& names);
 // The values of backend_flags() / generation_flags(); a flag that is not given, or not in the command's
 // table, leaves its field as it was. Not for a command whose own flag shares a name (bench unet's --size).
 void read_backend_flags(const Flags& flags, EngineOptions& o);
-void read_model_flags(const Flags& flags, ModelOptions& o);  // --model --vae --lora --prediction-type --config
+// --model --vae --lora --prediction-type --timestep-spacing --config
+void read_model_flags(const Flags& flags, ModelOptions& o);
 void read_generation_flags(const Flags& flags, GenerationOptions& o);
 
 const std::vector<FlagSpec>& render_flags();

@@ -12,6 +12,7 @@
 #include "pipeline/device.h"
 #include "pipeline/frame_plan.h"
 #include "pipeline/io/image.h"
+#include "pipeline/io/source.h"
 #include "pipeline/laps.h"
 #include "pipeline/models/model.h"
 #include "pipeline/prompt_encoder.h"
@@ -28,7 +29,7 @@ struct NonFiniteFrame : Error {
 
 // Where and what the engine runs; the CLI reads its flags straight into these (app/cli.h).
 struct EngineOptions {
-  ModelOptions model;                           // --model --vae --lora --prediction-type --config
+  ModelOptions model;                           // --model --vae --lora --prediction-type --timestep-spacing --config
   DeviceKind device = DeviceKind::Auto;         // --device
   int threads = 0;                              // --threads: CPU threads, 0 = follow the load (cpu_threads.h)
   KernelFamily kernels = KernelFamily::Auto;    // --kernels: which CUDA kernels the heavy ops choose from
@@ -131,7 +132,7 @@ struct GenerationOptions {
   FrameSettings frame;           // --seed --steps --guidance --strength --blend; class_id: see frame_settings()
   PromptSettings prompts;        // --prompt --negative-prompt --prompt-to --travel-frames
   std::string class_name;        // --class, a name or an id; "" = the model's first class
-  std::string source = "noise";  // --source, a source spec (pipeline/io/source.h), checked when opened
+  SourceSpec source;             // --source (pipeline/io/source.h); its files are checked when opened
 };
 
 // o.frame with --class resolved against the loaded model; throws rtvd::Error naming --class for a class the

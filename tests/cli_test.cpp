@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -43,7 +44,7 @@ TEST(Cli, DefaultsWhenNoFlagsAreGiven) {
   EXPECT_EQ(o.frame.strength, 0.6f);
   EXPECT_EQ(o.frame.blend, 0.5f);
   EXPECT_EQ(o.class_name, "");
-  EXPECT_EQ(o.source, "noise");
+  EXPECT_EQ(o.source, SourceSpec{});  // the noise walk
   EXPECT_EQ(o.engine.model.path, "");
   EXPECT_EQ(o.engine.device, DeviceKind::Auto);
   EXPECT_EQ(o.engine.threads, 0);
@@ -70,7 +71,7 @@ TEST(Cli, ReadsEveryFlagInBothSyntaxes) {
   EXPECT_EQ(o.frame.strength, 1.0f);
   EXPECT_EQ(o.frame.blend, 0.0f);
   EXPECT_EQ(o.class_name, "cat");
-  EXPECT_EQ(o.source, "video:x.mp4");
+  EXPECT_EQ(o.source, (SourceSpec{SourceKind::Video, "x.mp4", 0}));
   EXPECT_EQ(o.engine.model.path, "m/");
   EXPECT_EQ(o.engine.device, DeviceKind::Cpu);
   EXPECT_EQ(o.engine.threads, 1);  // at most the CPUs of any machine
@@ -102,25 +103,77 @@ TEST(Cli, ReadsTheModelFlags) {
                                                 "--prediction-type", "v_prediction", "--timestep-spacing", "trailing",
                                                 "--config", "cfg/"});
   EXPECT_EQ(o.engine.model.path, "sd.safetensors");
-  EXPECT_EQ(o.engine.model.vae, "tiny");
+  EXPECT_EQ(o.engine.model.vae, VaeChoice{VaeChoice::Kind::Tiny});
   ASSERT_EQ(o.engine.model.loras.size(), 2u);
   EXPECT_EQ(o.engine.model.loras[0].path, "a.safetensors");
   EXPECT_FLOAT_EQ(o.engine.model.loras[0].scale, 0.5f);
   EXPECT_EQ(o.engine.model.loras[1].path, "b.safetensors");
   EXPECT_FLOAT_EQ(o.engine.model.loras[1].scale, 1.0f);
-  EXPECT_EQ(o.engine.model.prediction_type, "v_prediction");
-  EXPECT_EQ(o.engine.model.timestep_spacing, "trailing");
+  EXPECT_EQ(o.engine.model.prediction_type, PredictionType::VPrediction);
+  EXPECT_EQ(o.engine.model.timestep_spacing, TimestepSpacing::Trailing);
   EXPECT_EQ(o.engine.model.config, "cfg/");
   EXPECT_EQ(o.frame.sampler, SamplerKind::Lcm);
   const RenderOptions d = parse_render_options({});
   EXPECT_FALSE(d.frame.sampler.has_value()) << "the checkpoint's scheduler decides";
   EXPECT_TRUE(d.engine.model.loras.empty());
+  EXPECT_FALSE(d.engine.model.vae.has_value()) << "the checkpoint's";
+  EXPECT_FALSE(d.engine.model.prediction_type.has_value()) << "the checkpoint's";
+  EXPECT_FALSE(d.engine.model.timestep_spacing.has_value()) << "the checkpoint's";
   EXPECT_EQ(error_of({"--sampler", "heun"}), "flag '--sampler': expected euler, lcm or ddim, got 'heun'");
   EXPECT_EQ(error_of({"--prediction-type", "sample"}),
             "flag '--prediction-type': expected epsilon or v_prediction, got 'sample'");
   EXPECT_EQ(error_of({"--timestep-spacing", "middle"}),
             "flag '--timestep-spacing': expected leading, trailing or linspace, got 'middle'");
   EXPECT_EQ(error_of({"--vae", ""}), "flag '--vae': expected a path, got ''");
+}
+
+// Every value each typed model flag takes, as its type: nothing past the command line reads the text again.
+TEST(Cli, TypedModelFlagsTakeEachValue) {
+  const auto model = [](const Args& args) { return parse_render_options(args).engine.model; };
+  EXPECT_EQ(model({"--vae", "full"}).vae, VaeChoice{VaeChoice::Kind::Full});
+  EXPECT_EQ(model({"--vae", "tiny"}).vae, VaeChoice{VaeChoice::Kind::Tiny});
+  EXPECT_EQ(model({"--vae", "my vae/"}).vae, (VaeChoice{VaeChoice::Kind::Folder, "my vae/"}));
+  EXPECT_EQ(model({"--vae=./tiny"}).vae, (VaeChoice{VaeChoice::Kind::Folder, "./tiny"})) << "a folder named tiny";
+  EXPECT_EQ(model({"--prediction-type", "epsilon"}).prediction_type, PredictionType::Epsilon);
+  EXPECT_EQ(model({"--prediction-type", "v_prediction"}).prediction_type, PredictionType::VPrediction);
+  EXPECT_EQ(model({"--timestep-spacing", "leading"}).timestep_spacing, TimestepSpacing::Leading);
+  EXPECT_EQ(model({"--timestep-spacing", "trailing"}).timestep_spacing, TimestepSpacing::Trailing);
+  EXPECT_EQ(model({"--timestep-spacing", "linspace"}).timestep_spacing, TimestepSpacing::Linspace);
+  EXPECT_EQ(error_of({"--prediction-type", "v"}), "flag '--prediction-type': expected epsilon or v_prediction, got 'v'");
+  EXPECT_EQ(error_of({"--prediction-type", "Epsilon"}),
+            "flag '--prediction-type': expected epsilon or v_prediction, got 'Epsilon'");
+  EXPECT_EQ(error_of({"--timestep-spacing", ""}), "flag '--timestep-spacing': expected leading, trailing or linspace, got ''");
+  EXPECT_EQ(test::error_of([] { parse_vae_choice(""); }), "--vae: expected full, tiny or a folder, got an empty value");
+  for (const auto& [text, kind] : std::vector<std::pair<std::string, SourceKind>>{
+           {"noise", SourceKind::Noise}, {"image:a.png", SourceKind::Image}, {"video:b.mkv", SourceKind::Video},
+           {"webcam", SourceKind::Webcam}, {"webcam:3", SourceKind::Webcam}})
+    EXPECT_EQ(parse_render_options({"--source", text}).source.kind, kind) << text;
+  EXPECT_EQ(parse_render_options({"--source", "webcam:3"}).source.webcam, 3);
+  EXPECT_EQ(parse_render_options({"--source", "image:a.png"}).source.path, "a.png");
+}
+
+// The library has no string form of these options any more: a flag's text cannot reach it unparsed.
+static_assert(std::is_same_v<decltype(ModelOptions::vae), std::optional<VaeChoice>>);
+static_assert(std::is_same_v<decltype(ModelOptions::prediction_type), std::optional<PredictionType>>);
+static_assert(std::is_same_v<decltype(ModelOptions::timestep_spacing), std::optional<TimestepSpacing>>);
+static_assert(std::is_same_v<decltype(GenerationOptions::source), SourceSpec>);
+static_assert(!std::is_assignable_v<std::optional<VaeChoice>&, std::string>);
+static_assert(!std::is_assignable_v<std::optional<PredictionType>&, std::string>);
+static_assert(!std::is_assignable_v<std::optional<TimestepSpacing>&, std::string>);
+static_assert(!std::is_assignable_v<SourceSpec&, std::string>);
+static_assert(!std::is_invocable_v<decltype(&open_source), std::string>);
+
+// A malformed --source is refused with the flags, before a model loads (the GUI loaded the model first).
+TEST(Cli, MalformedSourceSpecsAreFlagErrors) {
+  const std::string kinds = "expected noise, image:PATH, video:PATH, webcam or webcam:N";
+  for (const std::string bad : {"noisy", "noise:1", "Noise", "", "webcam0", ":x", "image=a.png"})
+    EXPECT_EQ(error_of({"--source", bad}), "flag '--source': " + kinds + ", got '" + bad + "'");
+  for (const std::string kind : {"image", "video"})
+    for (const std::string bad : {kind, kind + ":"})
+      EXPECT_EQ(error_of({"--source", bad}), "flag '--source': expected " + kind + ":PATH, got '" + bad + "'");
+  for (const std::string bad : {"webcam:", "webcam:x", "webcam:-1", "webcam:1x", "webcam:+1", "webcam:99999999999"})
+    EXPECT_EQ(error_of({"--source", bad}),
+              "flag '--source': expected webcam:N with N a device number, e.g. webcam:0, got '" + bad + "'");
 }
 
 TEST(Cli, SquareSizeAndLastRepeatWins) {

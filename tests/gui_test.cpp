@@ -1,5 +1,5 @@
 // The GUI's parts that have logic and no GL: the recording queue and recorder thread, the layout and
-// aspect fit, the frame statistics and rolling profile, the controls' commands and source specs, the op
+// aspect fit, the frame statistics and rolling profile, the controls' commands, the op
 // implementations the overlay lists, and the gui command's flags. (The window itself: gui_e2e_test.)
 #include <gtest/gtest.h>
 
@@ -331,13 +331,6 @@ TEST(Controls, NothingIsCutAtAnyWindowSize) {
       }
 }
 
-TEST(Controls, SourceSpecsRoundTrip) {
-  for (const std::string spec : {"noise", "image:a b.png", "video:/x/clip.mp4", "webcam:2"})
-    EXPECT_EQ(source_choice(spec).spec(), spec);
-  EXPECT_EQ(source_choice("webcam").spec(), "webcam:0");
-  EXPECT_EQ(source_choice("video:x.mp4").kind, SourceKind::Video);
-}
-
 TEST(Controls, CommandsEditTheStateOrRequest) {
   ControlsState s;
   Requests r;
@@ -424,7 +417,7 @@ TEST(GuiFlags, DefaultsAndEveryFlag) {
   EXPECT_EQ(d.budget_ms, 40.0);
   EXPECT_EQ(d.window.width, 1280);
   EXPECT_EQ(d.window.height, 720);
-  EXPECT_EQ(d.filter, "linear");
+  EXPECT_TRUE(d.linear_filter);
   EXPECT_TRUE(d.vsync);
   EXPECT_EQ(d.frame.steps, 4) << "the generation defaults are render's";
 
@@ -439,14 +432,15 @@ TEST(GuiFlags, DefaultsAndEveryFlag) {
   EXPECT_EQ(o.budget_ms, 16.7);
   EXPECT_EQ(o.window.width, 800);
   EXPECT_EQ(o.window.height, 600);
-  EXPECT_EQ(o.filter, "nearest");
+  EXPECT_FALSE(o.linear_filter);
   EXPECT_FALSE(o.vsync);
   EXPECT_EQ(o.frame.seed, 9u);
   EXPECT_EQ(o.frame.steps, 2);
   EXPECT_EQ(o.engine.device, DeviceKind::Cpu);
   EXPECT_EQ(o.engine.width, 32);
   EXPECT_EQ(o.class_name, "cat");
-  EXPECT_EQ(o.source, "webcam:1");
+  EXPECT_EQ(o.source, (SourceSpec{SourceKind::Webcam, "", 1}));
+  EXPECT_TRUE(parse_gui_options({"--filter", "linear"}).linear_filter);
   EXPECT_TRUE(parse_gui_options({"--window", "0", "-h"}).help) << "help before values are checked";
 }
 

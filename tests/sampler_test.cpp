@@ -412,5 +412,18 @@ TEST(SamplerNames, RoundTripAndRefusal) {
   EXPECT_PRED_FORMAT2(IsSubstring, "dpm++", e);
 }
 
+// The values --prediction-type and --timestep-spacing take are the config's spellings, each its own type.
+TEST(SchedulerNames, PredictionTypesAndSpacingsRoundTripAndRefusal) {
+  EXPECT_EQ(prediction_type_names(), (std::vector<std::string>{"epsilon", "v_prediction"}));
+  for (const std::string& name : prediction_type_names())
+    EXPECT_EQ(prediction_type_name(prediction_type_named(name)), name);
+  EXPECT_EQ(timestep_spacing_names(), (std::vector<std::string>{"leading", "trailing", "linspace"}));
+  for (const std::string& name : timestep_spacing_names())
+    EXPECT_EQ(timestep_spacing_name(timestep_spacing_named(name)), name);
+  EXPECT_EQ(error_of([] { prediction_type_named("v"); }), "prediction type 'v': expected epsilon or v_prediction");
+  EXPECT_EQ(error_of([] { timestep_spacing_named("Leading"); }),
+            "timestep spacing 'Leading': expected leading, trailing or linspace");
+}
+
 }  // namespace
 }  // namespace rtvd

@@ -184,14 +184,14 @@ TEST(SingleFileModel, AssumedScheduleAndTimestepSpacing) {
   ModelOptions o;
   o.path = path;
   o.config = configs;
-  o.prediction_type = "epsilon";  // architectures from configs do not say
+  o.prediction_type = PredictionType::Epsilon;  // architectures from configs do not say
   const Model assumed = load_model(o);
   ASSERT_TRUE(assumed.scheduler);
   EXPECT_TRUE(assumed.scheduler->assumed);
   EXPECT_EQ(assumed.scheduler->timestep_spacing, TimestepSpacing::Leading);
   EXPECT_EQ(make_sampler_plan(*assumed.scheduler, SamplerKind::Euler, 1, 1.0f).steps.front().timestep, 1.0);
 
-  o.timestep_spacing = "trailing";
+  o.timestep_spacing = TimestepSpacing::Trailing;
   const Model trailing = load_model(o);
   EXPECT_EQ(trailing.scheduler->timestep_spacing, TimestepSpacing::Trailing);
   EXPECT_EQ(make_sampler_plan(*trailing.scheduler, SamplerKind::Euler, 1, 1.0f).steps.front().timestep, 999.0);

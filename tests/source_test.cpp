@@ -1,4 +1,4 @@
-// Frame sources: spec parsing, the image source, videos written by the recorder and by ffmpeg read back,
+// Frame sources: --source parsing, the image source, videos written by the recorder and by ffmpeg read back,
 // cropping to the frame's aspect ratio against OpenCV's resize of the same region, frame rates, and the
 // one-line errors for files and devices that are not there or do not decode.
 #include <gtest/gtest.h>
@@ -45,7 +45,11 @@ class SourceTest : public ::testing::Test {
   test::Rng rng_;
 };
 
-std::string error_of(const std::string& spec) {
+SourceSpec image_file(const std::string& path) { return {SourceKind::Image, path, 0}; }
+SourceSpec video_file(const std::string& path) { return {SourceKind::Video, path, 0}; }
+SourceSpec webcam(int index) { return {SourceKind::Webcam, "", index}; }
+
+std::string error_of(const SourceSpec& spec) {
   try {
     open_source(spec);
   } catch (const Error& e) {
@@ -72,7 +76,7 @@ void ffmpeg_clip(const std::string& path, int width, int height, const std::stri
 }
 
 TEST_F(SourceTest, NoiseHasNoImages) {
-  auto s = open_source("noise");
+  auto s = open_source({});
   EXPECT_FALSE(s->has_images());
   EXPECT_EQ(s->describe(), "noise walk");
   EXPECT_EQ(s->frame_count(), -1);
@@ -85,7 +89,7 @@ TEST_F(SourceTest, PngImageGivesTheSameResizedImageEveryFrame) {
   ImageRgba8 image{7, 5, std::vector<uint8_t>(7 * 5 * 4)};
   for (auto& v : image.pixels) v = uint8_t(rng_.integer(0, 255));
   write_png(path("in.png"), image);
-  auto s = open_source("image:" + path("in.png"));
+  auto s = open_source(image_file(path("in.png")));
   EXPECT_TRUE(s->has_images());
   EXPECT_EQ(s->describe(), "image " + path("in.png") + " (7x5)");
   EXPECT_EQ(s->file(), path("in.png"));
@@ -103,24 +107,46 @@ TEST_F(SourceTest, PngImageGivesTheSameResizedImageEveryFrame) {
   EXPECT_EQ(bigger.size(), 9u * 9 * 3);
 }
 
-TEST_F(SourceTest, BadSpecsAndMissingFilesAreOneLineErrors) {
-  EXPECT_EQ(error_of("noisy"), "unknown source 'noisy': expected noise, image:PATH, video:PATH, webcam or webcam:N");
-  EXPECT_EQ(error_of("noise:1"), "unknown source 'noise:1': expected noise, image:PATH, video:PATH, webcam or webcam:N");
-  EXPECT_EQ(error_of("image:"), "source 'image:': expected image:PATH");
-  EXPECT_EQ(error_of("image:" + path("none.png")), path("none.png") + ": no such image file");
-  EXPECT_EQ(error_of("webcam:x"), "source 'webcam:x': expected webcam:N with N a device number, e.g. webcam:0");
-  EXPECT_EQ(error_of("webcam:"), "source 'webcam:': expected webcam:N with N a device number, e.g. webcam:0");
+// --source is parsed once, at the command line; open_source takes what it parsed.
+TEST(SourceSpecs, ParseEachKind) {
+  EXPECT_EQ(parse_source_spec("noise"), SourceSpec{});
+  EXPECT_EQ(parse_source_spec("image:a b.png"), image_file("a b.png"));
+  EXPECT_EQ(parse_source_spec("image:dir/x:1.png"), image_file("dir/x:1.png")) << "a path may hold ':'";
+  EXPECT_EQ(parse_source_spec("video:/x/clip.mp4"), video_file("/x/clip.mp4"));
+  EXPECT_EQ(parse_source_spec("webcam"), webcam(0));
+  EXPECT_EQ(parse_source_spec("webcam:0"), webcam(0));
+  EXPECT_EQ(parse_source_spec("webcam:12"), webcam(12));
+}
+
+TEST(SourceSpecs, MalformedSpecsNameTheFlag) {
+  const auto error = [](const std::string& spec) { return test::error_of([&] { parse_source_spec(spec); }); };
+  EXPECT_EQ(error("noisy"), "flag '--source': expected noise, image:PATH, video:PATH, webcam or webcam:N, got 'noisy'");
+  EXPECT_EQ(error("noise:1"), "flag '--source': expected noise, image:PATH, video:PATH, webcam or webcam:N, got 'noise:1'");
+  EXPECT_EQ(error("image:"), "flag '--source': expected image:PATH, got 'image:'");
+  EXPECT_EQ(error("video"), "flag '--source': expected video:PATH, got 'video'");
+  EXPECT_EQ(error("webcam:x"), "flag '--source': expected webcam:N with N a device number, e.g. webcam:0, got 'webcam:x'");
+  EXPECT_EQ(error("webcam:"), "flag '--source': expected webcam:N with N a device number, e.g. webcam:0, got 'webcam:'");
+  EXPECT_EQ(error("webcam:-1"), "flag '--source': expected webcam:N with N a device number, e.g. webcam:0, got 'webcam:-1'");
+  EXPECT_EQ(error("bad\n"), "flag '--source': expected noise, image:PATH, video:PATH, webcam or webcam:N, got 'bad\\n'")
+      << "escaped, on one line";
+}
+
+TEST_F(SourceTest, MissingFilesAndDevicesAreOneLineErrors) {
+  EXPECT_EQ(error_of(image_file(path("none.png"))), path("none.png") + ": no such image file");
+  // The GUI's path box, left empty.
+  EXPECT_EQ(error_of(image_file("")), "image source: no file given (expected a path)");
+  EXPECT_EQ(error_of(video_file("")), "video source: no file given (expected a path)");
   std::ofstream(path("text.txt")) << "not an image";
-  EXPECT_NE(error_of("image:" + path("text.txt")).find(path("text.txt") + ": not "), std::string::npos);
+  EXPECT_NE(error_of(image_file(path("text.txt"))).find(path("text.txt") + ": not "), std::string::npos);
 #if RTVD_HAS_OPENCV
-  EXPECT_EQ(error_of("video:/nonexistent.mp4"), "/nonexistent.mp4: no such video file");
-  EXPECT_EQ(error_of("webcam:99"), "no webcam at /dev/video99");
+  EXPECT_EQ(error_of(video_file("/nonexistent.mp4")), "/nonexistent.mp4: no such video file");
+  EXPECT_EQ(error_of(webcam(99)), "no webcam at /dev/video99");
   std::ofstream(path("garbage.mp4")) << std::string(4000, 'x');
-  EXPECT_NE(error_of("video:" + path("garbage.mp4")).find(path("garbage.mp4") + ": cannot open as a video"),
+  EXPECT_NE(error_of(video_file(path("garbage.mp4"))).find(path("garbage.mp4") + ": cannot open as a video"),
             std::string::npos);
 #else
-  EXPECT_EQ(error_of("video:/nonexistent.mp4"), "rtvd was built without OpenCV: video sources need it");
-  EXPECT_EQ(error_of("webcam"), "rtvd was built without OpenCV: webcam sources need it");
+  EXPECT_EQ(error_of(video_file("/nonexistent.mp4")), "rtvd was built without OpenCV: video sources need it");
+  EXPECT_EQ(error_of(webcam(0)), "rtvd was built without OpenCV: webcam sources need it");
 #endif
 }
 
@@ -133,7 +159,7 @@ TEST_F(SourceTest, VideoFramesInOrderThenEndThenRewind) {
   for (const auto& f : frames) rec->write(f);
   rec->finish();
 
-  auto s = open_source("video:" + path("clip.mp4"));
+  auto s = open_source(video_file(path("clip.mp4")));
   EXPECT_EQ(s->frame_count(), 4);
   EXPECT_EQ(s->describe(), "video " + path("clip.mp4") + " (32x32, 4 frames, 10 fps)");
   EXPECT_EQ(s->file(), path("clip.mp4"));
@@ -180,7 +206,7 @@ TEST_F(SourceTest, ImagesAreCroppedToTheFrameAspectThenResizedLikeOpenCv) {
   cv::Mat rgb;
   cv::cvtColor(cv::Mat(h, w, CV_8UC4, image.pixels.data()), rgb, cv::COLOR_RGBA2RGB);
 
-  auto s = open_source("image:" + path("in.png"));
+  auto s = open_source(image_file(path("in.png")));
   struct Size {
     int w, h;
   };
@@ -202,7 +228,7 @@ TEST_F(SourceTest, FourThreeVideoIsCroppedNotStretched) {
                           "\"drawbox=x=0:y=0:w=8:h=48:c=red:t=fill,drawbox=x=56:y=0:w=8:h=48:c=red:t=fill\" "
                           "-frames:v 2 -pix_fmt yuv444p " + clip;
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  auto s = open_source("video:" + clip);
+  auto s = open_source(video_file(clip));
   std::vector<float> rgb;
   ASSERT_TRUE(s->next(16, 16, rgb));
   for (size_t i = 0; i < rgb.size(); i += 3)
@@ -216,7 +242,7 @@ TEST_F(SourceTest, VideoFramesAreCroppedLikeOpenCvAndKeepTheirRate) {
   SCOPED_TRACE(test::seed_trace(rng_));
   const std::string clip = path("clip43.mp4");
   ffmpeg_clip(clip, 64, 48, "30000/1001", 6);
-  auto s = open_source("video:" + clip);
+  auto s = open_source(video_file(clip));
   EXPECT_NEAR(s->fps(), 30000.0 / 1001.0, 1e-3);
   EXPECT_EQ(s->frame_count(), 6);
   EXPECT_EQ(s->describe(), "video " + clip + " (64x48, 6 frames, 29.97 fps)");
@@ -242,7 +268,7 @@ TEST_F(SourceTest, VideoRatesAsTheFileGivesThem) {
     SCOPED_TRACE(rate);
     const std::string clip = path("rate.mkv");
     ffmpeg_clip(clip, 32, 32, rate, 3);
-    EXPECT_NEAR(open_source("video:" + clip)->fps(), want, 1e-3);
+    EXPECT_NEAR(open_source(video_file(clip))->fps(), want, 1e-3);
   }
 }
 

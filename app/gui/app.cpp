@@ -59,10 +59,10 @@ ControlsState initial_state(const GuiOptions& o, Engine& engine) {
   std::vector<std::string> notices;
   engine.set_prompts(o.prompts, &notices);
   for (const std::string& n : notices) std::fprintf(stderr, "%s\n", n.c_str());
-  s.source = source_choice(o.source);
+  s.source = o.source;
   s.record_path = o.record.empty() ? default_record_path() : o.record;
   s.budget_ms = float(o.budget_ms);
-  s.linear = o.filter == "linear";
+  s.linear = o.linear_filter;
   return s;
 }
 
@@ -236,7 +236,7 @@ void App::handle(const Requests& r) {
   }
   if (r.open_source) {
     try {
-      source_ = open_source(state_.source.spec());
+      source_ = open_source(state_.source);
     } catch (const Error& e) {
       notify(e.what());
     }
@@ -316,8 +316,8 @@ bool App::read_source_image() {
 
 void App::switch_to_noise(const std::string& why) {
   notify(why + "; switched to the noise walk");
-  source_ = open_source("noise");
   state_.source.kind = SourceKind::Noise;
+  source_ = open_source(state_.source);
 }
 
 // Interop that fails mid-run (the driver lost the texture, say) falls back to the host for good.

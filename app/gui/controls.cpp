@@ -4,32 +4,12 @@
 #include <imgui_stdlib.h>
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "app/gui/panel.h"
 #include "base/error.h"
 #include "app/gui/shortcuts.h"
 
 namespace rtvd::gui {
-
-std::string SourceChoice::spec() const {
-  switch (kind) {
-    case SourceKind::Noise: return "noise";
-    case SourceKind::Image: return "image:" + path;
-    case SourceKind::Video: return "video:" + path;
-    case SourceKind::Webcam: return "webcam:" + std::to_string(webcam);
-  }
-  return "noise";
-}
-
-SourceChoice source_choice(const std::string& spec) {
-  SourceChoice c;
-  if (spec.starts_with("image:")) c = {SourceKind::Image, spec.substr(6)};
-  else if (spec.starts_with("video:")) c = {SourceKind::Video, spec.substr(6)};
-  else if (spec == "webcam") c.kind = SourceKind::Webcam;
-  else if (spec.starts_with("webcam:")) c = {SourceKind::Webcam, "", std::atoi(spec.c_str() + 7)};
-  return c;
-}
 
 void apply_command(Command c, ControlsState& s, Requests& r, int class_count) {
   switch (c) {
@@ -92,7 +72,7 @@ bool input_with_hint(const char* label, const char* hint, const char* tooltip, s
 
 void source_section(ControlsState& s, const ControlsInfo& info, Requests& r) {
   ImGui::TextWrapped("now: %s", info.source.c_str());
-  static const char* kKinds[] = {"noise walk", "image file", "video file", "webcam"};
+  static const char* kKinds[] = {"noise walk", "image file", "video file", "webcam"};  // in SourceKind's order
   int kind = int(s.source.kind);
   if (ImGui::Combo("source", &kind, kKinds, IM_ARRAYSIZE(kKinds))) s.source.kind = SourceKind(kind);
   if (s.source.kind == SourceKind::Image || s.source.kind == SourceKind::Video)

@@ -7,27 +7,15 @@
 
 #include "app/gui/layout.h"
 #include "pipeline/frame_plan.h"
+#include "pipeline/io/source.h"
 #include "pipeline/prompt_settings.h"
 
 namespace rtvd::gui {
 
-enum class SourceKind { Noise, Image, Video, Webcam };
-
-// A source as the panel edits it; spec() is what open_source() takes.
-struct SourceChoice {
-  SourceKind kind = SourceKind::Noise;
-  std::string path;  // image or video file
-  int webcam = 0;    // /dev/videoN
-  std::string spec() const;
-};
-// The panel's view of a --source spec. Specs are checked when opened, not here: a malformed one keeps its
-// text as the path so the user sees and fixes it.
-SourceChoice source_choice(const std::string& spec);
-
 struct ControlsState {
   FrameSettings settings;  // applied at the next frame
   PromptSettings prompts;  // the prompt boxes: applied on Enter (Requests::apply_prompts)
-  SourceChoice source;     // opened on request
+  SourceSpec source;       // opened on request
   std::string record_path;
   float budget_ms = 40.0f;
   bool paused = false;

@@ -27,7 +27,7 @@ struct GuiOptions : GenerationOptions {
   double fps = 24.0;               // frame rate of recordings
   double budget_ms = 40.0;         // frame-time budget drawn in the overlay
   FrameSize window{1280, 720};     // initial window size in screen coordinates
-  std::string filter = "linear";   // linear | nearest: how the frame is scaled to the window
+  bool linear_filter = true;       // --filter linear, or nearest: how the frame is scaled to the window
   bool vsync = true;
   bool help = false;  // -h given: the other values are defaults, nothing was validated
 };

@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "base/error.h"
+#include "base/quoted_text.h"
 #include "build_config.h"
 #include "pipeline/io/image_ops.h"
 #include "pipeline/io/png.h"
@@ -203,44 +204,65 @@ std::unique_ptr<FrameSource> open_image(const std::string& path) {
   return std::make_unique<ImageSource>(path, load_image(path));
 }
 
-// "webcam" is device 0; "webcam:N" device N.
-std::unique_ptr<FrameSource> open_webcam(const std::string& spec) {
-  int index = 0;
-  if (spec != "webcam") {
-    const char *begin = spec.data() + std::string("webcam:").size(), *end = spec.data() + spec.size();
-    const auto [ptr, ec] = std::from_chars(begin, end, index);
-    if (ec != std::errc() || ptr != end || begin == end || index < 0)
-      fail("source '", spec, "': expected webcam:N with N a device number, e.g. webcam:0");
-  }
+// An image's or a video's file: the GUI's path box may be empty.
+const std::string& source_file(const SourceSpec& spec, const char* kind) {
+  if (spec.path.empty()) fail(kind, " source: no file given (expected a path)");
+  return spec.path;
+}
+
+std::unique_ptr<FrameSource> open_webcam(int index) {
 #if RTVD_HAS_OPENCV
   return std::make_unique<WebcamSource>(index);
 #else
+  (void)index;
   fail("rtvd was built without OpenCV: webcam sources need it");
+#endif
+}
+
+std::unique_ptr<FrameSource> open_video(const std::string& path) {
+#if RTVD_HAS_OPENCV
+  return std::make_unique<VideoSource>(path);
+#else
+  (void)path;
+  fail("rtvd was built without OpenCV: video sources need it");
 #endif
 }
 
 }  // namespace
 
-std::unique_ptr<FrameSource> open_source(const std::string& spec) {
+SourceSpec parse_source_spec(const std::string& text) {
+  const auto refuse = [&](const std::string& expected) {
+    fail("flag '--source': expected ", expected, ", got ", quote(text));
+  };
+  if (text == "noise") return {};
+  if (text == "webcam") return {SourceKind::Webcam, "", 0};
+  const size_t colon = text.find(':');
+  const std::string kind = text.substr(0, colon);
+  const std::string arg = colon == std::string::npos ? "" : text.substr(colon + 1);
+  if (kind == "webcam") {
+    int index = 0;
+    const char *begin = arg.data(), *end = arg.data() + arg.size();
+    const auto [ptr, ec] = std::from_chars(begin, end, index);
+    if (ec != std::errc() || ptr != end || begin == end || index < 0)
+      refuse("webcam:N with N a device number, e.g. webcam:0");
+    return {SourceKind::Webcam, "", index};
+  }
+  if (kind != "image" && kind != "video") refuse("noise, image:PATH, video:PATH, webcam or webcam:N");
+  if (arg.empty()) refuse(kind + ":PATH");
+  return {kind == "image" ? SourceKind::Image : SourceKind::Video, arg, 0};
+}
+
+std::unique_ptr<FrameSource> open_source(const SourceSpec& spec) {
 #if RTVD_HAS_OPENCV
   quiet_ffmpeg_log();
 #endif
-  if (spec == "noise") return std::make_unique<NoiseSource>();
-  const size_t colon = spec.find(':');
-  const std::string kind = spec.substr(0, colon);
-  const std::string arg = colon == std::string::npos ? "" : spec.substr(colon + 1);
-  if (kind == "webcam") return open_webcam(spec);
-  if ((kind == "image" || kind == "video") && arg.empty())
-    fail("source '", spec, "': expected ", kind, ":PATH");
-  if (kind == "image") return open_image(arg);
-  if (kind == "video") {
-#if RTVD_HAS_OPENCV
-    return std::make_unique<VideoSource>(arg);
-#else
-    fail("rtvd was built without OpenCV: video sources need it");
-#endif
+  switch (spec.kind) {
+    case SourceKind::Noise: return std::make_unique<NoiseSource>();
+    case SourceKind::Image: return open_image(source_file(spec, "image"));
+    case SourceKind::Video: return open_video(source_file(spec, "video"));
+    case SourceKind::Webcam: return open_webcam(spec.webcam);
   }
-  fail("unknown source '", spec, "': expected noise, image:PATH, video:PATH, webcam or webcam:N");
+  fail("unknown source kind ", int(spec.kind));
 }
 
 }  // namespace rtvd

@@ -27,9 +27,22 @@ class FrameSource {
   virtual std::string file() const { return ""; }
 };
 
-// "noise" | "image:PATH" | "video:PATH" | "webcam" | "webcam:N". A bad spec, a missing/unreadable
-// file or an unavailable feature (no OpenCV) is a one-line Error naming the file or the spec, and the only
-// line printed: FFmpeg's own log, which OpenCV prints to stderr, is silenced at the first call.
-std::unique_ptr<FrameSource> open_source(const std::string& spec);
+// Where frames come from, as --source names it and the GUI's source controls edit it.
+enum class SourceKind { Noise, Image, Video, Webcam };
+struct SourceSpec {
+  SourceKind kind = SourceKind::Noise;
+  std::string path;  // Image and Video: the file
+  int webcam = 0;    // Webcam: /dev/videoN
+  bool operator==(const SourceSpec&) const = default;
+};
+
+// --source's value: "noise" | "image:PATH" | "video:PATH" | "webcam" (device 0) | "webcam:N". Any other is
+// an Error naming --source and the value.
+SourceSpec parse_source_spec(const std::string& text);
+
+// A missing/unreadable file, an image or video without a path, or an unavailable feature (no OpenCV) is a
+// one-line Error naming the file or the source, and the only line printed: FFmpeg's own log, which OpenCV
+// prints to stderr, is silenced at the first call.
+std::unique_ptr<FrameSource> open_source(const SourceSpec& spec);
 
 }  // namespace rtvd

@@ -88,22 +88,22 @@ struct LatentParts {
   std::string text_source;
 };
 
+// Whether --vae keeps the checkpoint's own autoencoder (not given, or "full").
+bool own_autoencoder(const ModelOptions& o) { return !o.vae || o.vae->kind == VaeChoice::Kind::Full; }
+
 void finish_latent_model(Model& m, LatentParts parts, const ModelOptions& o) {
-  if (!o.vae.empty() && o.vae != "full") {
-    const std::string dir = o.vae == "tiny" ? taesd_folder(o.path) : o.vae;
-    parts.autoencoder = open_autoencoder_folder(dir, o.vae == "tiny" ? "--vae tiny: " : "--vae ");
+  if (!own_autoencoder(o)) {
+    const bool tiny = o.vae->kind == VaeChoice::Kind::Tiny;
+    const std::string dir = tiny ? taesd_folder(o.path) : o.vae->folder;
+    parts.autoencoder = open_autoencoder_folder(dir, tiny ? "--vae tiny: " : "--vae ");
     parts.autoencoder_source = dir;
   }
   if (!parts.autoencoder)
     fail(m.source, ": the checkpoint has no autoencoder (vae/), which a latent model needs: give one with --vae DIR");
   for (const LoraSpec& lora : o.loras)
     apply_lora(lora, parts.unet, parts.text_encoder ? &parts.text_encoder->tensors : nullptr);
-  if (!o.prediction_type.empty())
-    m.scheduler->prediction = o.prediction_type == "epsilon" ? PredictionType::Epsilon : PredictionType::VPrediction;
-  if (!o.timestep_spacing.empty())
-    m.scheduler->timestep_spacing = o.timestep_spacing == "leading"    ? TimestepSpacing::Leading
-                                    : o.timestep_spacing == "trailing" ? TimestepSpacing::Trailing
-                                                                       : TimestepSpacing::Linspace;
+  if (o.prediction_type) m.scheduler->prediction = *o.prediction_type;
+  if (o.timestep_spacing) m.scheduler->timestep_spacing = *o.timestep_spacing;
 
   m.autoencoder = parts.autoencoder->config;
   const int z = m.autoencoder->latent().channels;
@@ -153,7 +153,7 @@ Model load_diffusers_model(const ModelOptions& o) {
          "trained (betas, prediction type)");
   m.scheduler = load_scheduler_config(f.scheduler_config);
   check_listed_class(f, "scheduler", f.scheduler_config, m.scheduler->class_name);
-  if (!f.vae_dir.empty() && (o.vae.empty() || o.vae == "full")) {
+  if (!f.vae_dir.empty() && own_autoencoder(o)) {
     parts.autoencoder = open_autoencoder_folder(f.vae_dir, "");
     check_listed_class(f, "vae", f.vae_dir + "/config.json",
                        parts.autoencoder->config.tiny() ? "AutoencoderTiny" : "AutoencoderKL");
@@ -183,16 +183,17 @@ Model load_single_file_model(const ModelOptions& o) {
   if (!folder_scheduler.empty() && fs::is_regular_file(folder_scheduler)) {
     m.scheduler = load_scheduler_config(folder_scheduler);
   } else {
-    std::string prediction = !o.prediction_type.empty() ? o.prediction_type : c.prediction_type;
-    if (prediction.empty() && c.architecture == "SD 1.x") prediction = "epsilon";
-    if (prediction.empty())
+    std::optional<PredictionType> prediction = o.prediction_type;
+    if (!prediction && !c.prediction_type.empty()) prediction = prediction_type_named(c.prediction_type);
+    if (!prediction && c.architecture == "SD 1.x") prediction = PredictionType::Epsilon;
+    if (!prediction)
       fail(o.path, ": the file does not say whether its U-Net predicts noise or velocity (", c.architecture,
            " checkpoints are trained either way): give --prediction-type epsilon (SD 2.x base, SD-Turbo) or "
            "v_prediction (SD 2.x 768-v)");
-    m.scheduler = default_scheduler_config(prediction == "epsilon" ? PredictionType::Epsilon : PredictionType::VPrediction);
+    m.scheduler = default_scheduler_config(*prediction);
   }
   LatentParts parts{std::move(c.unet.tensors), o.path, {}, "", {}, ""};
-  if (o.vae.empty() || o.vae == "full") {
+  if (own_autoencoder(o)) {
     parts.autoencoder = AutoencoderFolder{parse_autoencoder_config(c.vae.config_json, c.vae.config_label),
                                           std::move(c.vae.tensors)};
     parts.autoencoder_source = o.path;
@@ -209,12 +210,19 @@ Model load_single_file_model(const ModelOptions& o) {
 
 // rtvd's own pixel-space models take none of the latent models' flags.
 void refuse_latent_flags(const ModelOptions& o, const std::string& what) {
-  const char* flag = !o.vae.empty() ? "--vae" : !o.loras.empty() ? "--lora" : !o.prediction_type.empty() ? "--prediction-type"
-                     : !o.timestep_spacing.empty() ? "--timestep-spacing" : !o.config.empty() ? "--config" : nullptr;
+  const char* flag = o.vae ? "--vae" : !o.loras.empty() ? "--lora" : o.prediction_type ? "--prediction-type"
+                     : o.timestep_spacing ? "--timestep-spacing" : !o.config.empty() ? "--config" : nullptr;
   if (flag) fail(flag, ": ", what, " is a pixel-space model (no autoencoder, scheduler or text encoder)");
 }
 
 }  // namespace
+
+VaeChoice parse_vae_choice(const std::string& value) {
+  if (value.empty()) fail("--vae: expected full, tiny or a folder, got an empty value");
+  if (value == "full") return {VaeChoice::Kind::Full, ""};
+  if (value == "tiny") return {VaeChoice::Kind::Tiny, ""};
+  return {VaeChoice::Kind::Folder, value};
+}
 
 int Model::native_size() const {
   return config.sample_size * (latent() ? autoencoder->latent().pixels_per_latent : 1);

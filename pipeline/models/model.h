@@ -19,14 +19,30 @@
 
 namespace rtvd {
 
-// What --model, --vae, --lora, --prediction-type and --config ask for.
+// --vae: the autoencoder a latent model decodes with.
+struct VaeChoice {
+  enum class Kind {
+    Full,    // "full": the checkpoint's own
+    Tiny,    // "tiny": TAESD, from the first of taesd_folders() that has one
+    Folder,  // a diffusers AutoencoderKL or AutoencoderTiny folder
+  };
+  Kind kind = Kind::Full;
+  std::string folder;  // Kind::Folder's
+  bool operator==(const VaeChoice&) const = default;
+};
+// "full", "tiny" or a folder; Error naming --vae for an empty value.
+VaeChoice parse_vae_choice(const std::string& value);
+
+// What --model, --vae, --lora, --prediction-type, --timestep-spacing and --config ask for, parsed by the CLI.
+// A flag not given is nullopt, or empty; a latent model's flag given for a pixel-space model is an Error
+// naming it, as is a --vae folder or --lora file that does not load.
 struct ModelOptions {
-  std::string path;                 // "" = the embedded default model
-  std::string vae;                  // "" or "full": the checkpoint's; "tiny": TAESD (taesd_folder()); else a folder
-  std::vector<LoraSpec> loras;      // merged in order
-  std::string prediction_type;      // "" = the checkpoint's (scheduler config or metadata); else overrides it
-  std::string timestep_spacing;     // "" = the checkpoint's scheduler config's; else leading|trailing|linspace
-  std::string config;               // single files: a diffusers folder whose component configs to use
+  std::string path;                                 // "" = the embedded default model
+  std::optional<VaeChoice> vae;                     // not given: the checkpoint's, as "full"
+  std::vector<LoraSpec> loras;                      // merged in order
+  std::optional<PredictionType> prediction_type;    // overrides the checkpoint's (scheduler config or metadata)
+  std::optional<TimestepSpacing> timestep_spacing;  // overrides the checkpoint's scheduler config's
+  std::string config;                               // single files: a diffusers folder whose component configs to use
 };
 
 // A component as rtvd info shows it: "unet", "vae", "text_encoder", ...; where it came from; its parameters

@@ -158,6 +158,16 @@ const char* prediction_type_name(PredictionType p) {
   return p == PredictionType::Epsilon ? "epsilon" : "v_prediction";
 }
 
+std::vector<std::string> prediction_type_names() {
+  return {prediction_type_name(PredictionType::Epsilon), prediction_type_name(PredictionType::VPrediction)};
+}
+
+PredictionType prediction_type_named(const std::string& name) {
+  for (PredictionType p : {PredictionType::Epsilon, PredictionType::VPrediction})
+    if (name == prediction_type_name(p)) return p;
+  fail("prediction type ", quote(name), ": expected epsilon or v_prediction");
+}
+
 const char* timestep_spacing_name(TimestepSpacing s) {
   switch (s) {
     case TimestepSpacing::Leading: return "leading";
@@ -165,6 +175,17 @@ const char* timestep_spacing_name(TimestepSpacing s) {
     case TimestepSpacing::Linspace: return "linspace";
   }
   return "?";
+}
+
+std::vector<std::string> timestep_spacing_names() {
+  return {timestep_spacing_name(TimestepSpacing::Leading), timestep_spacing_name(TimestepSpacing::Trailing),
+          timestep_spacing_name(TimestepSpacing::Linspace)};
+}
+
+TimestepSpacing timestep_spacing_named(const std::string& name) {
+  for (TimestepSpacing s : {TimestepSpacing::Leading, TimestepSpacing::Trailing, TimestepSpacing::Linspace})
+    if (name == timestep_spacing_name(s)) return s;
+  fail("timestep spacing ", quote(name), ": expected leading, trailing or linspace");
 }
 
 SamplerKind SchedulerConfig::native_sampler() const {

@@ -30,7 +30,11 @@ const char* sampler_name(SamplerKind k);                // "euler" | "lcm" | "dd
 std::vector<std::string> sampler_names();               // the values --sampler takes, in that order
 SamplerKind sampler_named(const std::string& name);     // throws rtvd::Error naming --sampler for any other
 const char* prediction_type_name(PredictionType p);     // as the config spells it: "epsilon" | "v_prediction"
+std::vector<std::string> prediction_type_names();       // the values --prediction-type takes, in that order
+PredictionType prediction_type_named(const std::string& name);  // throws rtvd::Error for any other
 const char* timestep_spacing_name(TimestepSpacing s);  // "leading" | "trailing" | "linspace"
+std::vector<std::string> timestep_spacing_names();      // the values --timestep-spacing takes, in that order
+TimestepSpacing timestep_spacing_named(const std::string& name);  // throws rtvd::Error for any other
 
 // One scheduler_config.json. A missing key takes diffusers' default; for the keys whose default differs
 // between EulerDiscreteScheduler, LCMScheduler and DDIMScheduler (std::optional here), the default of the

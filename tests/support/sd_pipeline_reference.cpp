@@ -48,7 +48,7 @@ PipelineErrors run_pipeline_case(const PipelineReference& ref, size_t i, DeviceK
 
   ModelOptions options;
   options.path = ref.model_dir;
-  if (c["vae"] == "tiny") options.vae = ref.taesd_dir;
+  if (c["vae"] == "tiny") options.vae = VaeChoice{VaeChoice::Kind::Folder, ref.taesd_dir};
   Model model = load_model(options);
   json scheduler = c["scheduler"];
   scheduler["_class_name"] = scheduler_class(c["sampler"]);
