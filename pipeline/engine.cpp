@@ -50,7 +50,7 @@ Engine::Engine(const EngineOptions& o) : device_start_(start_device(o.device)), 
 }
 
 void Engine::configure(const FrameSettings& s, bool img2img) {
-  if (s.steps < 1) fail("steps must be >= 1, got ", s.steps);
+  if (s.steps < 1 || s.steps > kMaxSteps) fail("steps must be in [1, ", kMaxSteps, "], got ", s.steps);
   if (!(s.guidance >= 0.0f && s.guidance <= kMaxGuidance))
     fail("guidance must be in [0, ", kMaxGuidance, "], got ", s.guidance);
   if (model_.config.num_class_embeds > 0 && (s.class_id < 0 || s.class_id >= model_.config.num_class_embeds))

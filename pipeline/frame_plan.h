@@ -23,10 +23,12 @@ namespace rtvd {
 // The largest guidance scale: the top of AUTOMATIC1111's CFG slider (SD models are used at about 1 to 15). Past
 // it a frame only saturates; far past it a step overflows float and the frame is lost (--guidance 1e20).
 constexpr float kMaxGuidance = 30.0f;
+// The most denoising steps per frame (--steps, the GUI's slider, Engine::configure).
+constexpr int kMaxSteps = 100;
 
 struct FrameSettings {
   uint64_t seed = 0;
-  int steps = 4;
+  int steps = 4;           // 1 to kMaxSteps
   float guidance = 3.0f;   // the sampler's GuidanceRule: without guidance the batch shrinks to the conditional image
   float strength = 0.6f;   // img2img: how far into the noise the source image is pushed
   float blend = 0.5f;      // weight of the previous frame
