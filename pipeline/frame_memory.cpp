@@ -7,6 +7,7 @@
 #include "kernels/common/error.h"
 #include "pipeline/graph/memory_budget.h"
 #include "pipeline/models/autoencoder.h"
+#include "pipeline/models/model.h"
 #include "pipeline/models/unet.h"
 
 namespace rtvd {

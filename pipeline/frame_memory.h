@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <string>
 
-#include "pipeline/models/model.h"
-
 namespace rtvd {
+
+struct Model;  // pipeline/models/model.h
 
 struct FrameMemory {
   int64_t weights = 0;      // every conv kernel, matrix and embedding of the U-Net and the autoencoder, in the

@@ -4,6 +4,7 @@
 
 #include "kernels/common/error.h"
 #include "pipeline/models/autoencoder.h"
+#include "pipeline/models/model.h"
 #include "pipeline/models/unet.h"
 #include "pipeline/samplers/flow_sampler.h"
 

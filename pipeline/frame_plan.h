@@ -14,11 +14,12 @@
 #include <vector>
 
 #include "pipeline/graph/graph.h"
-#include "pipeline/models/model.h"
 #include "pipeline/samplers/sampler_plan.h"
 #include "pipeline/samplers/scheduler_config.h"
 
 namespace rtvd {
+
+struct Model;  // pipeline/models/model.h
 
 // The largest guidance scale: the top of AUTOMATIC1111's CFG slider (SD models are used at about 1 to 15). Past
 // it a frame only saturates; far past it a step overflows float and the frame is lost (--guidance 1e20).
