@@ -250,7 +250,7 @@ const std::vector<FlagSpec>& generation_flags() {
       {"size", 0, K::String, "frame size, width x height or square, at most 4096, multiples of 4 for the default model "
        "and 64 for SD models", "the model's size: 64, SD 512 (768-v: 768)", "WxH|N"},
       {"seed", 0, K::UInt64, "random seed: same seed and flags, same frames", "0", ""},
-      {"steps", 0, K::Int, "denoising steps per frame, 1 to 100", "4", "K"},
+      {"steps", 0, K::Int, cat("denoising steps per frame, 1 to ", kMaxSteps), "4", "K"},
       {"guidance", 0, K::Float, "classifier-free guidance scale, 0 to 30 (as AUTOMATIC1111's web UI: past it frames "
        "only saturate); SD models: off at 1 and below (batch 1)", "3.0", "G"},
       {"strength", 0, K::Float, "how far each source frame is re-noised, 0 to 1 (SD models: the last steps x S steps "
@@ -364,7 +364,7 @@ void read_generation_flags(const Flags& flags, GenerationOptions& o) {
     o.engine.width = size->width, o.engine.height = size->height;
   }
   o.frame.seed = flags.get_uint64("seed", o.frame.seed);
-  o.frame.steps = flags.get_int("steps", o.frame.steps, 1, 100);
+  o.frame.steps = flags.get_int("steps", o.frame.steps, 1, kMaxSteps);
   o.frame.guidance = float(flags.get_float("guidance", o.frame.guidance, {.min = 0, .max = kMaxGuidance}));
   o.frame.strength = float(flags.get_float("strength", o.frame.strength, {.min = 0, .max = 1}));
   o.frame.blend = float(flags.get_float("blend", o.frame.blend, {.min = 0, .max = 1, .max_open = true}));

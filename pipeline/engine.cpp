@@ -7,8 +7,8 @@
 #include "build_config.h"
 #include "pipeline/device.h"
 #include "base/error.h"
+#include "pipeline/frame_memory.h"
 #include "pipeline/samplers/noise_walk.h"
-#include "pipeline/latent_frame_plan.h"
 
 namespace rtvd {
 Engine::Engine(const EngineOptions& o) : device_start_(start_device(o.device)), model_(load_model(o.model)) {
@@ -41,28 +41,25 @@ Engine::Engine(const EngineOptions& o) : device_start_(start_device(o.device)), 
   } else if (o.clip_skip != 0) {
     fail("--clip-skip ", o.clip_skip, ": this model has no text encoder");
   }
-  // The first plan builds every weight (img2img's for latent models, whose encoder txt2img leaves out): the
-  // checkpoint must hold exactly those tensors, and they are uploaded once, so that a later switch to an image
-  // source uploads nothing.
-  configure(FrameSettings{}, model_.latent());
+  // The first plan is img2img's, which builds every weight (an autoencoder's encoder too, which txt2img leaves
+  // out): the checkpoint must hold exactly those tensors, and they are uploaded once, so that a later switch to
+  // an image source uploads nothing.
+  configure(FrameSettings{}, true);
   model_.weights->check_all_read();
   startup_.lap("weights");
 }
 
 void Engine::configure(const FrameSettings& s, bool img2img) {
-  if (s.steps < 1) fail("steps must be >= 1, got ", s.steps);
+  if (s.steps < 1 || s.steps > kMaxSteps) fail("steps must be in [1, ", kMaxSteps, "], got ", s.steps);
   if (!(s.guidance >= 0.0f && s.guidance <= kMaxGuidance))
     fail("guidance must be in [0, ", kMaxGuidance, "], got ", s.guidance);
   if (model_.config.num_class_embeds > 0 && (s.class_id < 0 || s.class_id >= model_.config.num_class_embeds))
     fail("class ", s.class_id, " out of range [0, ", model_.config.num_class_embeds, ")");
   if (configured_ && s == settings_ && img2img == img2img_) return;
-  check_memory(s);
-  // Settings the sampler cannot run (a strength that leaves no step) are refused before anything changes:
-  // the engine keeps its plan, and the GUI its last good settings.
-  SamplerPlan sampler;
-  if (model_.latent())
-    sampler = make_sampler_plan(*model_.scheduler, model_.scheduler->sampler_for(s.sampler), s.steps,
-                                img2img ? s.strength : 1.0f);
+  // Settings the sampler cannot run (a strength that leaves no step) and sizes the backend cannot hold are
+  // refused before anything changes: the engine keeps its plan, and the GUI its last good settings.
+  const SamplerPlan sampler = frame_sampler(model_, s, img2img);
+  check_memory(sampler, s.guidance);
 
   if (frame_ > 0) read_image();  // the new plan's memory no longer holds the last frame
   // Keep the blend history across re-plans so a settings change doesn't flash.
@@ -73,13 +70,7 @@ void Engine::configure(const FrameSettings& s, bool img2img) {
   }
   settings_ = s;
   img2img_ = img2img;
-  const int act_bytes = int(backend_->act_bytes());
-  if (model_.latent()) {
-    plan_ = build_latent_frame_plan({model_.config, *model_.autoencoder, sampler}, *model_.weights, s, img2img, width_,
-                                    height_, act_bytes);
-  } else {
-    plan_ = build_frame_plan(model_.config, *model_.weights, s, img2img, width_, height_, act_bytes);
-  }
+  plan_ = build_frame_plan(model_, sampler, s, img2img, width_, height_, int(backend_->act_bytes()));
   backend_->upload_weights(*model_.weights);
   backend_->prepare(plan_.graph);
   if (plan_.class_ids) {
@@ -94,12 +85,9 @@ void Engine::configure(const FrameSettings& s, bool img2img) {
 }
 
 // Before the plan is built: a size the backend cannot hold is refused with the numbers, not allocated.
-void Engine::check_memory(const FrameSettings& s) const {
-  const int batch = frame_batch(s, model_.latent()), act_bytes = int(backend_->act_bytes());
-  const FrameMemory need = model_.latent()
-                               ? latent_frame_memory(model_.config, *model_.autoencoder, *model_.weights, width_, height_,
-                                                     batch, s.steps, act_bytes)
-                               : frame_memory(model_.config, width_, height_, batch, s.steps, act_bytes);
+void Engine::check_memory(const SamplerPlan& sampler, float guidance) const {
+  const int batch = sampler.batch(guidance), act_bytes = int(backend_->act_bytes());
+  const FrameMemory need = frame_memory(model_, width_, height_, batch, int(sampler.steps.size()), act_bytes);
   MemoryAvailable available = backend_->memory_available();
   available.bytes += int64_t(backend_->arena_bytes() + backend_->weight_bytes());  // the new plan reuses them
   require_memory(cat(model_.config.name, " at --size ", width_, "x", height_), need.total(),
@@ -153,20 +141,8 @@ void Engine::write_context(float t) {
 
 void Engine::step(const std::vector<float>* image) {
   write_context(travel_position());
-  if (plan_.latent()) {
-    write_latent_inputs(image);
-  } else {
-    const size_t count = size_t(width_) * height_ * model_.config.in_channels;
-    sample_.resize(count);
-    noise_walk(settings_.seed, frame_, settings_.noise_period, sample_.data(), count);
-    if (img2img_) {
-      if (!image || image->size() != count) fail("img2img frame: expected ", count, " values, got ", image ? image->size() : 0);
-      const float s = plan_.start_t;
-      for (size_t i = 0; i < count; ++i) sample_[i] = (1.0f - s) * (*image)[i] + s * sample_[i];
-    }
-    backend_->write(plan_.sample, sample_.data(), count);
-  }
-  auto& blend = std::get<DenoiseBlendOp>(plan_.graph.frame[plan_.blend_op].body);
+  write_inputs(image);
+  DenoiseBlendOp& blend = plan_.present_op();
   if (blend.p.first != first_frame_) {
     blend.p.first = first_frame_;
     backend_->ops_changed();
@@ -180,9 +156,10 @@ void Engine::step(const std::vector<float>* image) {
   ++frame_;
 }
 
-// A latent frame's host inputs: the noise walk in latent space, each noise-adding step's own walk (seeded
-// apart, so that consecutive frames stay close at every step), and the source image for img2img.
-void Engine::write_latent_inputs(const std::vector<float>* image) {
+// The frame's host inputs, the same for every model: the noise walk at the sample's size (the sampler's
+// start), each noise-adding step's own walk (seeded apart, so that consecutive frames stay close at every
+// step), and the source image for img2img (the sampler's start mixes or encodes it on the device).
+void Engine::write_inputs(const std::vector<float>* image) {
   const size_t count = size_t(plan_.latent_width) * plan_.latent_height * model_.config.in_channels;
   sample_.resize(count);
   noise_walk(settings_.seed, frame_, settings_.noise_period, sample_.data(), count);
@@ -195,7 +172,7 @@ void Engine::write_latent_inputs(const std::vector<float>* image) {
     backend_->write(plan_.noise, noise_.data(), noise_.size());
   }
   if (img2img_) {
-    const size_t pixels = size_t(width_) * height_ * 3;
+    const size_t pixels = size_t(width_) * height_ * model_.image_channels();
     if (!image || image->size() != pixels) fail("img2img frame: expected ", pixels, " values, got ", image ? image->size() : 0);
     backend_->write(plan_.image, image->data(), pixels);
   }

@@ -63,8 +63,8 @@ class Engine {
   const PromptSettings& prompts() const { return prompts_; }
   bool has_text_encoder() const { return prompt_encoder_ != nullptr; }
 
-  // One frame, left on the backend. image: (height, width, in_channels) in [-1, 1] for img2img (latent
-  // models: RGB, encoded by the autoencoder), or null for the noise walk.
+  // One frame, left on the backend. image: (height, width, model().image_channels()) in [-1, 1] for img2img
+  // (RGB, encoded by the autoencoder, for models with one), or null for the noise walk.
   void step(const std::vector<float>* image);
   // The last frame on the host (read back at the first call after a step); NonFiniteFrame when it is not
   // finite.
@@ -116,11 +116,11 @@ class Engine {
   };
   std::deque<Queued> queued_;  // readbacks begun and not yet taken, oldest first
 
-  void check_memory(const FrameSettings& s) const;
+  void check_memory(const SamplerPlan& sampler, float guidance) const;
   void read_image();
   size_t pixel_bytes() const { return size_t(width_) * height_ * 4; }
   std::string nonfinite_message(int64_t frame) const;
-  void write_latent_inputs(const std::vector<float>* image);
+  void write_inputs(const std::vector<float>* image);
   float travel_position() const;
   void write_context(float t);
 };

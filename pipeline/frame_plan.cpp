@@ -1,71 +1,95 @@
-#include "frame_plan.h"
+#include "pipeline/frame_plan.h"
 
-#include <initializer_list>
+#include <memory>
 
-#include "base/checked_math.h"
 #include "base/error.h"
-#include "pipeline/graph/memory_budget.h"
+#include "pipeline/models/autoencoder.h"
+#include "pipeline/models/model.h"
 #include "pipeline/models/unet.h"
+#include "pipeline/samplers/flow_sampler.h"
 
 namespace rtvd {
 
-int frame_batch(const FrameSettings& s, bool latent) { return (latent ? s.guidance > 1.0f : s.guidance != 1.0f) ? 2 : 1; }
+namespace {
 
-int64_t FrameMemory::total() const { return checked_add(weights, activations, "frame memory"); }
+// The ops the builder fills, one helper each. Their byte counts (for the profiler's GB/s) are the least
+// traffic: fp32 x, noise and prev, activations v and model_in.
 
-std::string FrameMemory::describe() const {
-  return cat("weights ", byte_size(weights), ", activations ", byte_size(activations));
+// fp32 (count) -> activations, in each of `copies` images.
+Op cast_op(std::string layer, Ref x, Ref y, int64_t count, int copies, int act_bytes) {
+  CastOp op;
+  op.p.count = count;
+  op.p.copies = copies;
+  op.x = x;
+  op.y = y;
+  return Op{std::move(layer), std::move(op), 0, double(count) * (4 + copies * act_bytes)};
 }
 
-FrameMemory frame_memory(const ModelConfig& cfg, int width, int height, int batch, int steps, int act_bytes) {
-  const std::string what = cat(cfg.name, " at ", width, "x", height);
-  const auto product = [&](std::initializer_list<int64_t> factors) {
-    int64_t n = 1;
-    for (int64_t f : factors) n = checked_mul(n, f, what);
-    return n;
-  };
-  FrameMemory m;
-  // Vectors (biases, norm scales) are left out: folded BatchNorm keeps two of its four.
-  for (const TensorSpec& t : unet_parameters(cfg))
-    if (t.shape.size() >= 2) m.weights = checked_add(m.weights, checked_numel(t.shape, what, act_bytes), what);
+// The sampler's linear step (GuidanceStepParams): x <- x_coef x + out_coef guided(v) + noise_coef noise, and
+// model_in <- input_scale x in each of its `copies` images. v: (v_batch, count) activations or none; noise:
+// fp32 or none; model_in: none on no step.
+struct LinearStep {
+  Ref v{};
+  int v_batch = 1;
+  float guidance = 1.0f;
+  Ref noise{};
+  Ref model_in{};
+  int copies = 1;
+  float x_coef = 1.0f, out_coef = 0.0f, noise_coef = 0.0f, input_scale = 1.0f;
+};
 
-  int64_t& a = m.activations;
-  const auto add = [&](std::initializer_list<int64_t> factors) { a = checked_add(a, product(factors), what); };
-  const int C = cfg.in_channels;
-  add({2, height, width, C, 4});             // sample and previous_frame, fp32
-  add({height, width, 4});                   // rgba
-  add({batch, height, width, C, act_bytes});  // model_input, read by every step
-  if (cfg.cross_attention_dim > 0) add({batch, cfg.context_length, cfg.cross_attention_dim, act_bytes});
-  int64_t film = 0;  // FiLM floats per image and step: every ResNet's bias, and its scale with BatchNorm
-  for (const auto& resnet : unet_resnets(cfg)) film += int64_t(resnet.second) * (cfg.norm == NormKind::Batch ? 2 : 1);
-  add({steps, batch, film, 4});
-  // The skips (diffusers' down_block_res_samples) are all alive when the up path starts: conv_in's output,
-  // every down ResNet's (or transformer's) output and every downsampler's.
-  const auto& ch = cfg.block_out_channels;
-  int64_t h = height, w = width;
-  add({batch, h, w, ch[0], act_bytes});
-  for (int i = 0; i < cfg.levels(); ++i) {
-    add({cfg.layers_per_block, batch, h, w, ch[i], act_bytes});
-    if (i + 1 == cfg.levels()) break;
-    h = (h + 1) / 2, w = (w + 1) / 2;  // a 3x3 stride-2 conv with padding 1
-    add({batch, h, w, ch[i], act_bytes});
-  }
-  return m;
+Op sampler_step_op(std::string layer, Ref x, int64_t count, const LinearStep& s, int act_bytes) {
+  GuidanceStepOp op;
+  op.p.count = count;
+  op.p.batch = s.v_batch;
+  op.p.copies = s.copies;
+  op.p.guidance = s.guidance;
+  op.p.x_coef = s.x_coef;
+  op.p.out_coef = s.out_coef;
+  op.p.noise_coef = s.noise_coef;
+  op.p.input_scale = s.input_scale;
+  op.v = s.v;
+  op.x = x;
+  op.noise = s.noise;
+  op.model_in = s.model_in;
+  const double bytes = (s.v ? s.v_batch * act_bytes : 0) + 8 + (s.noise ? 4 : 0) + s.copies * act_bytes;
+  return Op{std::move(layer), std::move(op), 0, double(count) * bytes};
 }
 
-// Rectified-flow times from start down to 0, shifted towards high noise (t = s u / (1 + (s - 1) u) for
-// uniform u, as SD3 does): a frame's shapes are decided at high noise, and a uniform grid spends one of 4
-// steps there. At 4 steps on the default model, against a 64-step reference over 24 seeds, s = 4 cut the
-// mean error from 17.1 to 8.9 (of 255) and the seeds that turn to mush from 8 to 2; s = 6 paled the colours.
-std::vector<float> flow_schedule(int steps, float start) {
-  constexpr double kShift = 4.0;
-  std::vector<float> t(steps + 1);
-  for (int i = 0; i <= steps; ++i) {
-    const double u = double(steps - i) / steps;
-    t[i] = float(start * kShift * u / (1 + (kShift - 1) * u));
-  }
-  return t;
+// denoise_blend: x' = x_coef x + out_coef guided(v) (x none: out_coef v, an image to show), prev <- blend(x',
+// prev), rgba <- to_rgba8(prev) and the non-finite flag, over (height, width, channels).
+struct Present {
+  Ref v{};
+  int v_batch = 1;
+  float guidance = 1.0f;
+  Ref x{};
+  float x_coef = 1.0f, out_coef = 1.0f;
+};
+
+Op present_op(std::string layer, const FramePlan& plan, int channels, const Present& s, float blend, int act_bytes) {
+  DenoiseBlendOp op;
+  op.p.h = plan.height;
+  op.p.w = plan.width;
+  op.p.c = channels;
+  op.p.batch = s.v_batch;
+  op.p.guidance = s.guidance;
+  op.p.x_coef = s.x_coef;
+  op.p.out_coef = s.out_coef;
+  op.p.blend = blend;
+  op.v = s.v;
+  op.x = s.x;
+  op.prev = plan.prev;
+  op.rgba = plan.rgba;
+  op.nonfinite = plan.nonfinite;
+  const double pixels = double(plan.width) * plan.height;
+  return Op{std::move(layer), std::move(op), 0,
+            pixels * channels * (s.v_batch * act_bytes + (s.x ? 8 : 0) + 8) + pixels * 4};
 }
+
+// The ops emitted into `ops` since `begin`.
+OpRange since(const std::vector<Op>& ops, size_t begin) { return {begin, ops.size()}; }
+
+}  // namespace
 
 void add_frame_output(FramePlan& plan) {
   const int64_t pixel_bytes = int64_t(plan.width) * plan.height * 4;
@@ -73,71 +97,117 @@ void add_frame_output(FramePlan& plan) {
   plan.nonfinite = plan.rgba.at(pixel_bytes);  // 4-byte aligned: the arena aligns each tensor to 256 bytes
 }
 
-FramePlan build_frame_plan(const ModelConfig& cfg, WeightStore& weights, const FrameSettings& s, bool img2img,
-                           int width, int height, int act_bytes) {
+SamplerPlan frame_sampler(const Model& model, const FrameSettings& s, bool img2img) {
+  const float strength = img2img ? s.strength : 1.0f;
+  if (!model.scheduler) return flow_sampler_plan(s.steps, strength, model.config.timestep_scale);
+  return make_sampler_plan(*model.scheduler, model.scheduler->sampler_for(s.sampler), s.steps, strength);
+}
+
+FramePlan build_frame_plan(const Model& model, const SamplerPlan& sp, const FrameSettings& s, bool img2img, int width,
+                           int height, int act_bytes) {
+  const ModelConfig& cfg = model.config;
+  WeightStore& weights = *model.weights;
+  // The autoencoder between the image and the sampler's latent; a pixel-space model's is the identity (no
+  // autoencoder here): no ops, one latent per pixel, the image's channels the U-Net's.
+  const int f = model.pixels_per_latent();
+  if (width % f || height % f) fail("internal: ", width, "x", height, " is not a multiple of the latent's ", f);
+  const int h = height / f, w = width / f, C = cfg.in_channels, image_channels = model.image_channels();
+  const int steps = int(sp.steps.size()), B = sp.batch(s.guidance);
+  const int64_t count = int64_t(h) * w * C;
+
   FramePlan plan;
-  plan.batch = frame_batch(s, false);
+  plan.sampler = sp;
+  plan.batch = B;
   plan.width = width;
   plan.height = height;
-  plan.start_t = img2img ? s.strength : 1.0f;
-  plan.times = flow_schedule(s.steps, plan.start_t);
+  plan.latent_width = w;
+  plan.latent_height = h;
   Graph& g = plan.graph;
-  const int C = cfg.in_channels, B = plan.batch;
-  const int64_t count = int64_t(width) * height * C;
-
-  plan.sample = g.add_tensor("sample", Elem::F32, {1, height, width, C}, true);
-  plan.prev = g.add_tensor("previous_frame", Elem::F32, {1, height, width, C}, true);
+  plan.sample = g.add_tensor("sample", Elem::F32, {1, h, w, C}, true);
+  plan.prev = g.add_tensor("previous_frame", Elem::F32, {1, height, width, image_channels}, true);
   add_frame_output(plan);
+  // fp32 from the host (a plain copy; the device converts it where an encoder takes activations).
+  if (img2img) plan.image = g.add_tensor("image", Elem::F32, {1, height, width, image_channels}, true);
   if (cfg.num_class_embeds > 0) plan.class_ids = g.add_tensor("class_ids", Elem::I32, {B}, true);
   if (cfg.cross_attention_dim > 0)
     plan.context = g.add_tensor("context", Elem::Act, {B, cfg.context_length, cfg.cross_attention_dim}, true);
+  // Fresh noise for the steps that add it (LCM's), one (1, h, w, C) slice per such step, written by the host.
+  for (int i = 0; i < steps; ++i)
+    if (sp.steps[i].noise_coef != 0.0f) plan.noise_steps.push_back(i);
+  if (!plan.noise_steps.empty())
+    plan.noise = g.add_tensor("step_noise", Elem::F32, {int64_t(plan.noise_steps.size()), h, w, C}, true);
 
+  // condition: the step's models' setup ops. The U-Net's time embedding takes t in [0, 1] (times its
+  // timestep_scale, in which the sampler's timesteps are).
   UNetBuilder unet(cfg, weights, g, B, act_bytes);
   const CrossContext cross = unet.cross_context(plan.context);
   std::vector<StepConditioning> cond;
-  for (int i = 0; i < s.steps; ++i) cond.push_back(unet.conditioning(plan.times[i], plan.class_ids, cat("step", i)));
+  for (int i = 0; i < steps; ++i)
+    cond.push_back(unet.conditioning(sp.steps[i].timestep / cfg.timestep_scale, plan.class_ids, cat("step", i)));
+  plan.stages.condition = {0, g.setup.size()};
 
-  const Ref model_in = g.add_tensor("model_input", Elem::Act, {B, height, width, C});
-  CastOp cast;
-  cast.p.count = count;
-  cast.p.copies = B;
-  cast.x = plan.sample;
-  cast.y = model_in;
-  g.frame.push_back(Op{"sampler.input", std::move(cast), 0, double(count) * (4 + B * act_bytes)});
+  std::unique_ptr<AutoencoderBuilder> vae;
+  if (model.autoencoder) vae = make_autoencoder_builder(*model.autoencoder, weights, g, g.frame, act_bytes);
+  const Ref model_in = g.add_tensor("model_input", Elem::Act, {B, h, w, C});
 
-  for (int i = 0; i < s.steps; ++i) {
-    const Ref v = unet.forward(model_in, height, width, cond[i], cross, cat("step", i));
-    const float dt = plan.times[i] - plan.times[i + 1];
-    if (i + 1 < s.steps) {
-      GuidanceStepOp step;
-      step.p.count = count;
-      step.p.batch = B;
-      step.p.copies = B;
-      step.p.guidance = s.guidance;
-      step.p.out_coef = -dt;  // rectified flow's Euler step: x - dt v
-      step.v = v;
-      step.x = plan.sample;
-      step.model_in = model_in;
-      g.frame.push_back(Op{cat("sampler.step", i), std::move(step), 0, double(count) * (2 * B * act_bytes + 8)});
+  // encode, then start: x = start_noise_coef noise + start_latent_coef latent, and the first model input. The
+  // latent term comes in the type it is made in: an encoder's activations (the op's v), or the identity's
+  // latent, the image itself in fp32 as the host wrote it (the op's fp32 term).
+  LinearStep start{.model_in = model_in, .copies = B, .x_coef = sp.start_noise_coef,
+                   .input_scale = sp.steps[0].input_scale};
+  if (img2img && vae) {
+    const int64_t pixels = int64_t(height) * width * image_channels;
+    const Ref image = g.add_tensor("image_act", Elem::Act, {1, height, width, image_channels});
+    g.frame.push_back(cast_op("image", plan.image, image, pixels, 1, act_bytes));
+    start.v = vae->encode(image, height, width);  // (1, h, w, C), scaled
+    start.out_coef = sp.start_latent_coef;
+  } else if (img2img) {
+    start.noise = plan.image;
+    start.noise_coef = sp.start_latent_coef;
+  }
+  plan.stages.encode = since(g.frame, 0);
+  g.frame.push_back(sampler_step_op("sampler.start", plan.sample, count, start, act_bytes));
+  plan.stages.start = since(g.frame, plan.stages.encode.end);
+
+  // Fusion: with nothing to decode, nothing stands between the last step and the blend, so the last step, the
+  // blend and RGBA8 are one op (one pass over memory). Else the last step writes the decoder's input.
+  const bool fuse_last_step = !vae;
+  const Ref decoder_in = fuse_last_step ? Ref{} : g.add_tensor("decoder_input", Elem::Act, {1, h, w, C});
+  int noise_index = 0;
+  for (int i = 0; i < steps; ++i) {
+    const SamplerStep& st = sp.steps[i];
+    DenoiseStage& stage = plan.stages.steps.emplace_back();
+    const size_t models = g.frame.size();
+    const Ref out = unet.forward(model_in, h, w, cond[i], cross, cat("step", i));  // (B, h, w, C)
+    stage.models.push_back(since(g.frame, models));
+    const bool last = i + 1 == steps;
+    if (last && fuse_last_step) {
+      if (st.noise_coef != 0.0f) fail("internal: the last step adds noise, which denoise_blend does not");
+      const Present fused{out, B, s.guidance, plan.sample, st.x_coef, st.out_coef};
+      plan.stages.present = {g.frame.size(), g.frame.size() + 1};
+      g.frame.push_back(present_op(cat("sampler.step", i, "+blend+rgba8"), plan, image_channels, fused, s.blend,
+                                   act_bytes));
+      stage.update = plan.stages.present;
       continue;
     }
-    // The last step, the blend with the previous frame and the RGBA8 conversion in one pass.
-    DenoiseBlendOp last;
-    last.p.h = height;
-    last.p.w = width;
-    last.p.c = C;
-    last.p.batch = B;
-    last.p.guidance = s.guidance;
-    last.p.out_coef = -dt;
-    last.p.blend = s.blend;
-    last.v = v;
-    last.x = plan.sample;
-    last.prev = plan.prev;
-    last.rgba = plan.rgba;
-    last.nonfinite = plan.nonfinite;
-    plan.blend_op = g.frame.size();
-    g.frame.push_back(Op{cat("sampler.step", i, "+blend+rgba8"), std::move(last), 0,
-                         double(count) * (B * act_bytes + 16) + double(width) * height * 4});
+    LinearStep update{.v = out, .v_batch = B, .guidance = s.guidance, .model_in = last ? decoder_in : model_in,
+                      .copies = last ? 1 : B, .x_coef = st.x_coef, .out_coef = st.out_coef,
+                      .input_scale = last ? 1.0f : sp.steps[i + 1].input_scale};
+    if (st.noise_coef != 0.0f) {
+      update.noise = plan.noise.at(int64_t(noise_index++) * count);
+      update.noise_coef = st.noise_coef;
+    }
+    const size_t begin = g.frame.size();
+    g.frame.push_back(sampler_step_op(cat("sampler.step", i), plan.sample, count, update, act_bytes));
+    stage.update = since(g.frame, begin);
+  }
+
+  if (!fuse_last_step) {
+    const size_t begin = g.frame.size();
+    const Ref image = vae->decode(decoder_in, h, w);  // (1, height, width, 3) in [-1, 1]
+    plan.stages.decode = since(g.frame, begin);
+    plan.stages.present = {g.frame.size(), g.frame.size() + 1};
+    g.frame.push_back(present_op("decoded+blend+rgba8", plan, image_channels, Present{.v = image}, s.blend, act_bytes));
   }
   return plan;
 }

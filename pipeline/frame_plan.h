@@ -1,79 +1,105 @@
-// One frame as a graph: rectified-flow Euler sampling with classifier-free guidance.
-//   sample x (t = strength): noise, or (1 - s) image + s noise for img2img   [written by the host]
-//   k steps: v = U-Net(x, t_i) over the batch [cond | uncond]; x -= (t_i - t_{i+1}) * guided(v)
-//   the last step fused with prev = blend(x, prev) and rgba = to_rgba8(prev) (denoise_blend)
-// The per-step time embeddings and FiLM depend only on the settings: they are setup ops, run once per plan.
+// One frame of any model as a graph, in stages (docs/architecture.md, "One frame"):
+//   encode     img2img: the source image to the sampler's latent (the autoencoder's encoder; nothing for a
+//              pixel-space model, whose autoencoder is the identity)
+//   start      x = start_noise_coef noise (+ start_latent_coef latent), the first model input  [noise: the host's walk]
+//   condition  setup ops, run once per plan or prompt: the cross-attention K/V, each step's time embedding and FiLM
+//   k steps    the models of the step on the same model input (the U-Net), then the sampler's linear update
+//              x <- x_coef x + out_coef guided(out) (+ noise_coef noise_i, LCM) (pipeline/samplers/)
+//   decode     the last latent to an image (nothing for the identity)
+//   present    prev = blend(image, prev); rgba = to_rgba8(prev), one op; with nothing to decode, the last
+//              step's update too (one pass: the default model's frame)
 #pragma once
 #include <cstdint>
 #include <optional>
-#include <string>
 #include <vector>
 
 #include "pipeline/graph/graph.h"
-#include "pipeline/graph/weights.h"
-#include "pipeline/model_files/model_config.h"
+#include "pipeline/samplers/sampler_plan.h"
 #include "pipeline/samplers/scheduler_config.h"
 
 namespace rtvd {
 
+struct Model;  // pipeline/models/model.h
+
 // The largest guidance scale: the top of AUTOMATIC1111's CFG slider (SD models are used at about 1 to 15). Past
 // it a frame only saturates; far past it a step overflows float and the frame is lost (--guidance 1e20).
 constexpr float kMaxGuidance = 30.0f;
+// The most denoising steps per frame (--steps, the GUI's slider, Engine::configure).
+constexpr int kMaxSteps = 100;
 
 struct FrameSettings {
   uint64_t seed = 0;
-  int steps = 4;
-  float guidance = 3.0f;   // frame_batch: without guidance the batch shrinks to the conditional image
+  int steps = 4;           // 1 to kMaxSteps
+  float guidance = 3.0f;   // the sampler's GuidanceRule: without guidance the batch shrinks to the conditional image
   float strength = 0.6f;   // img2img: how far into the noise the source image is pushed
   float blend = 0.5f;      // weight of the previous frame
   int class_id = 0;        // for class-conditional models
   int noise_period = 24;   // frames between key noises of the walk
-  std::optional<SamplerKind> sampler;  // latent models: nullopt = the checkpoint's scheduler's own
+  std::optional<SamplerKind> sampler;  // models with a scheduler: nullopt = the scheduler's own
   bool operator==(const FrameSettings&) const = default;
+};
+
+// [begin, end) of one of the graph's op lists.
+struct OpRange {
+  size_t begin = 0, end = 0;
+  bool empty() const { return begin == end; }
+  bool operator==(const OpRange&) const = default;
+};
+
+// One denoise step. Every model of the step reads the same model input (the latents, over the batch
+// [cond | uncond]) and runs in this order; the sampler's update reads the last one's output. Today a step
+// holds the U-Net alone: a ControlNet would run before it, its residuals an input of the U-Net's forward.
+struct DenoiseStage {
+  std::vector<OpRange> models;  // frame ops of each model
+  OpRange update;               // frame ops: the sampler's step; the last step's is present's op when fused
+};
+
+// The frame's stages as the builder emitted them (the header above). One frame in flight: stream batching
+// would stack the model inputs of K frames, each at its own step, into one batch of the step's models, and a
+// feature cache between frames would be persistent tensors that a step's models read and write.
+struct FrameStages {
+  OpRange condition;  // setup ops
+  OpRange encode;     // frame ops, from here on; empty for txt2img and the identity autoencoder
+  OpRange start;
+  std::vector<DenoiseStage> steps;
+  OpRange decode;     // empty for the identity autoencoder
+  OpRange present;    // one DenoiseBlendOp
 };
 
 struct FramePlan {
   Graph graph;
-  int batch = 2, width = 0, height = 0;  // width x height: the image
-  int latent_width = 0, latent_height = 0;  // latent models: the sample's size; 0 for pixel models
-  float start_t = 1.0f;        // pixel models: flow time of the initial sample
-  std::vector<float> times;    // pixel models: t_0 > t_1 > ... > t_k = 0
-  Ref sample, prev, rgba, class_ids, context;
-  Ref nonfinite;               // the frame's flag (denoise_blend's): right after rgba's pixels, in the same tensor
-  Ref image;                   // latent img2img: the source image (1, height, width, 3) fp32, written by the host
-  Ref noise;                   // latent models: fresh noise of the steps in noise_steps, one sample each
+  FrameStages stages;
+  SamplerPlan sampler;         // the steps the frame runs
+  int batch = 2;               // images per U-Net pass: [cond | uncond] with guidance, 1 without
+  int width = 0, height = 0;   // the image
+  int latent_width = 0, latent_height = 0;  // the sample's: the image's over the autoencoder's pixels_per_latent
+  // The frame in flight's inputs, written by the host every frame:
+  Ref sample;                  // (1, latent_height, latent_width, C) fp32: the noise walk, then the sampler's x
+  Ref image;                   // img2img: the source image (1, height, width, image channels) fp32
+  Ref noise;                   // fresh noise of the steps in noise_steps, one sample each (LCM)
   std::vector<int> noise_steps;
-  size_t blend_op = 0;         // index of the frame's denoise_blend in graph.frame (`first` is per frame)
-  bool latent() const { return latent_width > 0; }
-};
+  // Written when the settings or the prompt change:
+  Ref class_ids, context;
+  // The blend history and the output:
+  Ref prev, rgba;
+  Ref nonfinite;               // the frame's flag (denoise_blend's): right after rgba's pixels, in the same tensor
 
-// Images per U-Net pass: 2 (conditional and unconditional) with guidance, 1 without. Latent models follow
-// diffusers' Stable Diffusion pipelines: guidance only above 1 (0 and 1 run the conditional half alone, the
-// real-time case of SD-Turbo and LCM); rtvd's flow models use every value but 1 (below 1 it leans towards the
-// unconditional image).
-int frame_batch(const FrameSettings& s, bool latent);
-
-// A lower bound of the memory a plan takes on a backend whose activations are act_bytes wide, from the
-// config alone and in checked 64-bit arithmetic: checked before the graph is built, so that a size that
-// cannot fit is refused at once with the numbers.
-struct FrameMemory {
-  int64_t weights = 0;      // every conv kernel, matrix and embedding, in the activation type
-  int64_t activations = 0;  // what is alive at once at the bottom of the U-Net: the frame's inputs and outputs,
-                            // the conditioning of every step, and every skip connection of the down path
-  int64_t total() const;
-  std::string describe() const;  // "weights 13.5 MiB, activations 20.3 GiB"
+  DenoiseBlendOp& present_op() { return std::get<DenoiseBlendOp>(graph.frame[stages.present.begin].body); }
 };
-FrameMemory frame_memory(const ModelConfig& cfg, int width, int height, int batch, int steps, int act_bytes);
 
 // The frame's output as one persistent tensor, so that one copy takes both to the host: the RGBA8 pixels
 // (height, width, 4), then the int32 flag that the frame's denoise_blend sets when a value of the frame is
 // NaN or Inf. Sets plan.rgba and plan.nonfinite (plan.width and plan.height first).
 void add_frame_output(FramePlan& plan);
 
-// Flow times of a k-step schedule from t = start down to 0, evenly spaced.
-std::vector<float> flow_schedule(int steps, float start);
+// The sampler the model runs at these settings: rectified flow's Euler for a model without a scheduler (rtvd's
+// pixel-space models), else the DDPM sampler that s.sampler picks from the scheduler. Throws for settings the
+// sampler cannot run (a strength that leaves no step), naming --steps or --strength.
+SamplerPlan frame_sampler(const Model& model, const FrameSettings& s, bool img2img);
 
-FramePlan build_frame_plan(const ModelConfig& cfg, WeightStore& weights, const FrameSettings& s, bool img2img,
+// The frame for the sampler's steps. width x height: the image, a multiple of the model's size_multiple().
+// Emits every weight of the model but the encoder's for txt2img.
+FramePlan build_frame_plan(const Model& model, const SamplerPlan& sampler, const FrameSettings& s, bool img2img,
                            int width, int height, int act_bytes);
 
 }  // namespace rtvd

@@ -31,6 +31,23 @@ class EngineOnDevice : public testing::TestWithParam<std::string> {
 
 class EngineReadback : public EngineOnDevice {};
 
+// The steps bound (kMaxSteps, the one the CLI and the GUI use) is the engine's too, for every caller.
+TEST(EngineSettings, StepsOutsideTheBoundAreRefusedNamingThem) {
+  EngineOptions o;
+  o.device = DeviceKind::Cpu;
+  o.width = o.height = 16;
+  Engine engine(o);
+  FrameSettings s;
+  for (int bad : {0, -1, kMaxSteps + 1}) {
+    s.steps = bad;
+    EXPECT_EQ(test::error_of([&] { engine.configure(s, false); }),
+              cat("steps must be in [1, ", kMaxSteps, "], got ", bad));
+  }
+  s.steps = kMaxSteps;
+  engine.configure(s, false);
+  EXPECT_EQ(engine.plan().stages.steps.size(), size_t(kMaxSteps));
+}
+
 TEST_P(EngineReadback, QueuedImagesArriveInOrderAndEqualSynchronousReads) {
   const int frames = 5;
 

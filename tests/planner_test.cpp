@@ -130,7 +130,7 @@ TEST(Planner, ManyStepsArePlannedQuickly) {
   FrameSettings s;
   s.steps = 100;
   s.seed = rng.gen();
-  FramePlan frame = build_frame_plan(model.config, *model.weights, s, false, 64, 64, 4);
+  FramePlan frame = build_frame_plan(model, frame_sampler(model, s, false), s, false, 64, 64, 4);
   const auto start = std::chrono::steady_clock::now();
   const ArenaPlan plan = plan_arena(frame.graph, 4);
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 1.0)

@@ -15,6 +15,7 @@
 #include <tuple>
 
 #include "base/error.h"
+#include "pipeline/samplers/flow_sampler.h"
 #include "pipeline/samplers/sampler_plan.h"
 #include "pipeline/samplers/scheduler_config.h"
 #include "support/test_util.h"
@@ -402,6 +403,55 @@ TEST(SamplerPlan, StepsAndStrengthOutOfRange) {
   EXPECT_EQ(make_sampler_plan(trailing, SamplerKind::Euler, 60, 1.0f).steps.size(), 60u);
   // "leading" at every training timestep ends past the range (999 + steps_offset 1).
   EXPECT_PRED_FORMAT2(IsSubstring, "--steps", error_of([&] { make_sampler_plan(cfg, SamplerKind::Ddim, 1000, 1.0f); }));
+}
+
+// Rectified flow's Euler steps as a SamplerPlan: along x_t = (1 - t) image + t noise the velocity is the constant
+// noise - image, which Euler integrates exactly, so the plan's start and steps applied to it in fp32 must land
+// on the image from any strength, at any step count; the U-Net sees each step's flow time t_i exactly (its
+// timestep over timestep_scale) on the shifted grid t = s 4u / (1 + 3u).
+TEST(FlowSampler, StepsCarryTheStartToTheImageOnTheShiftedGrid) {
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  const std::vector<float> image = rng.normal_vector(64), noise = rng.normal_vector(64);
+  for (int steps : {1, 2, 4, 7}) {
+    for (float strength : {1.0f, 0.6f, 0.25f}) {
+      SCOPED_TRACE(cat(steps, " steps at strength ", strength));
+      const float scale = rng.integer(0, 1) ? 1000.0f : 1.0f;
+      const SamplerPlan p = flow_sampler_plan(steps, strength, scale);
+      ASSERT_EQ(p.steps.size(), size_t(steps));
+      EXPECT_EQ(p.start_noise_coef, strength);
+      EXPECT_EQ(p.start_latent_coef, 1.0f - strength);
+      std::vector<float> x = combine(p.start_noise_coef, noise, p.start_latent_coef, image);
+      for (int i = 0; i < steps; ++i) {
+        const SamplerStep& st = p.steps[i];
+        const double u = double(steps - i) / steps;
+        EXPECT_EQ(float(st.timestep / scale), float(strength * 4 * u / (1 + 3 * u))) << "step " << i;
+        EXPECT_EQ(st.input_scale, 1.0f);
+        EXPECT_EQ(st.x_coef, 1.0f);
+        EXPECT_EQ(st.noise_coef, 0.0f);
+        EXPECT_LT(st.out_coef, 0.0f);
+        std::vector<float> v(x.size());
+        for (size_t k = 0; k < v.size(); ++k) v[k] = noise[k] - image[k];
+        x = combine(st.x_coef, x, st.out_coef, v);
+      }
+      EXPECT_LE(test::rel_l2(x, image), 1e-5);  // a few fp32 roundings per step
+    }
+  }
+  EXPECT_EQ(flow_sampler_plan(2, 1.0f, 1.0f).steps[1].timestep, double(0.8f));  // u = 1/2: 2 / 2.5
+}
+
+// Which guidance scales run the unconditional half (batch 2): diffusers' pipelines above 1 only, rtvd's flow
+// models at every scale but 1.
+TEST(SamplerPlan, GuidanceRuleDecidesTheBatch) {
+  const SchedulerConfig cfg = parse_scheduler_config(base_config("DDIMScheduler").dump(), "config");
+  const SamplerPlan flow = flow_sampler_plan(4, 1.0f, 1000.0f);
+  for (SamplerKind k : {SamplerKind::Euler, SamplerKind::Lcm, SamplerKind::Ddim}) {
+    const SamplerPlan ddpm = make_sampler_plan(cfg, k, 4, 1.0f);
+    for (float g : {0.0f, 0.5f, 1.0f, 1.01f, 3.0f, 30.0f}) {
+      EXPECT_EQ(ddpm.batch(g), g > 1.0f ? 2 : 1) << sampler_name(k) << " at guidance " << g;
+      EXPECT_EQ(flow.batch(g), g == 1.0f ? 1 : 2) << "flow at guidance " << g;
+    }
+  }
 }
 
 TEST(SamplerNames, RoundTripAndRefusal) {

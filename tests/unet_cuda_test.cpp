@@ -239,7 +239,7 @@ TEST(UNetCuda, GraphReplayEqualsEagerAndCpuFrames) {
     one.steps = 1;
     one.guidance = guidance;
     engine.configure(one, false);
-    *dt = engine.plan().times[0] - engine.plan().times[1];
+    *dt = -engine.plan().sampler.steps[0].out_coef;  // rectified flow: x - dt v
     std::vector<std::vector<float>> out;
     for (int i = 0; i < frames; ++i) {
       engine.step(nullptr);

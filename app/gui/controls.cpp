@@ -126,7 +126,7 @@ void generation_section(ControlsState& s, const ControlsInfo& info, Requests& r)
   }
   const ImU64 one = 1;
   ImGui::InputScalar("seed", ImGuiDataType_U64, &f.seed, &one);
-  ImGui::SliderInt("steps", &f.steps, 1, 100, "%d", ImGuiSliderFlags_AlwaysClamp | ImGuiSliderFlags_Logarithmic);
+  ImGui::SliderInt("steps", &f.steps, 1, kMaxSteps, "%d", ImGuiSliderFlags_AlwaysClamp | ImGuiSliderFlags_Logarithmic);
   ImGui::SliderFloat("guidance", &f.guidance, 0.0f, 10.0f, "%.2f", ImGuiSliderFlags_AlwaysClamp);
   ImGui::SliderFloat("strength", &f.strength, 0.0f, 1.0f, "%.2f", ImGuiSliderFlags_AlwaysClamp);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("image, video and webcam sources: how far each frame is re-noised");

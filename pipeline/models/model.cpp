@@ -225,11 +225,11 @@ VaeChoice parse_vae_choice(const std::string& value) {
 }
 
 int Model::native_size() const {
-  return config.sample_size * (latent() ? autoencoder->latent().pixels_per_latent : 1);
+  return config.sample_size * pixels_per_latent();
 }
 
 int Model::size_multiple() const {
-  return config.size_multiple() * (latent() ? autoencoder->latent().pixels_per_latent : 1);
+  return config.size_multiple() * pixels_per_latent();
 }
 
 std::vector<std::string> taesd_folders(const std::string& model_path) {

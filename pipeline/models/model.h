@@ -70,7 +70,9 @@ struct Model {
   const ModelComponent& unet() const { return components.at(0); }
 
   bool latent() const { return autoencoder.has_value(); }
+  // The image as the frame sees it: a pixel-space model's autoencoder is the identity (one latent per pixel).
   int image_channels() const { return latent() ? 3 : config.in_channels; }
+  int pixels_per_latent() const { return latent() ? autoencoder->latent().pixels_per_latent : 1; }
   // The image size it was trained at, and the multiple every image side must be.
   int native_size() const;
   int size_multiple() const;

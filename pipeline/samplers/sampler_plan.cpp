@@ -218,6 +218,8 @@ SamplerPlan lcm_plan(const Schedule& s, int steps, int first) {
 
 }  // namespace
 
+int SamplerPlan::batch(float g) const { return (guidance == GuidanceRule::AboveOne ? g > 1.0f : g != 1.0f) ? 2 : 1; }
+
 SamplerPlan make_sampler_plan(const SchedulerConfig& cfg, SamplerKind kind, int steps, float strength) {
   check_variants(cfg, kind);
   const ClassDefaults& d = class_defaults(kind);

@@ -4,7 +4,7 @@
 #include <fstream>
 
 #include "base/error.h"
-#include "pipeline/latent_frame_plan.h"
+#include "pipeline/frame_plan.h"
 #include "pipeline/model_files/tensor_set.h"
 #include "pipeline/models/model.h"
 #include "pipeline/prompt_encoder.h"
@@ -60,7 +60,7 @@ PipelineErrors run_pipeline_case(const PipelineReference& ref, size_t i, DeviceK
   s.strength = c["strength"];
   s.blend = 0.0f;
   s.sampler = sampler_named(c["sampler"]);
-  const SamplerPlan sampler = make_sampler_plan(*model.scheduler, *s.sampler, s.steps, img2img ? s.strength : 1.0f);
+  const SamplerPlan sampler = frame_sampler(model, s, img2img);
 
   // The sizes diffusers ran at: its latents (txt2img) or noise (img2img), times the autoencoder's factor.
   const std::string start_name = name + (img2img ? ".noise" : ".latents");
@@ -72,9 +72,8 @@ PipelineErrors run_pipeline_case(const PipelineReference& ref, size_t i, DeviceK
   std::string why;
   const int threads = device == DeviceKind::Cpu ? 2 : 0;  // the CUDA backend takes no CPU thread count
   auto backend = make_backend(device, threads, kernels, &why);
-  FramePlan plan = build_latent_frame_plan({model.config, *model.autoencoder, sampler}, *model.weights, s, img2img,
-                                           width, height, int(backend->act_bytes()));
-  std::get<DenoiseBlendOp>(plan.graph.frame[plan.blend_op].body).p.first = true;  // no history: prev = the image
+  FramePlan plan = build_frame_plan(model, sampler, s, img2img, width, height, int(backend->act_bytes()));
+  plan.present_op().p.first = true;  // no history: prev = the image
   backend->upload_weights(*model.weights);
   backend->prepare(plan.graph);
 

@@ -1,7 +1,7 @@
 // diffusers' StableDiffusionPipeline / StableDiffusionImg2ImgPipeline outputs (tools/reference/
 // export_sd_references.py: pipelines.json names the cases and their settings, pipelines.safetensors holds each
 // case's given latents or noise, LCM's injected noise, and diffusers' final latents and image, NCHW) and the
-// same frame run by rtvd: build_latent_frame_plan on a backend, fed the same inputs, as the engine runs it.
+// same frame run by rtvd: build_frame_plan on a backend, fed the same inputs, as the engine runs it.
 #pragma once
 #include <nlohmann/json.hpp>
 

@@ -1,0 +1,83 @@
+#include "pipeline/frame_memory.h"
+
+#include <algorithm>
+#include <initializer_list>
+
+#include "base/checked_math.h"
+#include "base/error.h"
+#include "pipeline/graph/memory_budget.h"
+#include "pipeline/models/autoencoder.h"
+#include "pipeline/models/model.h"
+#include "pipeline/models/unet.h"
+
+namespace rtvd {
+
+namespace {
+
+// Channels of the autoencoder's activations at the image's own size: the first level's, the widest there.
+int widest_image_channels(const AutoencoderConfig& c) {
+  if (c.tiny()) {
+    const auto& t = std::get<AutoencoderTinyConfig>(c.model);
+    return std::max(t.encoder_block_out_channels.front(), t.decoder_block_out_channels.back());
+  }
+  return std::get<AutoencoderKLConfig>(c.model).block_out_channels.front();
+}
+
+}  // namespace
+
+int64_t FrameMemory::total() const { return checked_add(weights, activations, "frame memory"); }
+
+std::string FrameMemory::describe() const {
+  return cat("weights ", byte_size(weights), ", activations ", byte_size(activations));
+}
+
+FrameMemory frame_memory(const Model& model, int width, int height, int batch, int steps, int act_bytes) {
+  const ModelConfig& cfg = model.config;
+  const std::string what = cat(cfg.name, " at ", width, "x", height);
+  FrameMemory m;
+  // Vectors (biases, norm scales) are left out: folded BatchNorm keeps two of its four.
+  const auto add_weights = [&](const std::vector<TensorSpec>& specs) {
+    for (const TensorSpec& t : specs)
+      if (t.shape.size() >= 2) m.weights = checked_add(m.weights, checked_numel(t.shape, what, act_bytes), what);
+  };
+  add_weights(unet_parameters(cfg));
+  if (model.autoencoder) add_weights(autoencoder_parameters(*model.autoencoder, DType::F32));
+
+  int64_t& a = m.activations;
+  const auto add = [&](std::initializer_list<int64_t> factors) {
+    int64_t n = 1;
+    for (int64_t f : factors) n = checked_mul(n, f, what);
+    a = checked_add(a, n, what);
+  };
+  const int f = model.pixels_per_latent();
+  const int64_t h0 = std::max(1, height / f), w0 = std::max(1, width / f), C = cfg.in_channels;
+  add({h0, w0, C, 4});                                 // sample, fp32
+  add({height, width, model.image_channels(), 4});     // previous_frame, fp32
+  add({height, width, 4});                             // rgba
+  if (model.autoencoder) {
+    // The decoder's widest activations, three alive at once (a ResNet's input, its hidden state and its
+    // output), and the decoded image.
+    add({3, height, width, widest_image_channels(*model.autoencoder), act_bytes});
+    add({height, width, 3, act_bytes});
+  }
+
+  add({batch, h0, w0, C, act_bytes});  // model_input, read by every step
+  if (cfg.cross_attention_dim > 0) add({batch, cfg.context_length, cfg.cross_attention_dim, act_bytes});
+  int64_t film = 0;  // FiLM floats per image and step: every ResNet's bias, and its scale with BatchNorm
+  for (const auto& resnet : unet_resnets(cfg)) film += int64_t(resnet.second) * (cfg.norm == NormKind::Batch ? 2 : 1);
+  add({steps, batch, film, 4});
+  // The skips (diffusers' down_block_res_samples) are all alive when the up path starts: conv_in's output,
+  // every down ResNet's (or transformer's) output and every downsampler's.
+  const auto& ch = cfg.block_out_channels;
+  int64_t h = h0, w = w0;
+  add({batch, h, w, ch[0], act_bytes});
+  for (int i = 0; i < cfg.levels(); ++i) {
+    add({cfg.layers_per_block, batch, h, w, ch[i], act_bytes});
+    if (i + 1 == cfg.levels()) break;
+    h = (h + 1) / 2, w = (w + 1) / 2;  // a 3x3 stride-2 conv with padding 1
+    add({batch, h, w, ch[i], act_bytes});
+  }
+  return m;
+}
+
+}  // namespace rtvd
