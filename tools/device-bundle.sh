@@ -2,9 +2,9 @@
 # Here: pack what tools/device-check.sh runs on the GPU machine (git-ignored, sent with the device tool's
 # carry), with the BLAS and ICU libraries rtvd links, which that machine lacks:
 #   tools/device-bundle.sh       .device/bundle.tar.xz: rtvd and the GPU test binaries of build-device
-#                                (CUDA for sm_90, no OpenCV, no GUI), with the data the build copies beside
-#                                them (tests/data/ and assets/: 1.1 + 6.8 MB), so they run from wherever
-#                                the bundle is unpacked
+#                                (CUDA for sm_90, no OpenCV, no GUI); not the data the build copies beside
+#                                them (tests/data/ and assets/, 23 MB), which the call's tree carries already:
+#                                tools/device-check.sh links them in beside the binaries
 #   tools/device-bundle.sh gui   .device/gui.tar.xz: rtvd of build-device-gui (CUDA, GUI, no OpenCV), run
 #                                under Xvfb with NVIDIA's GLX from .gl/ (../shared/DEVICE.md); carry both.
 #                                .gl takes 47 of the 64 MiB a call may carry: configure that build with
@@ -46,13 +46,6 @@ else
   gpu_tests="_cuda_test|/engine_test|/unet_golden_test$(for f in "$root"/tests/ops/*_test.cpp; do printf '|/%s' "$(basename "$f" .cpp)"; done)"
   ctest --test-dir "$root/build-device" --show-only=json-v1 | grep -o '"/[^"]*/tests/[a-z0-9_]*_test"' | tr -d '"' |
     sort -u | grep -E "($gpu_tests)\$" | xargs -I{} cp {} "$stage/tests/"
-  for d in data assets; do
-    if [[ ! -d $root/build-device/tests/$d ]]; then
-      echo "build-device/tests/$d is missing: rebuild build-device (the build copies the tests' data beside them)"
-      exit 1
-    fi
-    cp -r "$root/build-device/tests/$d" "$stage/tests/"
-  done
   out=$root/.device/bundle.tar.xz
 fi
 for lib in libopenblas.so.0 libgfortran.so.5 libquadmath.so.0 libicuuc.so.72 libicudata.so.72; do

@@ -11,8 +11,10 @@ dir=/tmp/rtvd
 root=$PWD
 # Unpacked afresh: a machine kept warm between calls still has the previous call's bundle.
 # Only the GUI run goes without it (it has its own, .device/gui.tar.xz).
+# The tests' data and models are the tree's (the bundle leaves them out: what a call carries is limited).
 if [[ -f .device/bundle.tar.xz ]]; then
   rm -rf $dir && mkdir -p $dir && tar -xJf .device/bundle.tar.xz -C $dir
+  ln -s "$root/tests/data" $dir/tests/data && ln -s "$root/assets" $dir/tests/assets
 elif [[ "$*" != gui && "$*" != fuzz ]]; then
   echo "no .device/bundle.tar.xz: run tools/device-bundle.sh first"; exit 1
 fi
@@ -27,7 +29,7 @@ op_tests=(conv2d_test conv2d_requirements_test attention_test linear_test group_
           elementwise_test embedding_test cast_test denoise_test)
 
 # Each test binary runs from a scratch directory of its own, with nothing pointing elsewhere: it must find
-# the bundle's tests/data, tests/assets and rtvd beside itself (tests/support/test_util.h).
+# tests/data, tests/assets (the tree's, linked) and rtvd beside itself (tests/support/test_util.h).
 run_test() {
   local cwd
   cwd=$(mktemp -d)
