@@ -414,7 +414,7 @@ int bench_text_command(const std::vector<std::string>& args) {
               three_digits(tflops).c_str(), against_gemm_peak(tflops, flops, ceilings).c_str(),
               finite ? "finite" : "NOT FINITE");
   if (const std::string path = flags.get_string("json", ""); !path.empty()) {
-    write_json(path, {{"bench", "text"}, {"date", utc_now()}, {"commit", bundle_commit()},
+    nlohmann::json doc = {{"bench", "text"}, {"date", utc_now()}, {"commit", bundle_commit()},
                       {"gpu", gpu ? gpu->name : "cpu"}, {"driver", cuda ? nvidia_driver_version() : ""},
                       {"backend", backend->describe()}, {"kernels", kernel_family_name(backend_options.kernels)},
                       {"model", dir}, {"layers", c.num_hidden_layers}, {"width", c.hidden_size}, {"batch", batch},
