@@ -41,10 +41,11 @@ Engine::Engine(const EngineOptions& o) : device_start_(start_device(o.device)), 
   } else if (o.clip_skip != 0) {
     fail("--clip-skip ", o.clip_skip, ": this model has no text encoder");
   }
-  // The first plan is img2img's, which builds every weight (an autoencoder's encoder too, which txt2img leaves
-  // out): the checkpoint must hold exactly those tensors, and they are uploaded once, so that a later switch to
-  // an image source uploads nothing.
-  configure(FrameSettings{}, true);
+  // A latent model's first plan is img2img's, which builds every weight (the autoencoder's encoder too, which
+  // txt2img leaves out): the checkpoint must hold exactly those tensors, and they are uploaded once, so that a
+  // later switch to an image source uploads nothing. A pixel model's identity autoencoder has no weights: its
+  // first plan is txt2img's, the frame an engine renders before it is configured.
+  configure(FrameSettings{}, model_.latent());
   model_.weights->check_all_read();
   startup_.lap("weights");
 }

@@ -48,6 +48,16 @@ TEST(EngineSettings, StepsOutsideTheBoundAreRefusedNamingThem) {
   EXPECT_EQ(engine.plan().stages.steps.size(), size_t(kMaxSteps));
 }
 
+// A new engine renders before it is configured: the default settings' txt2img frame, as an engine configured
+// so renders it (the profiler's GPU tests rely on it; a pixel model's first plan was img2img's for a while,
+// and such a render threw for want of a source image).
+TEST_P(EngineReadback, RendersTheDefaultTxt2ImgFrameBeforeItIsConfigured) {
+  Engine fresh(o), configured(o);
+  configured.configure(FrameSettings{}, false);
+  const ImageRgba8 expected = configured.render(nullptr);
+  EXPECT_EQ(fresh.render(nullptr).pixels, expected.pixels);
+}
+
 TEST_P(EngineReadback, QueuedImagesArriveInOrderAndEqualSynchronousReads) {
   const int frames = 5;
 
