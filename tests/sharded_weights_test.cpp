@@ -155,6 +155,44 @@ TEST_P(ShardedFolder, RendersTheFramesOfTheSingleFiles) {
 INSTANTIATE_TEST_SUITE_P(Variants, ShardedFolder, testing::Values("", "fp16"),
                          [](const testing::TestParamInfo<const char*>& i) { return *i.param ? "fp16" : "plain"; });
 
+// The indexes that diffusers' and transformers' own save_pretrained(max_shard_size="1MB") wrote for tiny_sd's
+// weights (tests/data/sharded_tiny_sd/, tools/reference/export_tiny_sd_sharded.py): their names, their
+// variant's place in the name and their split (a tensor over the size alone in a shard) are diffusers', and the
+// shards are written as they say. The folder renders tiny_sd's frames. (The shards that diffusers wrote
+// themselves rendered the same bytes through rtvd on the GPU machine, where diffusers runs.)
+class ShardedByDiffusers : public testing::TestWithParam<const char*> {};
+
+TEST_P(ShardedByDiffusers, RendersTheFramesOfTheSingleFiles) {
+  const std::string variant = GetParam();
+  test::TempDir tmp{"rtvd_sharded_by_diffusers"};
+  const std::string dir = tmp.path("tiny_sd");
+  fs::copy(test::test_data("tiny_sd"), dir, fs::copy_options::recursive);
+  for (const Component& c : {kUNet, kVae, kTextEncoder}) {
+    const std::string index_name = cat(c.stem, ".safetensors.index", variant == "fp16" ? ".fp16" : "", ".json");
+    const std::string index = test::test_data(cat("sharded_tiny_sd/", variant, "/", c.folder, "/", index_name));
+    const json weight_map = json::parse(std::ifstream(index)).at("weight_map");
+    const std::string single = cat(dir, "/", c.folder, "/", c.stem, ".safetensors");
+    std::map<std::string, std::vector<TensorToWrite>> shards;
+    size_t tensors = 0;
+    for (TensorToWrite& t : tensors_of(single)) {
+      ASSERT_TRUE(weight_map.contains(t.name)) << index << " does not list " << t.name;
+      shards[weight_map.at(t.name).get<std::string>()].push_back(std::move(t));
+      ++tensors;
+    }
+    ASSERT_EQ(weight_map.size(), tensors) << index << " lists tensors that " << single << " does not have";
+    ASSERT_GE(shards.size(), 2u) << index;
+    fs::remove(single);
+    for (const auto& [name, tensors] : shards) write_safetensors(cat(dir, "/", c.folder, "/", name), tensors, {{"format", "pt"}});
+    fs::copy_file(index, cat(dir, "/", c.folder, "/", index_name));
+  }
+  EXPECT_EQ(load_model({.path = dir}).components[0].source,
+            cat(dir, "/unet/diffusion_pytorch_model.safetensors.index", variant == "fp16" ? ".fp16" : "", ".json"));
+  EXPECT_EQ(frames(dir), frames(test::test_data("tiny_sd")));
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, ShardedByDiffusers, testing::Values("plain", "fp16"),
+                         [](const testing::TestParamInfo<const char*>& i) { return i.param; });
+
 // As diffusers loads it: the index of the shards before the single file of the same variant, and either before
 // the fp16 variant's.
 TEST(ShardedWeights, TheIndexComesFirstAsInDiffusers) {
