@@ -69,11 +69,13 @@ int render_command(const std::vector<std::string>& args) {
   const FrameSettings s = frame_settings(o, engine);
   std::vector<std::string> prompt_notices;
   engine.set_prompts(o.prompts, &prompt_notices);  // refuses prompts for a model without a text encoder
-  startup.lap("prompts");
-  engine.configure(s, source->has_images());
-  if (!o.prompts.negative_prompt.empty() && engine.plan().batch == 1)
+  // Refused before the plan is built: the sampler's guidance rule says whether the unconditional half runs.
+  if (!o.prompts.negative_prompt.empty() &&
+      frame_sampler(engine.model(), s, source->has_images()).batch(s.guidance) == 1)
     fail("--negative-prompt: unused at --guidance ", s.guidance, " (guidance's unconditional half, which it replaces, "
          "runs only above 1)");
+  startup.lap("prompts");
+  engine.configure(s, source->has_images());
   startup.lap("plan");
 
   const int frames = o.frames ? *o.frames : (source->frame_count() > 0 ? source->frame_count() : cli::kDefaultFrames);
