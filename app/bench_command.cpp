@@ -69,7 +69,7 @@ const std::vector<cli::FlagSpec>& bench_flags() {
          "", ""},
     };
     const std::vector<cli::FlagSpec> generation = cli::generation_flags(
-        {"size", "steps", "guidance", "strength", "sampler", "model", "vae", "lora", "prediction-type",
+        {"size", "steps", "guidance", "strength", "stream-batch", "sampler", "model", "vae", "lora", "prediction-type",
          "timestep-spacing", "config"});
     own.insert(own.end(), generation.begin(), generation.end());
     return with_backend_flags(own);
@@ -78,16 +78,22 @@ const std::vector<cli::FlagSpec>& bench_flags() {
 }
 
 // Median milliseconds per frame over `frames` frames, after `warmup` untimed ones, each from `image` (null:
-// the noise walk); after_frame runs outside the timed region.
+// the noise walk) and read back; after_call runs outside the timed region. Timed by calls of the plan: a
+// stream batch's call takes a group of frames in (and gives as many out), its time shared by them.
 template <class F>
-double median_frame_ms(Engine& engine, const std::vector<float>* image, int warmup, int frames, F&& after_frame) {
-  for (int i = 0; i < warmup; ++i) engine.render(image);
+double median_frame_ms(Engine& engine, const std::vector<float>* image, int warmup, int frames, F&& after_call) {
+  const int group = engine.plan().group;
+  const auto call = [&] {
+    for (int i = 0; i < group; ++i) engine.step(image);
+    engine.image();
+  };
+  for (int i = 0; i < warmup + engine.plan().slots(); ++i) call();  // until frames come out
   std::vector<double> ms;
-  for (int i = 0; i < frames; ++i) {
+  for (int i = 0; i < std::max(1, frames / group); ++i) {
     const auto s = std::chrono::steady_clock::now();
-    engine.render(image);
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count());
-    after_frame();
+    call();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count() / group);
+    after_call();
   }
   std::sort(ms.begin(), ms.end());
   return ms[ms.size() / 2];
@@ -501,6 +507,12 @@ int bench_command(const std::vector<std::string>& args) {
               engine.plan().batch);
   std::printf("frame: %s ms median over %d frames = %s frames/s (including the RGBA8 read-back)\n",
               three_digits(plain_ms).c_str(), frames, three_digits(1e3 / plain_ms).c_str());
+  // A frame waits for the K - 1 after it (stream batch K), then for the call that brings it out.
+  const double latency_ms = s.stream_batch * plain_ms;
+  if (s.stream_batch > 1)
+    std::printf("stream batch %d: %d frames per call of the U-Net, each out %d frames after its source; latency %s ms "
+                "at that frame rate\n",
+                s.stream_batch, engine.plan().group, engine.latency(), three_digits(latency_ms).c_str());
   // Two medians of separate runs: where profiling costs less than they vary, the second can be the lower.
   const double difference = 100.0 * (profiled_ms / plain_ms - 1.0), overhead = std::max(0.0, difference);
   std::printf("with per-op profiling: %s ms (overhead %s)\n\n%s", three_digits(profiled_ms).c_str(),
@@ -525,7 +537,8 @@ int bench_command(const std::vector<std::string>& args) {
     nlohmann::json doc = {
         {"bench", "frames"}, {"date", utc_now()}, {"backend", engine.backend().describe()},
         {"model", engine.config().name}, {"width", engine.width()}, {"height", engine.height()}, {"steps", s.steps},
-        {"img2img", img2img},
+        {"img2img", img2img}, {"stream_batch", s.stream_batch}, {"frames_per_call", engine.plan().group},
+        {"latency_frames", engine.latency()}, {"latency_ms", latency_ms},
         {"batch", engine.plan().batch}, {"frames", frames}, {"frame_ms_median", plain_ms},
         {"frames_per_second", 1e3 / plain_ms}, {"profiled_frame_ms_median", profiled_ms},
         {"profiler_overhead_percent", overhead},

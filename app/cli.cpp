@@ -256,6 +256,8 @@ const std::vector<FlagSpec>& generation_flags() {
       {"strength", 0, K::Float, "how far each source frame is re-noised, 0 to 1 (SD models: the last steps x S steps "
        "run)", "0.6", "S"},
       {"blend", 0, K::Float, "share of the previous frame kept, 0 to below 1", "0.5", "B"},
+      {"stream-batch", 0, K::Int, cat("frames in flight per U-Net call (throughput mode): 1, or a multiple of the steps "
+       "that run, up to ", kMaxStreamBatch, "; each frame comes out K - 1 frames late"), "1", "K"},
       {"class", 0, K::String, "class to render, by name or id", "the model's first class", "NAME|ID"},
       {"prompt", 0, K::String, "text to render, for models with a text encoder; over 75 tokens it is cut", "\"\"", "TEXT"},
       {"negative-prompt", 0, K::String, "text guided away from (guidance's unconditional half)", "\"\"", "TEXT"},
@@ -368,6 +370,7 @@ void read_generation_flags(const Flags& flags, GenerationOptions& o) {
   o.frame.guidance = float(flags.get_float("guidance", o.frame.guidance, {.min = 0, .max = kMaxGuidance}));
   o.frame.strength = float(flags.get_float("strength", o.frame.strength, {.min = 0, .max = 1}));
   o.frame.blend = float(flags.get_float("blend", o.frame.blend, {.min = 0, .max = 1, .max_open = true}));
+  o.frame.stream_batch = flags.get_int("stream-batch", o.frame.stream_batch, 1, kMaxStreamBatch);
   o.class_name = flags.get_string("class", o.class_name);
   o.prompts.prompt = flags.get_string("prompt", o.prompts.prompt);
   o.prompts.negative_prompt = flags.get_string("negative-prompt", o.prompts.negative_prompt);

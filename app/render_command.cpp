@@ -3,6 +3,7 @@
 // SIGINT, SIGTERM and SIGHUP stop the loop (app/common/stop_signals.h): the frame being computed is dropped,
 // the frames before it are finalised into the output, and the exit code is 128 + the signal's number. An
 // error after frames were rendered keeps them the same way before it is reported.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -106,17 +107,22 @@ int render_command(const std::vector<std::string>& args) {
   int done = 0;
   bool source_ended = false;
   std::string stopped_by;  // an error that ended the loop after frames were rendered
+  // One frame in; with a stream batch the frame that comes out is latency() frames older (none at first).
+  // The frame out is copied to the host while the next one computes; the recorder takes it a frame late, but
+  // for the first, written at once: the second may take seconds (with auto it tunes every layer).
+  const auto step = [&](const std::vector<float>* in) {
+    engine.step(in);
+    if (!engine.has_output()) return;
+    engine.queue_image();
+    if (engine.queued_images() == 2 || recorder->frames_written() == 0) write_image();
+  };
   try {
     for (; done < frames && !cancel_requested(); ++done) {
       if (source->has_images() && !source->next(engine.width(), engine.height(), image)) {
         source_ended = true;
         break;
       }
-      engine.step(source->has_images() ? &image : nullptr);
-      // The frame is copied to the host while the next one computes; the recorder takes it a frame late,
-      // but for the first, written at once: the second may take seconds (with auto it tunes every layer).
-      engine.queue_image();
-      if (engine.queued_images() == 2 || recorder->frames_written() == 0) write_image();
+      step(source->has_images() ? &image : nullptr);
       if (!o.profile_path.empty()) {
         const std::vector<float> ms = engine.backend().frame_op_ms();
         if (!ms.empty()) profile.add_frame(engine.plan().graph.frame, ms);
@@ -124,6 +130,9 @@ int render_command(const std::vector<std::string>& args) {
       }
       progress.update(done + 1);
     }
+    // The frames still in flight come out after as many more steps, on the last source frame again.
+    for (int more = std::min(done, engine.latency()); more > 0 && !cancel_requested(); --more)
+      step(source->has_images() ? &image : nullptr);
     while (engine.queued_images() > 0) write_image();
   } catch (const Cancelled&) {
     // A signal stopped the frame in progress: the frames before it are recorded below, up to one that is not
@@ -153,9 +162,12 @@ int render_command(const std::vector<std::string>& args) {
 
   const int written = recorder->frames_written();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("%s%s %d frames (%dx%d, %d steps) to %s in %.1f s: %.2f frames/s\n",
+  const std::string stream =
+      s.stream_batch > 1 ? cat(", stream batch ", s.stream_batch, ": ", engine.latency(), " frames of latency") : "";
+  std::printf("%s%s %d frames (%dx%d, %d steps%s) to %s in %.1f s: %.2f frames/s\n",
               signo ? "interrupted by " : "", signo ? cat(signal_name(signo), ": wrote").c_str() : "wrote", written,
-              engine.width(), engine.height(), s.steps, recorder->path().c_str(), seconds, written / seconds);
+              engine.width(), engine.height(), s.steps, stream.c_str(), recorder->path().c_str(), seconds,
+              written / seconds);
   double first_frame_s = 0;
   std::string steps;
   for (const auto& [what, seconds] : startup.parts()) {

@@ -7,6 +7,7 @@
 #include "build_config.h"
 #include "pipeline/device.h"
 #include "base/error.h"
+#include "pipeline/backends/cancel.h"
 #include "pipeline/frame_memory.h"
 #include "pipeline/samplers/noise_walk.h"
 
@@ -60,12 +61,15 @@ void Engine::configure(const FrameSettings& s, bool img2img) {
   // Settings the sampler cannot run (a strength that leaves no step) and sizes the backend cannot hold are
   // refused before anything changes: the engine keeps its plan, and the GUI its last good settings.
   const SamplerPlan sampler = frame_sampler(model_, s, img2img);
-  check_memory(sampler, s.guidance);
+  check_stream_batch(s.stream_batch, int(sampler.steps.size()));
+  check_memory(sampler, s);
 
-  if (frame_ > 0) read_image();  // the new plan's memory no longer holds the last frame
+  if (has_output()) read_image();  // the new plan's memory no longer holds the last frame
   // Keep the blend history across re-plans so a settings change doesn't flash.
   std::vector<float> previous;
-  if (configured_ && !first_frame_) {
+  if (!kept_history_.empty()) {
+    previous = std::move(kept_history_);  // a stream batch's, not yet written back: prev holds nothing yet
+  } else if (configured_ && !first_frame_) {
     previous.resize(size_t(width_) * height_ * model_.image_channels());
     backend_->read(plan_.prev, previous.data(), previous.size());
   }
@@ -75,20 +79,30 @@ void Engine::configure(const FrameSettings& s, bool img2img) {
   backend_->upload_weights(*model_.weights);
   backend_->prepare(plan_.graph);
   if (plan_.class_ids) {
-    const int32_t ids[2] = {s.class_id, model_.config.null_class()};
-    backend_->write(plan_.class_ids, ids, plan_.batch);
+    std::vector<int32_t> ids;  // per slot [class x group | null x group]
+    for (int slot = 0; slot < plan_.slots(); ++slot)
+      for (int half = 0; half < plan_.halves; ++half)
+        ids.insert(ids.end(), plan_.group, half == 0 ? s.class_id : model_.config.null_class());
+    backend_->write(plan_.class_ids, ids.data(), ids.size());
   }
   context_t_ = -1;
   write_context(travel_position());  // runs the setup ops
 
-  if (!previous.empty()) backend_->write(plan_.prev, previous.data(), previous.size());
+  plan_start_ = frame_;  // a stream batch starts empty: the frames in flight of the old plan are dropped
+  kept_history_.clear();
+  if (!previous.empty()) {
+    if (plan_.pipelined()) kept_history_ = std::move(previous);
+    else backend_->write(plan_.prev, previous.data(), previous.size());
+  }
   configured_ = true;
 }
 
 // Before the plan is built: a size the backend cannot hold is refused with the numbers, not allocated.
-void Engine::check_memory(const SamplerPlan& sampler, float guidance) const {
-  const int batch = sampler.batch(guidance), act_bytes = int(backend_->act_bytes());
-  const FrameMemory need = frame_memory(model_, width_, height_, batch, int(sampler.steps.size()), act_bytes);
+void Engine::check_memory(const SamplerPlan& sampler, const FrameSettings& s) const {
+  const int steps = int(sampler.steps.size()), act_bytes = int(backend_->act_bytes());
+  // The models' batch: every frame in flight (frame_plan.h), in halves with guidance.
+  const int batch = sampler.batch(s.guidance) * (s.stream_batch > 1 ? s.stream_batch : 1);
+  const FrameMemory need = frame_memory(model_, width_, height_, batch, steps, act_bytes);
   MemoryAvailable available = backend_->memory_available();
   available.bytes += int64_t(backend_->arena_bytes() + backend_->weight_bytes());  // the new plan reuses them
   require_memory(cat(model_.config.name, " at --size ", width_, "x", height_), need.total(),
@@ -122,15 +136,21 @@ float Engine::travel_position() const {
   return float(std::min<int64_t>(frame_, prompts_.travel_frames)) / float(prompts_.travel_frames);
 }
 
-// The context, batch [cond | uncond] (uncond only with guidance), at travel position t; then the setup ops,
-// which turn it into every cross-attention's keys and values. Nothing when that context is there already.
+// The context, per slot of the batch [cond x group | uncond x group] (uncond only with guidance), at travel
+// position t; then the setup ops, which turn it into every cross-attention's keys and values. Nothing when
+// that context is there already.
 void Engine::write_context(float t) {
   if (t == context_t_) return;
   if (plan_.context) {
     std::vector<float> context;
     if (prompt_encoder_) {
-      context = cond_to_.empty() ? cond_from_ : slerp(cond_from_, cond_to_, t);
-      if (plan_.batch == 2) context.insert(context.end(), uncond_.begin(), uncond_.end());
+      const std::vector<float> cond = cond_to_.empty() ? cond_from_ : slerp(cond_from_, cond_to_, t);
+      for (int slot = 0; slot < plan_.slots(); ++slot)
+        for (int half = 0; half < plan_.halves; ++half)
+          for (int i = 0; i < plan_.group; ++i) {
+            const std::vector<float>& one = half == 0 ? cond : uncond_;
+            context.insert(context.end(), one.begin(), one.end());
+          }
     } else {  // cross-attention without a text encoder (a bare U-Net config): a zero context
       context.assign(size_t(plan_.batch) * model_.config.context_length * model_.config.cross_attention_dim, 0.0f);
     }
@@ -142,45 +162,92 @@ void Engine::write_context(float t) {
 
 void Engine::step(const std::vector<float>* image) {
   write_context(travel_position());
-  write_inputs(image);
+  const int slot = int(stepped() % plan_.group);
+  gather_source(image, slot);
+  if (slot + 1 == plan_.group) run_call(stepped() / plan_.group);
+  ++frame_;
+  image_current_ = false;
+}
+
+// img2img: the frame's source, checked; a stream batch gathers its group's sources for one write.
+void Engine::gather_source(const std::vector<float>* image, int slot) {
+  if (!img2img_) return;
+  const size_t pixels = size_t(width_) * height_ * model_.image_channels();
+  if (!image || image->size() != pixels) fail("img2img frame: expected ", pixels, " values, got ", image ? image->size() : 0);
+  if (plan_.group == 1) {
+    source_ = image;
+    return;
+  }
+  sources_.resize(pixels * plan_.group);
+  std::copy(image->begin(), image->end(), sources_.begin() + ptrdiff_t(slot * pixels));
+}
+
+// One call of the plan, the call-th since it started: with a stream batch, the calls before the first group
+// reaches the last slot present nothing (their `first` flag set, so that they leave no history behind them).
+void Engine::run_call(int64_t call) {
+  write_inputs(call);
+  const bool output = call >= plan_.slots() - 1;
+  if (output && !kept_history_.empty()) {
+    backend_->write(plan_.prev, kept_history_.data(), kept_history_.size());
+    kept_history_.clear();
+  }
   DenoiseBlendOp& blend = plan_.present_op();
-  if (blend.p.first != first_frame_) {
-    blend.p.first = first_frame_;
+  const bool first = first_frame_ || !output;
+  if (blend.p.first != first) {
+    blend.p.first = first;
     backend_->ops_changed();
   }
   // The CPU backend throws Cancelled here when cancellation is requested mid-frame (backends/cancel.h):
   // then nothing below runs, so the engine stays as before this step and the next step() renders the
-  // same frame again. (The CUDA backend does not look; callers check between frames.)
-  backend_->run_frame();
-  first_frame_ = false;
-  image_current_ = false;
-  ++frame_;
+  // same frame again. (The CUDA backend does not look; callers check between frames.) A stream batch's
+  // call moves its frames from slot to slot in place: cancelled half way, its frames in flight are lost, and
+  // the pipeline starts again from the group being gathered, with no history.
+  try {
+    backend_->run_frame();
+  } catch (const Cancelled&) {
+    if (plan_.pipelined()) {
+      plan_start_ = frame_ - (plan_.group - 1);
+      first_frame_ = true;
+    }
+    throw;
+  }
+  if (output) first_frame_ = false;
 }
 
-// The frame's host inputs, the same for every model: the noise walk at the sample's size (the sampler's
-// start), each noise-adding step's own walk (seeded apart, so that consecutive frames stay close at every
-// step), and the source image for img2img (the sampler's start mixes or encodes it on the device).
-void Engine::write_inputs(const std::vector<float>* image) {
+// A call's host inputs, the same for every model: the noise walk at the sample's size (the sampler's start) for
+// each frame that enters, each noise-adding step's own walk (seeded apart, so that consecutive frames stay close
+// at every step) for the frames at that step, and the source images for img2img (the sampler's start mixes or
+// encodes them on the device). Frames are numbered from the engine's start (the noise walk's index).
+void Engine::write_inputs(int64_t call) {
   const size_t count = size_t(plan_.latent_width) * plan_.latent_height * model_.config.in_channels;
-  sample_.resize(count);
-  noise_walk(settings_.seed, frame_, settings_.noise_period, sample_.data(), count);
-  backend_->write(plan_.sample, sample_.data(), count);
+  const int group = plan_.group;
+  const int64_t entering = plan_start_ + call * group;  // the first frame of the group that enters
+  sample_.resize(count * group);
+  for (int i = 0; i < group; ++i)
+    noise_walk(settings_.seed, entering + i, settings_.noise_period, sample_.data() + i * count, count);
+  backend_->write(plan_.sample, sample_.data(), sample_.size());
   if (!plan_.noise_steps.empty()) {
-    noise_.resize(count * plan_.noise_steps.size());
-    for (size_t j = 0; j < plan_.noise_steps.size(); ++j)
-      noise_walk(settings_.seed + 1 + uint64_t(plan_.noise_steps[j]), frame_, settings_.noise_period,
-                 noise_.data() + j * count, count);
+    noise_.assign(count * group * plan_.noise_steps.size(), 0.0f);  // zeros for slots no frame has reached yet
+    for (size_t j = 0; j < plan_.noise_steps.size(); ++j) {
+      const int step = plan_.noise_steps[j];
+      const int64_t at_step = entering - (plan_.pipelined() ? int64_t(step) * group : 0);
+      for (int i = 0; i < group; ++i)
+        if (at_step + i >= plan_start_)
+          noise_walk(settings_.seed + 1 + uint64_t(step), at_step + i, settings_.noise_period,
+                     noise_.data() + (j * group + i) * count, count);
+    }
     backend_->write(plan_.noise, noise_.data(), noise_.size());
   }
   if (img2img_) {
     const size_t pixels = size_t(width_) * height_ * model_.image_channels();
-    if (!image || image->size() != pixels) fail("img2img frame: expected ", pixels, " values, got ", image ? image->size() : 0);
-    backend_->write(plan_.image, image->data(), pixels);
+    backend_->write(plan_.image, group == 1 ? source_->data() : sources_.data(), pixels * group);
   }
 }
 
 void Engine::restart() {
   frame_ = 0;
+  plan_start_ = 0;
+  kept_history_.clear();
   first_frame_ = true;
   image_current_ = false;
 }
@@ -198,27 +265,29 @@ void Engine::read_image() {
   image_.width = width_;
   image_.height = height_;
   image_.pixels.resize(bytes + sizeof(int32_t));  // the flag follows the pixels (add_frame_output)
-  backend_->read(plan_.rgba, image_.pixels.data(), image_.pixels.size());
+  backend_->read(output_rgba(), image_.pixels.data(), image_.pixels.size());
   int32_t flag = 0;
   std::memcpy(&flag, image_.pixels.data() + bytes, sizeof flag);
   image_.pixels.resize(bytes);
   image_finite_ = flag == 0;
   if (!image_finite_) first_frame_ = true;
+  image_frame_ = frame_ - 1 - plan_.latency();
   image_current_ = true;
 }
 
 const ImageRgba8& Engine::image() {
-  if (frame_ == 0) fail("engine: no frame rendered yet");
+  if (!image_current_ && !has_output()) fail("engine: no frame rendered yet");
   read_image();
-  if (!image_finite_) throw NonFiniteFrame(nonfinite_message(frame_ - 1));
+  if (!image_finite_) throw NonFiniteFrame(nonfinite_message(image_frame_));
   return image_;
 }
 
 void Engine::queue_image(bool pixels) {
-  if (frame_ == 0) fail("engine: no frame rendered yet");
-  if (pixels) backend_->begin_readback(plan_.rgba, pixel_bytes() + sizeof(int32_t));
-  else backend_->begin_readback(plan_.nonfinite, sizeof(int32_t));
-  queued_.push_back({frame_ - 1, pixels});
+  if (!has_output()) fail("engine: no frame rendered yet");
+  const Ref rgba = output_rgba();
+  if (pixels) backend_->begin_readback(rgba, pixel_bytes() + sizeof(int32_t));
+  else backend_->begin_readback(rgba.at(int64_t(pixel_bytes())), sizeof(int32_t));
+  queued_.push_back({frame_ - 1 - plan_.latency(), pixels});
 }
 
 const ImageRgba8& Engine::take_image() {

@@ -63,15 +63,20 @@ class Engine {
   const PromptSettings& prompts() const { return prompts_; }
   bool has_text_encoder() const { return prompt_encoder_ != nullptr; }
 
-  // One frame, left on the backend. image: (height, width, model().image_channels()) in [-1, 1] for img2img
-  // (RGB, encoded by the autoencoder, for models with one), or null for the noise walk.
+  // One frame in, left on the backend. image: (height, width, model().image_channels()) in [-1, 1] for img2img
+  // (RGB, encoded by the autoencoder, for models with one), or null for the noise walk. With a stream batch
+  // (FrameSettings::stream_batch = K) the frame enters the pipeline and the frame K - 1 steps before it comes out
+  // (frame_plan.h); until K frames have stepped since the plan started, none has (has_output()).
   void step(const std::vector<float>* image);
-  // The last frame on the host (read back at the first call after a step); NonFiniteFrame when it is not
-  // finite.
+  // Whether a frame has come out since the plan started: latency() steps after the first.
+  bool has_output() const { return stepped() > plan_.latency(); }
+  int latency() const { return plan_.latency(); }
+  // The frame that came out at the last step (frame_index() - 1 - latency()) on the host (read back at the
+  // first call after a step); NonFiniteFrame when it is not finite.
   const ImageRgba8& image();
-  // The last frame's RGBA8 pixels on the GPU (rows of width * 4 bytes) and the stream that wrote them;
-  // both null on the CPU backend.
-  Backend::DeviceView device_image() { return backend_->device_view(plan_.rgba); }
+  // That frame's RGBA8 pixels on the GPU (rows of width * 4 bytes) and the stream that wrote them; both null
+  // on the CPU backend.
+  Backend::DeviceView device_image() { return backend_->device_view(output_rgba()); }
   // Asynchronous readback, for consumers that can take frames a step late (the recorder): queue_image()
   // after step() starts copying that frame to the host while the next frame computes, its pixels and its
   // non-finite flag, or with pixels false the flag alone (a display that shows the frame from the GPU
@@ -87,7 +92,8 @@ class Engine {
     return this->image();
   }
   int64_t frame_index() const { return frame_; }  // frames stepped since the engine was made or restarted
-  // Starts the sequence over: the next step is frame 0 of the noise walk, with no blend history.
+  // Starts the sequence over: the next step is frame 0 of the noise walk, with no blend history (and, with a
+  // stream batch, no frame in flight).
   void restart();
 
   // Resolves a class given as a name or a number to its id; Error naming the flag value if unknown.
@@ -108,19 +114,30 @@ class Engine {
   bool img2img_ = false, configured_ = false, first_frame_ = true, image_current_ = false, image_finite_ = false;
   FramePlan plan_;
   int64_t frame_ = 0;
+  int64_t plan_start_ = 0;  // frame_ when the plan's pipeline started (configure, restart): no frame in flight
+  const std::vector<float>* source_ = nullptr;  // the frame's source (img2img, one frame per call)
+  std::vector<float> sources_;  // a stream batch's group of source images, gathered until the group is whole
+  std::vector<float> kept_history_;  // a stream batch's blend history kept across a re-plan, written back when
+                                     // its first frame comes out (the calls before it present nothing)
   std::vector<float> sample_, noise_;
   ImageRgba8 image_, taken_;
+  int64_t image_frame_ = 0;  // image_'s frame
   struct Queued {
     int64_t frame;
     bool pixels;
   };
   std::deque<Queued> queued_;  // readbacks begun and not yet taken, oldest first
 
-  void check_memory(const SamplerPlan& sampler, float guidance) const;
+  void check_memory(const SamplerPlan& sampler, const FrameSettings& s) const;
   void read_image();
   size_t pixel_bytes() const { return size_t(width_) * height_ * 4; }
   std::string nonfinite_message(int64_t frame) const;
-  void write_inputs(const std::vector<float>* image);
+  int64_t stepped() const { return frame_ - plan_start_; }
+  int output_slot() const { return int((stepped() - 1 - plan_.latency()) % plan_.group); }
+  Ref output_rgba() const { return plan_.rgba.at(output_slot() * plan_.frame_bytes()); }
+  void gather_source(const std::vector<float>* image, int slot);
+  void run_call(int64_t call);
+  void write_inputs(int64_t call);
   float travel_position() const;
   void write_context(float t);
 };

@@ -34,6 +34,7 @@ struct LinearStep {
   float guidance = 1.0f;
   Ref noise{};
   Ref model_in{};
+  Ref x_out{};  // none: x in place
   int copies = 1;
   float x_coef = 1.0f, out_coef = 0.0f, noise_coef = 0.0f, input_scale = 1.0f;
 };
@@ -50,6 +51,7 @@ Op sampler_step_op(std::string layer, Ref x, int64_t count, const LinearStep& s,
   op.p.input_scale = s.input_scale;
   op.v = s.v;
   op.x = x;
+  op.x_out = s.x_out;
   op.noise = s.noise;
   op.model_in = s.model_in;
   const double bytes = (s.v ? s.v_batch * act_bytes : 0) + 8 + (s.noise ? 4 : 0) + s.copies * act_bytes;
@@ -61,17 +63,21 @@ Op sampler_step_op(std::string layer, Ref x, int64_t count, const LinearStep& s,
 struct Present {
   Ref v{};
   int v_batch = 1;
+  int64_t v_half = 0;  // elements from a conditional value to its unconditional one; 0: one frame's
   float guidance = 1.0f;
   Ref x{};
   float x_coef = 1.0f, out_coef = 1.0f;
 };
 
-Op present_op(std::string layer, const FramePlan& plan, int channels, const Present& s, float blend, int act_bytes) {
+// Frame `frame` of the plan's group: its own RGBA8 pixels and flag in plan.rgba.
+Op present_op(std::string layer, const FramePlan& plan, int frame, int channels, const Present& s, float blend,
+              int act_bytes) {
   DenoiseBlendOp op;
   op.p.h = plan.height;
   op.p.w = plan.width;
   op.p.c = channels;
   op.p.batch = s.v_batch;
+  op.p.v_half = s.v_half;
   op.p.guidance = s.guidance;
   op.p.x_coef = s.x_coef;
   op.p.out_coef = s.out_coef;
@@ -79,8 +85,8 @@ Op present_op(std::string layer, const FramePlan& plan, int channels, const Pres
   op.v = s.v;
   op.x = s.x;
   op.prev = plan.prev;
-  op.rgba = plan.rgba;
-  op.nonfinite = plan.nonfinite;
+  op.rgba = plan.rgba.at(frame * plan.frame_bytes());
+  op.nonfinite = plan.nonfinite.at(frame * plan.frame_bytes());
   const double pixels = double(plan.width) * plan.height;
   return Op{std::move(layer), std::move(op), 0,
             pixels * channels * (s.v_batch * act_bytes + (s.x ? 8 : 0) + 8) + pixels * 4};
@@ -92,9 +98,8 @@ OpRange since(const std::vector<Op>& ops, size_t begin) { return {begin, ops.siz
 }  // namespace
 
 void add_frame_output(FramePlan& plan) {
-  const int64_t pixel_bytes = int64_t(plan.width) * plan.height * 4;
-  plan.rgba = plan.graph.add_tensor("rgba", Elem::U8, {pixel_bytes + int64_t(sizeof(int32_t))}, true);
-  plan.nonfinite = plan.rgba.at(pixel_bytes);  // 4-byte aligned: the arena aligns each tensor to 256 bytes
+  plan.rgba = plan.graph.add_tensor("rgba", Elem::U8, {plan.group * plan.frame_bytes()}, true);
+  plan.nonfinite = plan.rgba.at(plan.pixel_bytes());  // 4-byte aligned: the arena aligns each tensor to 256 bytes
 }
 
 SamplerPlan frame_sampler(const Model& model, const FrameSettings& s, bool img2img) {
@@ -103,6 +108,20 @@ SamplerPlan frame_sampler(const Model& model, const FrameSettings& s, bool img2i
   return make_sampler_plan(*model.scheduler, model.scheduler->sampler_for(s.sampler), s.steps, strength);
 }
 
+void check_stream_batch(int stream_batch, int steps) {
+  if (stream_batch < 1 || stream_batch > kMaxStreamBatch)
+    fail("--stream-batch ", stream_batch, ": expected 1 to ", kMaxStreamBatch, " frames in flight");
+  if (stream_batch > 1 && stream_batch % steps)
+    fail("--stream-batch ", stream_batch, ": expected a multiple of the ", steps, " denoising step",
+         steps == 1 ? "" : "s", " that run (each U-Net call advances every frame in flight by one step)");
+}
+
+// Two shapes of one frame (frame_plan.h). One at a time (stream batch 1): each step runs the models on the
+// frame's model input and its update writes the next step's in place. A stream batch of K frames: `slots`
+// groups of `group` frames, the group in slot j at step j, stacked into one batch of the models, [cond | uncond]
+// within each group; every call the new group enters slot 0 (start), the models run once, and the updates, from
+// the last slot down, move each group's x and model input to the next slot (so that a slot is read before it
+// is written), the last slot's group leaving to decode and present.
 FramePlan build_frame_plan(const Model& model, const SamplerPlan& sp, const FrameSettings& s, bool img2img, int width,
                            int height, int act_bytes) {
   const ModelConfig& cfg = model.config;
@@ -112,102 +131,150 @@ FramePlan build_frame_plan(const Model& model, const SamplerPlan& sp, const Fram
   const int f = model.pixels_per_latent();
   if (width % f || height % f) fail("internal: ", width, "x", height, " is not a multiple of the latent's ", f);
   const int h = height / f, w = width / f, C = cfg.in_channels, image_channels = model.image_channels();
-  const int steps = int(sp.steps.size()), B = sp.batch(s.guidance);
-  const int64_t count = int64_t(h) * w * C;
+  const int steps = int(sp.steps.size()), halves = sp.batch(s.guidance);
+  check_stream_batch(s.stream_batch, steps);
+  const bool pipelined = s.stream_batch > 1;
+  const int slots = pipelined ? steps : 1, group = pipelined ? s.stream_batch / steps : 1;
+  const int B = slots * halves * group;             // the models' batch
+  const int64_t count = int64_t(h) * w * C;         // one frame's latent
+  const int64_t group_count = group * count;        // one group's
+  const int64_t pixels = int64_t(height) * width * image_channels;
 
   FramePlan plan;
   plan.sampler = sp;
   plan.batch = B;
+  plan.halves = halves;
+  plan.stream = s.stream_batch;
+  plan.group = group;
   plan.width = width;
   plan.height = height;
   plan.latent_width = w;
   plan.latent_height = h;
   Graph& g = plan.graph;
-  plan.sample = g.add_tensor("sample", Elem::F32, {1, h, w, C}, true);
+  plan.sample = g.add_tensor("sample", Elem::F32, {slots * group, h, w, C}, true);
   plan.prev = g.add_tensor("previous_frame", Elem::F32, {1, height, width, image_channels}, true);
   add_frame_output(plan);
   // fp32 from the host (a plain copy; the device converts it where an encoder takes activations).
-  if (img2img) plan.image = g.add_tensor("image", Elem::F32, {1, height, width, image_channels}, true);
+  if (img2img) plan.image = g.add_tensor("image", Elem::F32, {group, height, width, image_channels}, true);
   if (cfg.num_class_embeds > 0) plan.class_ids = g.add_tensor("class_ids", Elem::I32, {B}, true);
   if (cfg.cross_attention_dim > 0)
     plan.context = g.add_tensor("context", Elem::Act, {B, cfg.context_length, cfg.cross_attention_dim}, true);
-  // Fresh noise for the steps that add it (LCM's), one (1, h, w, C) slice per such step, written by the host.
+  // Fresh noise for the steps that add it (LCM's), one (group, h, w, C) slice per such step, written by the host.
   for (int i = 0; i < steps; ++i)
     if (sp.steps[i].noise_coef != 0.0f) plan.noise_steps.push_back(i);
   if (!plan.noise_steps.empty())
-    plan.noise = g.add_tensor("step_noise", Elem::F32, {int64_t(plan.noise_steps.size()), h, w, C}, true);
+    plan.noise = g.add_tensor("step_noise", Elem::F32, {int64_t(plan.noise_steps.size()) * group, h, w, C}, true);
 
   // condition: the step's models' setup ops. The U-Net's time embedding takes t in [0, 1] (times its
-  // timestep_scale, in which the sampler's timesteps are).
+  // timestep_scale, in which the sampler's timesteps are); a stream batch's groups each at their own step.
   UNetBuilder unet(cfg, weights, g, B, act_bytes);
   const CrossContext cross = unet.cross_context(plan.context);
   std::vector<StepConditioning> cond;
-  for (int i = 0; i < steps; ++i)
-    cond.push_back(unet.conditioning(sp.steps[i].timestep / cfg.timestep_scale, plan.class_ids, cat("step", i)));
+  if (pipelined) {
+    std::vector<double> t;
+    for (const SamplerStep& st : sp.steps) t.push_back(st.timestep / cfg.timestep_scale);
+    cond.push_back(unet.conditioning(t, plan.class_ids, "steps"));
+  } else {
+    for (int i = 0; i < steps; ++i)
+      cond.push_back(unet.conditioning(sp.steps[i].timestep / cfg.timestep_scale, plan.class_ids, cat("step", i)));
+  }
   plan.stages.condition = {0, g.setup.size()};
 
   std::unique_ptr<AutoencoderBuilder> vae;
-  if (model.autoencoder) vae = make_autoencoder_builder(*model.autoencoder, weights, g, g.frame, act_bytes);
-  const Ref model_in = g.add_tensor("model_input", Elem::Act, {B, h, w, C});
+  if (model.autoencoder) vae = make_autoencoder_builder(*model.autoencoder, weights, g, g.frame, act_bytes, group);
+  // A stream batch's model inputs carry over to the next call: persistent.
+  const Ref model_in = g.add_tensor("model_input", Elem::Act, {B, h, w, C}, pipelined);
+  const auto slot_x = [&](int j) { return plan.sample.at(j * group_count); };
+  const auto slot_input = [&](int j) { return model_in.at(j * halves * group_count); };
 
   // encode, then start: x = start_noise_coef noise + start_latent_coef latent, and the first model input. The
   // latent term comes in the type it is made in: an encoder's activations (the op's v), or the identity's
   // latent, the image itself in fp32 as the host wrote it (the op's fp32 term).
-  LinearStep start{.model_in = model_in, .copies = B, .x_coef = sp.start_noise_coef,
+  LinearStep start{.model_in = slot_input(0), .copies = halves, .x_coef = sp.start_noise_coef,
                    .input_scale = sp.steps[0].input_scale};
   if (img2img && vae) {
-    const int64_t pixels = int64_t(height) * width * image_channels;
-    const Ref image = g.add_tensor("image_act", Elem::Act, {1, height, width, image_channels});
-    g.frame.push_back(cast_op("image", plan.image, image, pixels, 1, act_bytes));
-    start.v = vae->encode(image, height, width);  // (1, h, w, C), scaled
+    const Ref image = g.add_tensor("image_act", Elem::Act, {group, height, width, image_channels});
+    g.frame.push_back(cast_op("image", plan.image, image, group * pixels, 1, act_bytes));
+    start.v = vae->encode(image, height, width);  // (group, h, w, C), scaled
     start.out_coef = sp.start_latent_coef;
   } else if (img2img) {
     start.noise = plan.image;
     start.noise_coef = sp.start_latent_coef;
   }
   plan.stages.encode = since(g.frame, 0);
-  g.frame.push_back(sampler_step_op("sampler.start", plan.sample, count, start, act_bytes));
+  g.frame.push_back(sampler_step_op("sampler.start", slot_x(0), group_count, start, act_bytes));
   plan.stages.start = since(g.frame, plan.stages.encode.end);
 
   // Fusion: with nothing to decode, nothing stands between the last step and the blend, so the last step, the
-  // blend and RGBA8 are one op (one pass over memory). Else the last step writes the decoder's input.
+  // blend and RGBA8 are one op per frame (one pass over memory). Else the last step writes the decoder's input.
   const bool fuse_last_step = !vae;
-  const Ref decoder_in = fuse_last_step ? Ref{} : g.add_tensor("decoder_input", Elem::Act, {1, h, w, C});
+  const Ref decoder_in = fuse_last_step ? Ref{} : g.add_tensor("decoder_input", Elem::Act, {group, h, w, C});
+  // The frames' presents, in frame order: each blends into the history the one before left.
+  const auto present = [&](const std::string& layer, Present frame_of, int64_t frame_stride) {
+    const size_t begin = g.frame.size();
+    for (int i = 0; i < group; ++i) {
+      Present p = frame_of;
+      p.v = frame_of.v.at(i * frame_stride);
+      if (p.x) p.x = p.x.at(i * count);
+      g.frame.push_back(present_op(group == 1 ? layer : cat(layer, ".", i), plan, i, image_channels, p, s.blend,
+                                   act_bytes));
+    }
+    plan.stages.present = since(g.frame, begin);
+  };
+  // The update of the step of slot `slot` (a step's own slot when one at a time), reading the models' output
+  // for that slot's frames.
   int noise_index = 0;
-  for (int i = 0; i < steps; ++i) {
+  const auto update = [&](int i, int slot, Ref out) {
     const SamplerStep& st = sp.steps[i];
-    DenoiseStage& stage = plan.stages.steps.emplace_back();
-    const size_t models = g.frame.size();
-    const Ref out = unet.forward(model_in, h, w, cond[i], cross, cat("step", i));  // (B, h, w, C)
-    stage.models.push_back(since(g.frame, models));
+    const Ref v = out.at(slot * halves * group_count);
     const bool last = i + 1 == steps;
+    const size_t begin = g.frame.size();
     if (last && fuse_last_step) {
       if (st.noise_coef != 0.0f) fail("internal: the last step adds noise, which denoise_blend does not");
-      const Present fused{out, B, s.guidance, plan.sample, st.x_coef, st.out_coef};
-      plan.stages.present = {g.frame.size(), g.frame.size() + 1};
-      g.frame.push_back(present_op(cat("sampler.step", i, "+blend+rgba8"), plan, image_channels, fused, s.blend,
-                                   act_bytes));
-      stage.update = plan.stages.present;
-      continue;
+      present(cat("sampler.step", i, "+blend+rgba8"),
+              Present{v, halves, group_count, s.guidance, slot_x(slot), st.x_coef, st.out_coef}, count);
+      return plan.stages.present;
     }
-    LinearStep update{.v = out, .v_batch = B, .guidance = s.guidance, .model_in = last ? decoder_in : model_in,
-                      .copies = last ? 1 : B, .x_coef = st.x_coef, .out_coef = st.out_coef,
-                      .input_scale = last ? 1.0f : sp.steps[i + 1].input_scale};
+    LinearStep u{.v = v, .v_batch = halves, .guidance = s.guidance, .copies = last ? 1 : halves, .x_coef = st.x_coef,
+                 .out_coef = st.out_coef, .input_scale = last ? 1.0f : sp.steps[i + 1].input_scale};
+    u.model_in = last ? decoder_in : slot_input(pipelined ? slot + 1 : slot);
+    if (pipelined && !last) u.x_out = slot_x(slot + 1);
     if (st.noise_coef != 0.0f) {
-      update.noise = plan.noise.at(int64_t(noise_index++) * count);
-      update.noise_coef = st.noise_coef;
+      u.noise = plan.noise.at(int64_t(noise_index++) * group_count);
+      u.noise_coef = st.noise_coef;
     }
+    g.frame.push_back(sampler_step_op(cat("sampler.step", i), slot_x(slot), group_count, u, act_bytes));
+    return since(g.frame, begin);
+  };
+
+  if (pipelined) {
+    // (B, h, w, C): slot j's group [cond | uncond] at step j; the updates from the last slot down.
+    DenoiseStage& stage = plan.stages.steps.emplace_back();
+    const size_t models = g.frame.size();
+    const Ref out = unet.forward(model_in, h, w, cond[0], cross, "steps");
+    stage.models.push_back(since(g.frame, models));
     const size_t begin = g.frame.size();
-    g.frame.push_back(sampler_step_op(cat("sampler.step", i), plan.sample, count, update, act_bytes));
-    stage.update = since(g.frame, begin);
+    for (int j = steps - 1; j >= 0; --j) {
+      noise_index = 0;  // the noise slices are in step order: count the ones before step j
+      for (int i = 0; i < j; ++i) noise_index += sp.steps[i].noise_coef != 0.0f;
+      update(j, j, out);
+    }
+    stage.update = since(g.frame, begin);  // with nothing to decode, the last slot's presents first
+  } else {
+    for (int i = 0; i < steps; ++i) {
+      DenoiseStage& stage = plan.stages.steps.emplace_back();
+      const size_t models = g.frame.size();
+      const Ref out = unet.forward(model_in, h, w, cond[i], cross, cat("step", i));  // (B, h, w, C)
+      stage.models.push_back(since(g.frame, models));
+      stage.update = update(i, 0, out);
+    }
   }
 
   if (!fuse_last_step) {
     const size_t begin = g.frame.size();
-    const Ref image = vae->decode(decoder_in, h, w);  // (1, height, width, 3) in [-1, 1]
+    const Ref image = vae->decode(decoder_in, h, w);  // (group, height, width, 3) in [-1, 1]
     plan.stages.decode = since(g.frame, begin);
-    plan.stages.present = {g.frame.size(), g.frame.size() + 1};
-    g.frame.push_back(present_op("decoded+blend+rgba8", plan, image_channels, Present{.v = image}, s.blend, act_bytes));
+    present("decoded+blend+rgba8", Present{.v = image}, pixels);
   }
   return plan;
 }

@@ -26,6 +26,9 @@ struct Model;  // pipeline/models/model.h
 constexpr float kMaxGuidance = 30.0f;
 // The most denoising steps per frame (--steps, the GUI's slider, Engine::configure).
 constexpr int kMaxSteps = 100;
+// The most frames in flight (--stream-batch): each adds its share of the models' activations to a call and a
+// frame of latency to every frame.
+constexpr int kMaxStreamBatch = 16;
 
 struct FrameSettings {
   uint64_t seed = 0;
@@ -36,6 +39,7 @@ struct FrameSettings {
   int class_id = 0;        // for class-conditional models
   int noise_period = 24;   // frames between key noises of the walk
   std::optional<SamplerKind> sampler;  // models with a scheduler: nullopt = the scheduler's own
+  int stream_batch = 1;    // frames in flight (throughput mode), 1 or a multiple of steps up to kMaxStreamBatch
   bool operator==(const FrameSettings&) const = default;
 };
 
@@ -54,42 +58,65 @@ struct DenoiseStage {
   OpRange update;               // frame ops: the sampler's step; the last step's is present's op when fused
 };
 
-// The frame's stages as the builder emitted them (the header above). One frame in flight: stream batching
-// would stack the model inputs of K frames, each at its own step, into one batch of the step's models, and a
-// feature cache between frames would be persistent tensors that a step's models read and write.
+// The frame's stages as the builder emitted them (the header above). A stream batch has one DenoiseStage: its
+// models run once per call over every frame in flight, its update holds each slot's step, from the last slot
+// down (the last one's presents first when they are fused). A feature cache between frames would be persistent
+// tensors that a step's models read and write.
 struct FrameStages {
   OpRange condition;  // setup ops
   OpRange encode;     // frame ops, from here on; empty for txt2img and the identity autoencoder
   OpRange start;
   std::vector<DenoiseStage> steps;
   OpRange decode;     // empty for the identity autoencoder
-  OpRange present;    // one DenoiseBlendOp
+  OpRange present;    // one DenoiseBlendOp per frame that leaves the call
 };
 
+// Stream batching (throughput mode, FrameSettings::stream_batch = K > 1): K frames in flight, in `slots` =
+// steps groups of `group` = K / steps frames; the group in slot j is at step j, and one call of the models
+// advances every group by one step. Each call a new group enters (their noise, and their source images for
+// img2img) and the group in the last slot leaves, its frames decoded and presented in order. A frame leaves
+// K - 1 - (its place in its group) frames after it entered; shown at a steady K - 1 frames of latency. With
+// K = 1 the frame's steps run one after the other, each its own call of the models.
 struct FramePlan {
   Graph graph;
   FrameStages stages;
   SamplerPlan sampler;         // the steps the frame runs
-  int batch = 2;               // images per U-Net pass: [cond | uncond] with guidance, 1 without
+  int batch = 2;               // images per call of the models: slots x halves x group
+  int halves = 2;              // [cond | uncond] with guidance: 2, else 1
+  int stream = 1;              // frames in flight: K
+  int group = 1;               // frames that enter and leave per call
   int width = 0, height = 0;   // the image
   int latent_width = 0, latent_height = 0;  // the sample's: the image's over the autoencoder's pixels_per_latent
-  // The frame in flight's inputs, written by the host every frame:
-  Ref sample;                  // (1, latent_height, latent_width, C) fp32: the noise walk, then the sampler's x
-  Ref image;                   // img2img: the source image (1, height, width, image channels) fp32
-  Ref noise;                   // fresh noise of the steps in noise_steps, one sample each (LCM)
+  // The inputs, written by the host every call:
+  Ref sample;                  // (slots x group, latent_height, latent_width, C) fp32: slot 0's group gets its noise
+                               // walk from the host, then each slot holds its frames' x
+  Ref image;                   // img2img: the source images (group, height, width, image channels) fp32
+  Ref noise;                   // fresh noise of the steps in noise_steps, one (group, ...) sample each (LCM): for the
+                               // frames at that step
   std::vector<int> noise_steps;
   // Written when the settings or the prompt change:
-  Ref class_ids, context;
+  Ref class_ids, context;      // per slot: [cond x group | uncond x group]
   // The blend history and the output:
-  Ref prev, rgba;
-  Ref nonfinite;               // the frame's flag (denoise_blend's): right after rgba's pixels, in the same tensor
+  Ref prev, rgba;              // rgba: per frame of the group, frame_bytes(): its pixels, then its flag
+  Ref nonfinite;               // the first frame's flag (denoise_blend's): right after its pixels, in the same tensor
 
+  bool pipelined() const { return stream > 1; }
+  int slots() const { return pipelined() ? int(sampler.steps.size()) : 1; }
+  int latency() const { return stream - 1; }  // frames from a source to its output
+  int64_t pixel_bytes() const { return int64_t(width) * height * 4; }
+  int64_t frame_bytes() const { return pixel_bytes() + int64_t(sizeof(int32_t)); }
+  // The first frame's present (its blend's `first` flag starts a sequence).
   DenoiseBlendOp& present_op() { return std::get<DenoiseBlendOp>(graph.frame[stages.present.begin].body); }
 };
 
-// The frame's output as one persistent tensor, so that one copy takes both to the host: the RGBA8 pixels
-// (height, width, 4), then the int32 flag that the frame's denoise_blend sets when a value of the frame is
-// NaN or Inf. Sets plan.rgba and plan.nonfinite (plan.width and plan.height first).
+// Refuses a stream batch the plan cannot run, naming --stream-batch: 1 to kMaxStreamBatch, and past 1 a
+// multiple of the steps.
+void check_stream_batch(int stream_batch, int steps);
+
+// The frames' output as one persistent tensor, so that one copy takes a frame's pixels and flag to the host:
+// per frame of the group, the RGBA8 pixels (height, width, 4), then the int32 flag that the frame's
+// denoise_blend sets when a value of the frame is NaN or Inf. Sets plan.rgba and plan.nonfinite (plan.width,
+// plan.height and plan.group first).
 void add_frame_output(FramePlan& plan);
 
 // The sampler the model runs at these settings: rectified flow's Euler for a model without a scheduler (rtvd's

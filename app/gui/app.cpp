@@ -280,8 +280,10 @@ void App::generate(bool restart) {
     return;  // a stop signal: the loop ends after this pass and the frame in progress is dropped
   }
   try {
-    upload();
-    read_back();
+    if (engine_.has_output()) {  // a stream batch's first frames are in flight: the window keeps the last one
+      upload();
+      read_back();
+    }
   } catch (const NonFiniteFrame& e) {
     report(e);
   }

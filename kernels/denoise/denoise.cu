@@ -74,7 +74,7 @@ __device__ __forceinline__ uint32_t thread_index() { return blockIdx.x * kThread
 // Thread i < groups: elements [8 i, 8 i + 8); the next `tail` threads: one element each after them. v and noise
 // may be null (no such term); x' = x_coef x (+ out_coef v) (+ noise_coef noise), in that order.
 __global__ void __launch_bounds__(kThreads)
-    guidance_step_kernel(const __half* __restrict__ v, float* __restrict__ x, const float* __restrict__ noise,
+    guidance_step_kernel(const __half* __restrict__ v, const float* x, float* x_out, const float* __restrict__ noise,
                          __half* __restrict__ model_in, int64_t count, uint32_t groups, uint32_t tail, StepMath step,
                          StepExtras extra) {
   const uint32_t i = thread_index();
@@ -94,7 +94,7 @@ __global__ void __launch_bounds__(kThreads)
       if (noise) y = __fadd_rn(y, __fmul_rn(extra.noise_coef, ns[k]));
       xs[k] = y;
     }
-    store_vec<8>(x + e, xs);
+    store_vec<8>(x_out + e, xs);
     if (model_in) {
 #pragma unroll
       for (int k = 0; k < 8; ++k) vc[k] = __fmul_rn(extra.input_scale, xs[k]);
@@ -108,7 +108,7 @@ __global__ void __launch_bounds__(kThreads)
       y = __fadd_rn(y, __fmul_rn(step.out_coef, step.guided(vc, step.batch == 2 ? __half2float(v[count + e]) : vc)));
     }
     if (noise) y = __fadd_rn(y, __fmul_rn(extra.noise_coef, noise[e]));
-    x[e] = y;
+    x_out[e] = y;
     if (model_in)
       for (int b = 0; b < extra.copies; ++b) model_in[b * count + e] = __float2half_rn(__fmul_rn(extra.input_scale, y));
   }
@@ -118,7 +118,8 @@ __global__ void __launch_bounds__(kThreads)
 // apart, so that every warp-wide access covers contiguous memory (256 bytes of fp16, 512 of fp32);
 // with RGBA8 the blended tile goes through shared memory and each thread converts whole pixels, one word
 // per pixel, kThreads apart. Blocks past `tiles` take the pixels after the last whole tile, one per thread
-// (all of them when the pointers are not aligned for the vector path: tiles = 0).
+// (all of them when the pointers are not aligned for the vector path: tiles = 0). A value's unconditional
+// counterpart is `half` elements after it in v.
 // C = channels per pixel; kRgba = write RGBA8 (C is then 1 or 3; without RGBA8 the launcher passes C = 1
 // and pixels = elements, since pixel structure no longer matters).
 constexpr int kTileChunks = 6;  // 24 elements per thread, all loads in flight at once
@@ -127,7 +128,7 @@ constexpr int kTileElems = kThreads * kTileChunks * 4;  // a multiple of 3: whol
 template <int C, bool kRgba>
 __global__ void __launch_bounds__(kThreads)
     denoise_blend_kernel(const __half* __restrict__ v, float* __restrict__ x, float* __restrict__ prev,
-                         uint8_t* __restrict__ rgba, int32_t* __restrict__ nonfinite, int64_t count, uint32_t tiles,
+                         uint8_t* __restrict__ rgba, int32_t* __restrict__ nonfinite, int64_t half, uint32_t tiles,
                          int64_t pixels, StepMath step, BlendMath blend) {
   bool seen = false;  // a value of prev that is NaN or Inf
   if (blockIdx.x < tiles) {
@@ -138,7 +139,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int k = 0; k < kTileChunks; ++k) {
       const int64_t e = base + int64_t(k * kThreads + threadIdx.x) * 4;
       load_vec<4>(v + e, vc[k]);
-      if (step.batch == 2) load_vec<4>(v + count + e, vu[k]);
+      if (step.batch == 2) load_vec<4>(v + half + e, vu[k]);
       if (x) load_vec<4>(x + e, xs[k]);
       if (!blend.first) load_vec<4>(prev + e, ps[k]);
     }
@@ -169,7 +170,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int ch = 0; ch < C; ++ch) {
       const int64_t e = px * C + ch;
-      const float vc = __half2float(v[e]), vu = step.batch == 2 ? __half2float(v[count + e]) : vc;
+      const float vc = __half2float(v[e]), vu = step.batch == 2 ? __half2float(v[half + e]) : vc;
       const float xe = x ? step(x[e], vc, vu) : step.no_x(vc, vu);
       if (x) x[e] = xe;
       out[ch] = blend(blend.first ? 0.0f : prev[e], xe);
@@ -211,11 +212,13 @@ void guidance_step(const GuidanceStepParams& p, const CudaContext& ctx) {
   const StepMath step = step_math(p.batch, p.guidance, p.x_coef, p.out_coef, "guidance_step");
   if (p.model_in && p.copies != 1 && p.copies != 2) fail("guidance_step: copies ", p.copies, ", expected 1 or 2");
   // The second image of v and of model_in starts `count` elements in: 16-byte aligned when count % 8 == 0.
-  const bool vec = p.count % 8 == 0 && aligned16(p.v) && aligned16(p.x) && aligned16(p.noise) && aligned16(p.model_in);
+  float* x_out = p.x_out ? p.x_out : p.x;
+  const bool vec = p.count % 8 == 0 && aligned16(p.v) && aligned16(p.x) && aligned16(x_out) && aligned16(p.noise) &&
+                   aligned16(p.model_in);
   const Split s = split(p.count, 8, vec, "guidance_step");
   if (s.groups + s.tail == 0) return;
   guidance_step_kernel<<<s.blocks(), kThreads, 0, ctx.stream>>>(
-      static_cast<const __half*>(p.v), p.x, p.noise, static_cast<__half*>(p.model_in), p.count, s.groups, s.tail, step,
+      static_cast<const __half*>(p.v), p.x, x_out, p.noise, static_cast<__half*>(p.model_in), p.count, s.groups, s.tail, step,
       StepExtras{p.noise_coef, p.input_scale, p.copies});
   RTVD_CHECK_LAUNCH("guidance_step");
 }
@@ -228,8 +231,9 @@ void denoise_blend(const DenoiseBlendParams& p, const CudaContext& ctx) {
   const StepMath step = step_math(p.batch, p.guidance, p.x_coef, p.out_coef, "denoise_blend");
   const BlendMath blend = blend_math(p.blend, p.first);
   const int64_t count = int64_t(p.h) * p.w * p.c;
-  // count % 4 == 0 keeps the unconditional half of v 8-byte aligned.
-  const bool vec = count % 4 == 0 && aligned16(p.x) && aligned16(p.prev) && reinterpret_cast<uintptr_t>(p.v) % 8 == 0 &&
+  const int64_t half = p.v_half ? p.v_half : count;
+  // count % 4 == 0 and half % 4 == 0 keep the unconditional half of v 8-byte aligned.
+  const bool vec = count % 4 == 0 && half % 4 == 0 && aligned16(p.x) && aligned16(p.prev) && reinterpret_cast<uintptr_t>(p.v) % 8 == 0 &&
                    reinterpret_cast<uintptr_t>(p.rgba) % 4 == 0;
   const int channels = p.rgba ? p.c : 1;  // without RGBA8, elements are the units
   const int64_t pixels = count / std::max(channels, 1);
@@ -242,7 +246,7 @@ void denoise_blend(const DenoiseBlendParams& p, const CudaContext& ctx) {
   if (blocks == 0) return;
   const auto launch = [&](auto kernel) {
     kernel<<<blocks, kThreads, 0, ctx.stream>>>(static_cast<const __half*>(p.v), p.x, p.prev, p.rgba, p.nonfinite,
-                                                count, uint32_t(tiles), pixels, step, blend);
+                                                half, uint32_t(tiles), pixels, step, blend);
   };
   if (!p.rgba) launch(denoise_blend_kernel<1, false>);
   else if (p.c == 3) launch(denoise_blend_kernel<3, true>);

@@ -15,7 +15,9 @@ namespace rtvd {
 // rectified flow's x_coef 1, out_coef -dt gives x - dt v exactly.
 struct GuidanceStepParams {
   const void* v = nullptr;       // (batch, count): conditional image first, unconditional second; or null
-  float* x = nullptr;            // (count), updated in place
+  float* x = nullptr;            // (count): x, updated in place unless x_out is set
+  float* x_out = nullptr;        // (count) or null: where x' goes instead (a stream batch moves each frame's x
+                                 // to its next step's slot); may not overlap x unless it is x
   const float* noise = nullptr;  // (count) or null
   void* model_in = nullptr;      // (copies, count) or null on the last step
   int64_t count = 0;
@@ -52,6 +54,8 @@ struct DenoiseBlendParams {
   int32_t* nonfinite = nullptr;  // one int or null
   int h = 0, w = 0, c = 0;
   int batch = 2;
+  int64_t v_half = 0;        // elements from a conditional value of v to its unconditional one; 0: h * w * c
+                             // (a stream batch's v holds all its frames' conditional images first)
   float guidance = 1.0f;
   float x_coef = 1.0f, out_coef = 0.0f;
   float blend = 0.0f;

@@ -13,6 +13,7 @@ void guidance_step_cpu(const GuidanceStepParams& p) {
   const auto* v = static_cast<const float*>(p.v);
   auto* model_in = static_cast<float*>(p.model_in);
   const int64_t count = p.count;
+  float* x_out = p.x_out ? p.x_out : p.x;
   if (p.batch != 1 && p.batch != 2) fail("guidance_step_cpu: batch ", p.batch, ", expected 1 or 2");
   if (model_in && p.copies != 1 && p.copies != 2) fail("guidance_step_cpu: copies ", p.copies, ", expected 1 or 2");
 #pragma omp parallel for schedule(dynamic, cpu::chunk_for(1)) if (count >= cpu::kParallelElements)
@@ -20,7 +21,7 @@ void guidance_step_cpu(const GuidanceStepParams& p) {
     float x = p.x_coef * p.x[i];
     if (v) x += p.out_coef * (p.batch == 2 ? v[count + i] + p.guidance * (v[i] - v[count + i]) : v[i]);
     if (p.noise) x += p.noise_coef * p.noise[i];
-    p.x[i] = x;
+    x_out[i] = x;
     if (model_in)
       for (int b = 0; b < p.copies; ++b) model_in[b * count + i] = p.input_scale * x;
   }

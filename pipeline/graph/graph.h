@@ -118,8 +118,10 @@ struct CastOp {
 };
 struct GuidanceStepOp {
   GuidanceStepParams p;
-  Ref v, x, noise, model_in;
-  template <class F> void refs(F&& f) { RTVD_BIND(v, v); RTVD_BIND(x, x); RTVD_BIND(noise, noise); RTVD_BIND(model_in, model_in); }
+  Ref v, x, x_out, noise, model_in;
+  template <class F> void refs(F&& f) {
+    RTVD_BIND(v, v); RTVD_BIND(x, x); RTVD_BIND(x_out, x_out); RTVD_BIND(noise, noise); RTVD_BIND(model_in, model_in);
+  }
 };
 struct DenoiseBlendOp {
   DenoiseBlendParams p;

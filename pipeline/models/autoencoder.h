@@ -1,6 +1,6 @@
 // What the frame plan asks of an SD autoencoder, whichever it is (AutoencoderKL, autoencoder_kl.h; or
 // AutoencoderTiny, autoencoder_tiny.h): the ops that encode an image into the sampler's latent and decode one
-// back, appended to an op list of a Graph, for batch 1. Weights come from a WeightStore under diffusers'
+// back, appended to an op list of a Graph, for a batch of images (the frames a stream batch encodes at once). Weights come from a WeightStore under diffusers'
 // names (encoder.*, decoder.*, quant_conv.*, post_quant_conv.*).
 #pragma once
 #include <memory>
@@ -17,6 +17,7 @@ class AutoencoderBuilder {
  public:
   virtual ~AutoencoderBuilder() = default;
 
+  // Shapes for one image of the batch (n images: n of each).
   // image (1, height, width, 3) activations in [-1, 1] -> latent (1, height/f, width/f, latent channels),
   // f = pixels_per_latent: the autoencoder's latent (the KL Gaussian's mean, or TAESD's latents) minus
   // shift_factor, times scaling_factor, as diffusers' img2img pipeline hands it to the sampler. height and
@@ -28,9 +29,10 @@ class AutoencoderBuilder {
 };
 
 // The builder of cfg's class, appending to ops (a list of graph's: its frame ops). act_bytes: the size of
-// one activation element on the backend (4 CPU, 2 CUDA), for the cost model.
+// one activation element on the backend (4 CPU, 2 CUDA), for the cost model; batch: images per encode and decode.
 std::unique_ptr<AutoencoderBuilder> make_autoencoder_builder(const AutoencoderConfig& cfg, WeightStore& weights,
-                                                             Graph& graph, std::vector<Op>& ops, int act_bytes);
+                                                             Graph& graph, std::vector<Op>& ops, int act_bytes,
+                                                             int batch = 1);
 
 // Every parameter of cfg's architecture: diffusers' name, dtype and PyTorch shape. A checkpoint holds exactly
 // these, except that older AutoencoderKL checkpoints store the mid-block attention's to_q, to_k, to_v and

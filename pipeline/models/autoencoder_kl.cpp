@@ -16,8 +16,9 @@ constexpr int kImageChannels = 3;
 }  // namespace
 
 AutoencoderKLBuilder::AutoencoderKLBuilder(const AutoencoderKLConfig& cfg, WeightStore& weights, Graph& graph,
-                                           std::vector<Op>& ops, int act_bytes)
+                                           std::vector<Op>& ops, int act_bytes, int batch)
     : GraphEmitter(weights, graph, act_bytes), cfg_(cfg) {
+  batch_ = batch;
   ops_ = &ops;
   tag_ = "vae";
 }
@@ -97,7 +98,7 @@ AutoencoderKLBuilder::Act4 AutoencoderKLBuilder::unscaled_conv(const std::string
 }
 
 // ---- blocks ----
-// Shape comments are NHWC, batch 1: h x w the block's input at its level, c its channels; token tensors are
+// Shape comments are NHWC, for one image of the batch (n images: n of each): h x w the block's input at its level, c its channels; token tensors are
 // (h*w, c). For SD's VAE at 512x512: levels of 512/256/128/64 pixels, c 128/256/512/512, latents 64x64x4.
 
 // diffusers' ResnetBlock2D without a time embedding: x (1, h, w, c_in) -> (1, h, w, out).

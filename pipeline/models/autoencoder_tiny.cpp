@@ -13,13 +13,14 @@ std::string layer(const char* part, int n) { return cat(part, ".layers.", n); }
 }  // namespace
 
 AutoencoderTinyBuilder::AutoencoderTinyBuilder(const AutoencoderTinyConfig& cfg, WeightStore& weights, Graph& graph,
-                                               std::vector<Op>& ops, int act_bytes)
+                                               std::vector<Op>& ops, int act_bytes, int batch)
     : GraphEmitter(weights, graph, act_bytes), cfg_(cfg) {
+  batch_ = batch;
   ops_ = &ops;
   tag_ = "taesd";
 }
 
-// Shape comments are NHWC, batch 1: c = the width of every level (64 for TAESD), Z latent channels, L levels,
+// Shape comments are NHWC, for one image of the batch (n images: n of each): c = the width of every level (64 for TAESD), Z latent channels, L levels,
 // f = 2^(L-1) pixels per latent (8). Level i of the encoder works at (H/2^i, W/2^i), of the decoder at
 // (h 2^i, w 2^i).
 

@@ -16,7 +16,7 @@ namespace rtvd {
 class AutoencoderTinyBuilder : public AutoencoderBuilder, GraphEmitter {
  public:
   AutoencoderTinyBuilder(const AutoencoderTinyConfig& cfg, WeightStore& weights, Graph& graph, std::vector<Op>& ops,
-                         int act_bytes);
+                         int act_bytes, int batch = 1);
 
   Ref encode(Ref image, int height, int width) override;
   Ref decode(Ref latent, int h, int w) override;

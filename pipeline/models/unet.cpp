@@ -81,16 +81,20 @@ Ref UNetBuilder::attention(const std::string& layer, Ref q, Ref k, Ref v, int q_
 // ---- conditioning (setup ops) ----
 
 // Shapes: n = batch, c0 = block_out_channels[0], T = time_embed_dim() = 4 c0.
-StepConditioning UNetBuilder::conditioning(double t, Ref class_ids, const std::string& tag) {
+StepConditioning UNetBuilder::conditioning(const std::vector<double>& t, Ref class_ids, const std::string& tag) {
   ops_ = &g_.setup;
   tag_ = tag;
-  const int C0 = cfg_.block_out_channels[0], T = cfg_.time_embed_dim();
+  const int C0 = cfg_.block_out_channels[0], T = cfg_.time_embed_dim(), groups = int(t.size());
+  if (groups < 1 || batch_ % groups) fail("internal: ", groups, " timestep groups in a batch of ", batch_);
+  const int rows = batch_ / groups;
 
-  TimestepEmbeddingOp te;
-  te.p = {nullptr, batch_, C0, float(t * cfg_.timestep_scale), cfg_.flip_sin_to_cos, cfg_.freq_shift, 10000.0f};
-  te.y = new_act("time_proj", {batch_, C0});
-  Ref temb = te.y;
-  emit("time_proj", std::move(te), 0, 0);  // (n, c0) sinusoidal
+  const Ref temb = new_act("time_proj", {batch_, C0});
+  for (int g = 0; g < groups; ++g) {
+    TimestepEmbeddingOp te;
+    te.p = {nullptr, rows, C0, float(t[g] * cfg_.timestep_scale), cfg_.flip_sin_to_cos, cfg_.freq_shift, 10000.0f};
+    te.y = temb.at(int64_t(g) * rows * C0);
+    emit(groups == 1 ? "time_proj" : cat("time_proj.", g), std::move(te), 0, 0);  // (n / groups, c0) sinusoidal
+  }
 
   Ref e1 = linear("time_embedding.linear_1", temb, batch_, C0, T, matrix("time_embedding.linear_1.weight", T, C0),
                   vector("time_embedding.linear_1.bias", T), {}, Activation::Silu);  // (n, T)

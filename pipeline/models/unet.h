@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "pipeline/graph/graph.h"
 #include "pipeline/graph/weights.h"
@@ -31,7 +32,12 @@ class UNetBuilder : GraphEmitter {
   // Setup ops: time (+ class) embedding at time t in [0, 1] (embedded as t * timestep_scale: rectified flow's t,
   // or a DDPM timestep / 1000 for diffusers' U-Nets) and the FiLM of every ResNet.
   // class_ids: I32 (batch) tensor, or none for models without classes.
-  StepConditioning conditioning(double t, Ref class_ids, const std::string& tag);
+  StepConditioning conditioning(double t, Ref class_ids, const std::string& tag) {
+    return conditioning(std::vector<double>{t}, class_ids, tag);
+  }
+  // The same for a batch of groups at times of their own (a stream batch: each group of frames at its own
+  // step): group g, rows [g batch / groups, (g + 1) batch / groups), at t[g]. batch must divide evenly.
+  StepConditioning conditioning(const std::vector<double>& t, Ref class_ids, const std::string& tag);
   // Setup ops: cross-attention K/V from the context (Act (batch, context_length, cross_attention_dim)).
   CrossContext cross_context(Ref context);
 

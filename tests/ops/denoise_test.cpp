@@ -215,6 +215,52 @@ TEST(GuidanceStepFlow, IsXMinusDtVExactly) {
   }
 }
 
+// A stream batch's step writes x' to the next slot (x_out) and leaves x as it was: the same x' as in place.
+TEST(GuidanceStepXOut, WritesTheInPlaceStepToXOutAndLeavesX) {
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  const GuidanceStepCase c{.name = "x_out", .count = 1003, .noise = true};
+  const std::vector<float> v = rng.vector(2 * 1003), x0 = rng.vector(1003), noise = rng.normal_vector(1003);
+  const StepScalars s = random_scalars(rng);
+  std::vector<float> in_place = x0, in_place_model_in(2 * 1003);
+  guidance_step_cpu(guidance_step_params(c, v.data(), in_place.data(), noise.data(), in_place_model_in.data(), s));
+  std::vector<float> x = x0, x_out = test::poisoned(1003), model_in = test::poisoned(2 * 1003);
+  GuidanceStepParams p = guidance_step_params(c, v.data(), x.data(), noise.data(), model_in.data(), s);
+  p.x_out = x_out.data();
+  guidance_step_cpu(p);
+  EXPECT_EQ(x, x0);
+  EXPECT_EQ(x_out, in_place);
+  EXPECT_EQ(model_in, in_place_model_in);
+}
+
+// One frame of a stream batch's v [c0 c1 c2 | u0 u1 u2]: frame 1 at v + count with v_half 3 count gives what
+// [c1 | u1] gives with the default v_half.
+DenoiseBlendParams stream_frame_params(const DenoiseBlendCase& c, const void* v, int64_t v_half, float* x, float* prev,
+                                       uint8_t* rgba, const StepScalars& s, float blend) {
+  DenoiseBlendParams p = denoise_blend_params(c, v, x, prev, rgba, nullptr, s, blend);
+  p.v_half = v_half;
+  return p;
+}
+
+TEST(DenoiseBlendVHalf, TakesTheUnconditionalImageVHalfAfter) {
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  const DenoiseBlendCase c{.name = "stream", .h = 24, .w = 20};
+  const size_t count = size_t(c.h) * c.w * c.c;
+  const std::vector<float> v = rng.normal_vector(6 * count), x0 = rng.normal_vector(count), prev0 = rng.vector(count);
+  std::vector<float> pair(v.begin() + count, v.begin() + 2 * count);
+  pair.insert(pair.end(), v.begin() + 4 * count, v.begin() + 5 * count);
+  const StepScalars s = random_scalars(rng);
+  std::vector<float> x_ref = x0, prev_ref = prev0, x = x0, prev = prev0;
+  std::vector<uint8_t> rgba_ref(4 * count / 3), rgba(4 * count / 3, 17);
+  denoise_blend_cpu(stream_frame_params(c, pair.data(), 0, x_ref.data(), prev_ref.data(), rgba_ref.data(), s, 0.4f));
+  denoise_blend_cpu(stream_frame_params(c, v.data() + count, int64_t(3 * count), x.data(), prev.data(), rgba.data(), s,
+                                        0.4f));
+  EXPECT_EQ(x, x_ref);
+  EXPECT_EQ(prev, prev_ref);
+  EXPECT_EQ(rgba, rgba_ref);
+}
+
 // x' = x_coef x + out_coef (v_u + g (v_c - v_u)) (out_coef v alone without x); prev <- x' on the first frame,
 // else blend prev + (1 - blend) x'; RGBA8 of prev: round((prev + 1) 127.5) clamped, grey replicated, alpha 255.
 TEST_P(DenoiseBlendCpu, MatchesNaive) {
@@ -384,6 +430,53 @@ TEST_P(DenoiseBlendFlagCuda, IsSetExactlyForANonFiniteValue) {
   };
   expect_flag_exactly_for_nonfinite_inputs(GetParam(), on_gpu, rng);
 }
+
+class StreamBatchStepsCuda : public test::OnCuda<int> {};
+
+// x_out and v_half on the GPU against the CPU reference (the tests above tie the reference to the in-place
+// step and the default layout).
+TEST_P(StreamBatchStepsCuda, XOutAndVHalfMatchCpu) {
+  SCOPED_TRACE(test::seed_trace(rng));
+  const GuidanceStepCase g{.name = "x_out", .count = 4 * 64 * 64 + 8 * GetParam(), .noise = true};
+  const size_t n = size_t(g.count);
+  const test::HalfTensor v = test::half_tensor(rng.normal_vector(2 * n));
+  std::vector<float> x_host = rng.normal_vector(n), x_out_ref(n);
+  const std::vector<float> noise_host = rng.normal_vector(n);
+  const DeviceMemory x = test::to_device_float(x_host), noise = test::to_device_float(noise_host);
+  const DeviceMemory x_out = test::to_device_float(test::poisoned(n)), model_in = test::poisoned_half(2 * n);
+  const StepScalars s = random_scalars(rng);
+  GuidanceStepParams p = guidance_step_params(g, v.get(), x.as<float>(), noise.as<float>(), model_in.get(), s);
+  p.x_out = x_out.as<float>();
+  guidance_step(p, ctx());
+  std::vector<float> model_in_ref(2 * n);
+  GuidanceStepParams q = guidance_step_params(g, v.host.data(), x_host.data(), noise_host.data(), model_in_ref.data(), s);
+  q.x_out = x_out_ref.data();
+  guidance_step_cpu(q);
+  sync();
+  EXPECT_EQ(test::from_device_float(x, n), x_host) << "x is left as it was";
+  EXPECT_LE(rel_l2(test::from_device_float(x_out, n), x_out_ref), kExactArithmetic);
+  EXPECT_LE(rel_l2(test::from_device_half(model_in, 2 * n), test::round_to_half(model_in_ref)), kExactArithmetic);
+
+  const DenoiseBlendCase c{.name = "stream", .h = 64 + GetParam(), .w = 63};
+  const size_t count = size_t(c.h) * c.w * c.c, pixels = size_t(c.h) * c.w;
+  const test::HalfTensor vb = test::half_tensor(rng.normal_vector(6 * count));
+  std::vector<float> xb = rng.normal_vector(count), prev = rng.vector(count);
+  const DeviceMemory xb_d = test::to_device_float(xb), prev_d = test::to_device_float(prev);
+  const DeviceMemory rgba = test::poisoned_bytes(4 * pixels);
+  const float blend = rng.uniform(0.0f, 0.9f);
+  denoise_blend(stream_frame_params(c, static_cast<const __half*>(vb.get()) + count, int64_t(3 * count),
+                                    xb_d.as<float>(), prev_d.as<float>(), rgba.as<uint8_t>(), s, blend),
+                ctx());
+  std::vector<uint8_t> rgba_ref(4 * pixels);
+  denoise_blend_cpu(stream_frame_params(c, vb.host.data() + count, int64_t(3 * count), xb.data(), prev.data(),
+                                        rgba_ref.data(), s, blend));
+  sync();
+  EXPECT_LE(rel_l2(test::from_device_float(prev_d, count), prev), kExactArithmetic);
+  EXPECT_LE(max_byte_diff(test::from_device_bytes(rgba, 4 * pixels), rgba_ref), 1);
+}
+
+// 0: the vector paths; 1: a count and a v_half that are no multiples of 8 (the per-element paths).
+INSTANTIATE_TEST_SUITE_P(Layouts, StreamBatchStepsCuda, testing::Values(0, 1));
 
 INSTANTIATE_TEST_SUITE_P(Production, GuidanceStepCuda, testing::ValuesIn(test::production_cases(guidance_step_cases())),
                          test::case_name);
