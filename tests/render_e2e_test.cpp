@@ -135,6 +135,25 @@ TEST_F(RenderE2E, SameSeedSameBytesOtherSeedOtherFrames) {
   EXPECT_TRUE(any_differs) << "seeds 7 and 8 rendered the same frames";
 }
 
+// A stream batch writes every frame asked for (the frames still in flight when the source ends come out after
+// more steps), each the frame one at a time gives, and says its latency.
+TEST_F(RenderE2E, AStreamBatchWritesEveryFrameAsOneAtATime) {
+  Result r;
+  render_ok({"--frames", "5", "--steps", "1", "--seed", "9", "--stream-batch", "4", "-o", path("stream/")}, &r);
+  EXPECT_NE(r.out.find("1 steps, stream batch 4: 3 frames of latency)"), std::string::npos) << r.out;
+  render_ok({"--frames", "5", "--steps", "1", "--seed", "9", "-o", path("one/")});
+  const auto stream = files_in(path("stream")), one = files_in(path("one"));
+  ASSERT_EQ(stream.size(), 5u);
+  ASSERT_EQ(one.size(), 5u);
+  for (size_t i = 0; i < one.size(); ++i) {
+    const rtvd::ImageRgba8 a = rtvd::read_png(stream[i].string()), b = rtvd::read_png(one[i].string());
+    ASSERT_EQ(a.pixels.size(), b.pixels.size());
+    int most = 0;
+    for (size_t k = 0; k < a.pixels.size(); ++k) most = std::max(most, std::abs(int(a.pixels[k]) - int(b.pixels[k])));
+    EXPECT_LE(most, 1) << stream[i] << " vs " << one[i];
+  }
+}
+
 // An SD model from a diffusers folder with a prompt, TAESD instead of its VAE (8 pixels per latent: 256x256
 // frames from the tiny U-Net's 32x32 latents) and a LoRA: the frames come out at that size, the LoRA changes
 // them, and the same flags give the same bytes.
