@@ -25,6 +25,7 @@
 #include "kernels/attention/attention_softmax.cuh"
 #include "kernels/attention/attention_traits.cuh"
 #include "kernels/common/alignment.h"
+#include "kernels/common/launch.cuh"
 #include "kernels/common/nvtx_range.h"
 #include "kernels/common/sm80_ptx.cuh"
 
@@ -139,6 +140,7 @@ __device__ __forceinline__ void accumulate_pv(float (&o)[T::kMTiles][T::kDTiles]
 template <class T>
 __global__ void __launch_bounds__(T::kThreads, T::kMinBlocksPerSm)
     flash_attention_kernel(const __grid_constant__ AttentionParams p) {
+  start_after_prior_kernels();
   extern __shared__ __align__(16) unsigned char smem[];
   const uint32_t q_smem = smem_address(smem);                           // (kBlockM, kRowPitch)
   const uint32_t k_smem = q_smem + 2 * T::kQTileHalfs;                  // kStages x (kBlockN, kRowPitch)
@@ -236,8 +238,7 @@ void launch_instance(const AttentionParams& p, const CudaContext& ctx) {
   if (T::kSmemBytes > 48 * 1024)
     RTVD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes));
   const dim3 grid((p.q_len + T::kBlockM - 1) / T::kBlockM, p.heads, p.batch);
-  kernel<<<grid, T::kThreads, T::kSmemBytes, ctx.stream>>>(p);
-  RTVD_CHECK_LAUNCH("attention");
+  launch_kernel("attention", kernel, grid, T::kThreads, T::kSmemBytes, ctx.stream, p);
 }
 
 // Wide blocks while they give every SM at least two; otherwise Narrow ones, twice as many.
@@ -271,6 +272,7 @@ __device__ float block_reduce(float v, bool is_max, float* scratch) {
 }
 
 __global__ void __launch_bounds__(kFallbackThreads) attention_fallback_kernel(const AttentionParams p) {
+  start_after_prior_kernels();
   extern __shared__ float scores[];  // (kv_len)
   __shared__ float scratch[kFallbackThreads / 32];
   const int t = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
@@ -338,8 +340,8 @@ void attention_fallback(const AttentionParams& p, const CudaContext& ctx) {
   // scores[] rounded up to 4 floats: the compiler reads the P V loop's scores 3 at a time (LDS.96), past
   // kv_len when kv_len % 4 != 0 (compute-sanitizer's memcheck flagged kv_len 1).
   const size_t scores_bytes = size_t(p.kv_len + 3) / 4 * 4 * sizeof(float);
-  attention_fallback_kernel<<<dim3(p.q_len, p.heads, p.batch), kFallbackThreads, scores_bytes, ctx.stream>>>(p);
-  RTVD_CHECK_LAUNCH("attention_fallback");
+  launch_kernel("attention_fallback", attention_fallback_kernel, dim3(p.q_len, p.heads, p.batch), kFallbackThreads,
+                scores_bytes, ctx.stream, p);
 }
 
 bool attention_fallback_can_implement(const AttentionParams& p, std::string* why) {

@@ -16,6 +16,7 @@
 #include "kernels/attention/attention_candidates.cuh"
 #include "kernels/common/alignment.h"
 #include "kernels/common/cublaslt_preference.cuh"
+#include "kernels/common/launch.cuh"
 #include "kernels/common/nvtx_range.h"
 #include "kernels/common/plan_cache.h"
 
@@ -95,6 +96,7 @@ AttentionGemmPlan* plan_for(const AttentionParams& p, const CudaContext& ctx) {
 // P = softmax(S) over each row of kv_len scores: one block per row, the row's max and sum in one pass
 // (online: each thread rescales its sum when its max grows), then P in a second (S's row is still in L2).
 __global__ void softmax_kernel(const float* __restrict__ s, __half* __restrict__ p, int kv_len) {
+  start_after_prior_kernels();
   const int64_t row = blockIdx.x;
   const float* in = s + row * kv_len;
   __half* out = p + row * kv_len;
@@ -167,8 +169,8 @@ void attention_gemm(const AttentionParams& p, const CudaContext& ctx) {
     Matmul& sm = plan.scores;
     RTVD_CUBLAS_CHECK(cublasLtMatmul(ctx.cublaslt, &sm.desc, &scale, k, &sm.a, q, &sm.b, &zero, s, &sm.d, s, &sm.d,
                                      &sm.algo, scratch, kCublasWorkspace, ctx.stream));
-    softmax_kernel<<<unsigned(int64_t(p.heads) * p.q_len), kSoftmaxThreads, 0, ctx.stream>>>(s, probs, p.kv_len);
-    RTVD_CHECK_LAUNCH("attention_gemm softmax");
+    launch_kernel("attention_gemm softmax", softmax_kernel, unsigned(int64_t(p.heads) * p.q_len), kSoftmaxThreads, 0,
+                  ctx.stream, s, probs, p.kv_len);
     Matmul& om = plan.output;
     RTVD_CUBLAS_CHECK(cublasLtMatmul(ctx.cublaslt, &om.desc, &one, v, &om.a, probs, &om.b, &zero, o, &om.d, o, &om.d,
                                      &om.algo, scratch, kCublasWorkspace, ctx.stream));

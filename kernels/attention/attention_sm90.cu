@@ -28,6 +28,7 @@
 #include <string>
 
 #include "kernels/attention/attention.cuh"
+#include "kernels/common/launch.cuh"
 #include "kernels/common/nvtx_range.h"
 #if RTVD_HAS_SM90A
 #include "kernels/attention/attention_softmax.cuh"
@@ -105,6 +106,7 @@ template <class T>
 __global__ void __launch_bounds__(T::kThreads, 1)
     flash_attention_sm90_kernel(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap k_map,
                                 const __grid_constant__ CUtensorMap v_map, const __grid_constant__ AttentionParams p) {
+  start_after_prior_kernels();
   extern __shared__ unsigned char smem[];
   const uint32_t q_smem = (smem_address(smem) + 1023) & ~1023u;  // swizzled tiles need 1024-byte alignment
   const uint32_t k_smem = q_smem + T::kQBytes;                    // kStages tiles
@@ -260,8 +262,7 @@ void launch_instance(const AttentionParams& p, const CudaContext& ctx) {
   const CUtensorMap k_map = tensor_map("k", p.k, p.kv_len, p.k_stride, p, T::kBlockN);
   const CUtensorMap v_map = tensor_map("v", p.v, p.kv_len, p.v_stride, p, T::kBlockN);
   const dim3 grid((p.q_len + T::kBlockM - 1) / T::kBlockM, p.heads, p.batch);
-  kernel<<<grid, T::kThreads, T::kSmemBytes, ctx.stream>>>(q_map, k_map, v_map, p);
-  RTVD_CHECK_LAUNCH("attention_sm90");
+  launch_kernel("attention_sm90", kernel, grid, T::kThreads, T::kSmemBytes, ctx.stream, q_map, k_map, v_map, p);
 }
 
 #endif  // RTVD_HAS_SM90A

@@ -26,6 +26,7 @@
 #include "kernels/conv2d/conv2d_traits.cuh"
 #include "kernels/common/nvtx_range.h"
 #include "kernels/common/sm80_ptx.cuh"
+#include "kernels/common/launch.cuh"
 
 namespace rtvd {
 namespace {
@@ -53,6 +54,7 @@ struct IgemmArgs {
 // Grid (M tiles, N tiles, split_k). Block tile T::kBM output pixels x T::kBN output channels.
 template <class T, bool kGn>
 __global__ void __launch_bounds__(T::kThreads, T::kMinBlocksPerSm) conv2d_igemm_kernel(const __grid_constant__ IgemmArgs a) {
+  start_after_prior_kernels();
   extern __shared__ __align__(128) uint8_t smem[];  // kStages x (A tile, B tile); then the GroupNorm table
   const Conv2dParams& p = a.p;
   const auto* x = static_cast<const __half*>(p.x);       // (n, h, w, c_in)
@@ -219,6 +221,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocksPerSm) conv2d_igemm_
 
 // Split-K: y = epilogue(sum of the split_k partial tiles), summed in split order (deterministic).
 __global__ void conv2d_splitk_reduce_kernel(const __grid_constant__ IgemmArgs a) {
+  start_after_prior_kernels();
   const int chunks_n = (a.g.n + 7) / 8;
   const int64_t chunks = int64_t(a.g.m) * chunks_n, split_stride = int64_t(a.g.m) * a.partial_pitch;
   for (int64_t idx = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; idx < chunks; idx += int64_t(gridDim.x) * blockDim.x) {
@@ -236,6 +239,7 @@ __global__ void conv2d_splitk_reduce_kernel(const __grid_constant__ IgemmArgs a)
 // Direct convolution, one thread per output (m, channel), channel fastest: the threads of a warp share
 // the pixel, so x reads are broadcasts and weight rows are reused from L1.
 __global__ void conv2d_direct_kernel(const __grid_constant__ Conv2dParams p, GemmShape g) {
+  start_after_prior_kernels();
   const auto* x = static_cast<const __half*>(p.x);
   const auto* wt = static_cast<const __half*>(p.weight);
   auto* y = static_cast<__half*>(p.y);
@@ -320,8 +324,7 @@ void launch_igemm(const Conv2dParams& p, const Conv2dConfig& cfg, const CudaCont
   const size_t smem = igemm_smem_bytes<T>(p);
   const auto kernel = p.gn_stats ? conv2d_igemm_kernel<T, true> : conv2d_igemm_kernel<T, false>;
   RTVD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  kernel<<<grid, T::kThreads, smem, ctx.stream>>>(a);
-  RTVD_CHECK_LAUNCH("conv2d");
+  launch_kernel("conv2d", kernel, grid, T::kThreads, smem, ctx.stream, a);
   if (cfg.split_k > 1) splitk_reduce(p, a.partials, cfg.split_k, a.partial_pitch, ctx);
 }
 
@@ -338,8 +341,7 @@ void conv2d_detail::splitk_reduce(const Conv2dParams& p, const float* partials, 
   a.vec_store = p.c_out % 8 == 0 && aligned16(p.y) && aligned16(p.residual);
   const int64_t chunks = int64_t(a.g.m) * ceil_div(a.g.n, 8);
   const int blocks = int(std::min<int64_t>(ceil_div(chunks, int64_t(256)), int64_t(32) * std::max(ctx.sm_count, 1)));
-  conv2d_splitk_reduce_kernel<<<blocks, 256, 0, ctx.stream>>>(a);
-  RTVD_CHECK_LAUNCH("conv2d split-K reduction");
+  launch_kernel("conv2d split-K reduction", conv2d_splitk_reduce_kernel, blocks, 256, 0, ctx.stream, a);
 }
 
 namespace {
@@ -348,8 +350,7 @@ void launch_direct(const Conv2dParams& p, const CudaContext& ctx) {
   const GemmShape g = gemm_shape(p);
   const int64_t outputs = int64_t(g.m) * g.n;
   const int blocks = int(std::min<int64_t>(ceil_div(outputs, int64_t(256)), int64_t(64) * std::max(ctx.sm_count, 1)));
-  conv2d_direct_kernel<<<blocks, 256, 0, ctx.stream>>>(p, g);
-  RTVD_CHECK_LAUNCH("conv2d (direct)");
+  launch_kernel("conv2d (direct)", conv2d_direct_kernel, blocks, 256, 0, ctx.stream, p, g);
 }
 
 void run(const Conv2dParams& p, const Conv2dConfig& cfg, const CudaContext& ctx) {

@@ -16,6 +16,7 @@
 #include "kernels/conv2d/conv2d_traits.cuh"
 #include "kernels/common/cudnn_error.h"
 #include "kernels/common/nvtx_range.h"
+#include "kernels/common/launch.cuh"
 
 namespace rtvd {
 namespace {
@@ -26,6 +27,7 @@ using namespace conv2d_detail;
 
 // y = conv2d.h's epilogue of y, in place, 8 channels of one output pixel per thread.
 __global__ void epilogue_kernel(const __grid_constant__ Conv2dParams p, bool vec) {
+  start_after_prior_kernels();
   const auto* y = static_cast<const __half*>(p.y);
   const int hw_out = p.h_out * p.w_out, chunks_n = (p.c_out + 7) / 8;
   const int64_t chunks = int64_t(p.n) * hw_out * chunks_n;
@@ -203,8 +205,7 @@ void conv2d_cudnn(const Conv2dParams& p, const Conv2dCudnnPlan& plan, const Cuda
   if (p.scale || p.bias || p.act != Activation::None || p.residual) {
     const int64_t chunks = int64_t(p.n) * p.h_out * p.w_out * ((p.c_out + 7) / 8);
     const bool vec = p.c_out % 8 == 0 && aligned16(p.y) && aligned16(p.residual);
-    epilogue_kernel<<<grid_for(chunks, ctx), 256, 0, ctx.stream>>>(p, vec);
-    RTVD_CHECK_LAUNCH("conv2d_cudnn epilogue");
+    launch_kernel("conv2d_cudnn epilogue", epilogue_kernel, grid_for(chunks, ctx), 256, 0, ctx.stream, p, vec);
   }
 }
 

@@ -13,6 +13,7 @@
 #include "kernels/common/nvtx_range.h"
 #include "kernels/common/sm80_ptx.cuh"
 #include "kernels/conv2d/conv2d_traits.cuh"
+#include "kernels/common/launch.cuh"
 
 namespace rtvd {
 namespace {
@@ -40,6 +41,7 @@ size_t smem_bytes(const Conv2dParams& p) { return 2 * size_t(kStageBytes) + (p.g
 // Grid (column tiles, row tiles, images).
 template <int K>
 __global__ void __launch_bounds__(kThreads, 2) conv2d_narrow_kernel(const __grid_constant__ Conv2dParams p) {
+  start_after_prior_kernels();
   extern __shared__ __align__(128) uint8_t smem[];  // two stages, then (with the prologue) the fold table
   const auto* x = static_cast<const __half*>(p.x);
   const auto* wt = static_cast<const __half*>(p.weight);
@@ -164,8 +166,7 @@ void launch(const Conv2dParams& p, const CudaContext& ctx) {
   const size_t smem = smem_bytes(p);
   RTVD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
   const dim3 grid((p.w_out + kCols - 1) / kCols, (p.h_out + kRows - 1) / kRows, p.n);
-  kernel<<<grid, kThreads, smem, ctx.stream>>>(p);
-  RTVD_CUDA_CHECK(cudaGetLastError());
+  launch_kernel("conv2d_narrow", kernel, grid, kThreads, smem, ctx.stream, p);
 }
 
 }  // namespace

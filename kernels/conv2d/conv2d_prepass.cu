@@ -7,6 +7,7 @@
 #include "kernels/common/alignment.h"
 #include "kernels/conv2d/conv2d_traits.cuh"
 #include "kernels/group_norm/group_norm.cuh"
+#include "kernels/common/launch.cuh"
 
 namespace rtvd {
 namespace {
@@ -16,6 +17,7 @@ using namespace conv2d_detail;
 // pre(x) = silu(GroupNorm affine(x)) for 8 channels of one pixel per thread (fewer at the end of a row
 // when c_in % 8 != 0); vec: 16-byte loads and stores.
 __global__ void gn_silu_prepass_kernel(const __grid_constant__ Conv2dParams p, __half* out, bool vec) {
+  start_after_prior_kernels();
   const auto* x = static_cast<const __half*>(p.x);
   const int chunks_c = (p.c_in + 7) / 8;
   const int64_t hw = int64_t(p.h) * p.w, chunks = p.n * hw * chunks_c;
@@ -77,8 +79,7 @@ const __half* conv2d_prepass(const Conv2dParams& p, const GroupNormParams* norm,
   const int64_t chunks = int64_t(p.n) * p.h * p.w * ((p.c_in + 7) / 8);
   const bool vec = p.c_in % 8 == 0 && reinterpret_cast<uintptr_t>(p.x) % 16 == 0;
   const int blocks = int(std::clamp<int64_t>((chunks + 255) / 256, 1, int64_t(32) * std::max(ctx.sm_count, 1)));
-  gn_silu_prepass_kernel<<<blocks, 256, 0, ctx.stream>>>(p, normalized, vec);
-  RTVD_CHECK_LAUNCH("conv2d GroupNorm pre-pass");
+  launch_kernel("conv2d GroupNorm pre-pass", gn_silu_prepass_kernel, blocks, 256, 0, ctx.stream, p, normalized, vec);
   return normalized;
 }
 

@@ -27,6 +27,7 @@
 #if RTVD_HAS_SM90A
 #include "kernels/common/sm90_ptx.cuh"
 #include "kernels/common/tensor_map.cuh"
+#include "kernels/common/launch.cuh"
 #endif
 
 namespace rtvd {
@@ -70,6 +71,7 @@ template <class T>
 __global__ void __launch_bounds__(T::kThreads, 1)
     conv2d_sm90_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap w_map,
                        const __grid_constant__ Conv2dParams p, float* partials, int partial_pitch) {
+  start_after_prior_kernels();
   extern __shared__ unsigned char smem[];
   const uint32_t stages = (smem_address(smem) + 1023) & ~1023u;  // swizzled tiles need 1024-byte alignment
   const uint32_t barriers = stages + T::kStages * T::kStageBytes;
@@ -198,9 +200,8 @@ void launch(const Conv2dParams& p, int split_k, float* partials, const CudaConte
   const uint32_t w_box[2] = {uint32_t(kChunk), uint32_t(T::kBlockN)};
   const CUtensorMap w_map = make_tensor_map_f16("conv2d_sm90 weight", p.weight, 2, w_dims, w_strides, w_box);
   const dim3 grid((p.c_out + T::kBlockN - 1) / T::kBlockN, p.n * p.h * p.w / T::kBlockM, split_k);
-  kernel<<<grid, T::kThreads, T::kSmemBytes, ctx.stream>>>(x_map, w_map, p, split_k > 1 ? partials : nullptr,
-                                                           partial_pitch(p));
-  RTVD_CHECK_LAUNCH("conv2d_sm90");
+  launch_kernel("conv2d_sm90", kernel, grid, T::kThreads, T::kSmemBytes, ctx.stream, x_map, w_map, p,
+                split_k > 1 ? partials : nullptr, partial_pitch(p));
   if (split_k > 1) conv2d_detail::splitk_reduce(p, partials, split_k, partial_pitch(p), ctx);
 }
 

@@ -15,6 +15,7 @@
 #include "kernels/denoise/denoise.cuh"
 #include "kernels/common/alignment.h"
 #include "kernels/common/vector_io.cuh"
+#include "kernels/common/launch.cuh"
 
 namespace rtvd {
 namespace {
@@ -77,6 +78,7 @@ __global__ void __launch_bounds__(kThreads)
     guidance_step_kernel(const __half* __restrict__ v, const float* x, float* x_out, const float* __restrict__ noise,
                          __half* __restrict__ model_in, int64_t count, uint32_t groups, uint32_t tail, StepMath step,
                          StepExtras extra) {
+  start_after_prior_kernels();
   const uint32_t i = thread_index();
   if (i < groups) {
     const int64_t e = int64_t(i) * 8;
@@ -130,6 +132,7 @@ __global__ void __launch_bounds__(kThreads)
     denoise_blend_kernel(const __half* __restrict__ v, float* __restrict__ x, float* __restrict__ prev,
                          uint8_t* __restrict__ rgba, int32_t* __restrict__ nonfinite, int64_t half, uint32_t tiles,
                          int64_t pixels, StepMath step, BlendMath blend) {
+  start_after_prior_kernels();
   bool seen = false;  // a value of prev that is NaN or Inf
   if (blockIdx.x < tiles) {
     __shared__ float4 tile[kRgba ? kTileElems / 4 : 1];
@@ -217,10 +220,9 @@ void guidance_step(const GuidanceStepParams& p, const CudaContext& ctx) {
                    aligned16(p.model_in);
   const Split s = split(p.count, 8, vec, "guidance_step");
   if (s.groups + s.tail == 0) return;
-  guidance_step_kernel<<<s.blocks(), kThreads, 0, ctx.stream>>>(
-      static_cast<const __half*>(p.v), p.x, x_out, p.noise, static_cast<__half*>(p.model_in), p.count, s.groups, s.tail, step,
-      StepExtras{p.noise_coef, p.input_scale, p.copies});
-  RTVD_CHECK_LAUNCH("guidance_step");
+  launch_kernel("guidance_step", guidance_step_kernel, s.blocks(), kThreads, 0, ctx.stream,
+                static_cast<const __half*>(p.v), p.x, x_out, p.noise, static_cast<__half*>(p.model_in), p.count,
+                s.groups, s.tail, step, StepExtras{p.noise_coef, p.input_scale, p.copies});
 }
 
 void denoise_blend(const DenoiseBlendParams& p, const CudaContext& ctx) {
@@ -245,14 +247,13 @@ void denoise_blend(const DenoiseBlendParams& p, const CudaContext& ctx) {
   if (p.nonfinite) RTVD_CUDA_CHECK(cudaMemsetAsync(p.nonfinite, 0, sizeof(int32_t), ctx.stream));
   if (blocks == 0) return;
   const auto launch = [&](auto kernel) {
-    kernel<<<blocks, kThreads, 0, ctx.stream>>>(static_cast<const __half*>(p.v), p.x, p.prev, p.rgba, p.nonfinite,
-                                                half, uint32_t(tiles), pixels, step, blend);
+    launch_kernel("denoise_blend", kernel, blocks, kThreads, 0, ctx.stream, static_cast<const __half*>(p.v), p.x,
+                  p.prev, p.rgba, p.nonfinite, half, uint32_t(tiles), pixels, step, blend);
   };
   if (!p.rgba) launch(denoise_blend_kernel<1, false>);
   else if (p.c == 3) launch(denoise_blend_kernel<3, true>);
   else if (p.c == 4) launch(denoise_blend_kernel<4, true>);  // a latent shown as it is: its first three channels as RGB
   else launch(denoise_blend_kernel<1, true>);
-  RTVD_CHECK_LAUNCH("denoise_blend");
 }
 
 }  // namespace rtvd

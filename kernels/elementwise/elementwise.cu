@@ -12,6 +12,7 @@
 #include "kernels/common/alignment.h"
 #include "kernels/common/device_math.cuh"
 #include "kernels/common/vector_io.cuh"
+#include "kernels/common/launch.cuh"
 
 namespace rtvd {
 namespace {
@@ -30,6 +31,7 @@ __device__ __forceinline__ uint32_t thread_index() { return blockIdx.x * kThread
 template <int VEC>
 __global__ void __launch_bounds__(kThreads)
     geglu_kernel(const __half* __restrict__ x, __half* __restrict__ y, uint32_t items, uint32_t vectors_per_row) {
+  start_after_prior_kernels();
   const uint32_t i = thread_index();
   if (i >= items) return;
   const uint32_t row = i / vectors_per_row, col = (i - row * vectors_per_row) * VEC;
@@ -46,6 +48,7 @@ __global__ void __launch_bounds__(kThreads)
 // Flat SiLU: the first `vectors` threads take 8 elements each, the next `tail` threads one each.
 __global__ void __launch_bounds__(kThreads)
     silu_kernel(const __half* __restrict__ x, __half* __restrict__ y, uint32_t vectors, uint32_t tail) {
+  start_after_prior_kernels();
   const uint32_t i = thread_index();
   if (i < vectors) {
     float v[8];
@@ -64,6 +67,7 @@ __global__ void __launch_bounds__(kThreads)
 template <int VEC>
 __global__ void __launch_bounds__(kThreads) upsample2x_kernel(const __half* __restrict__ x, __half* __restrict__ y,
                                                               uint32_t items, uint32_t vectors_per_pixel, uint32_t w) {
+  start_after_prior_kernels();
   const uint32_t i = thread_index();
   if (i >= items) return;
   const uint32_t pixel = i / vectors_per_pixel, vec = i - pixel * vectors_per_pixel;
@@ -84,6 +88,7 @@ template <int VEC>
 __global__ void __launch_bounds__(kThreads) concat_kernel(const __half* __restrict__ a, const __half* __restrict__ b,
                                                           __half* __restrict__ y, uint32_t items, uint32_t va,
                                                           uint32_t vb) {
+  start_after_prior_kernels();
   const uint32_t i = thread_index();
   if (i >= items) return;
   const uint32_t vy = va + vb, pixel = i / vy, vec = i - pixel * vy;
@@ -96,6 +101,7 @@ __global__ void __launch_bounds__(kThreads) concat_kernel(const __half* __restri
 // `tail` of one. The activation is activation.h's, in fp32: its exact exp and tanh cost nothing here.
 __global__ void __launch_bounds__(kThreads) scale_activation_kernel(const __grid_constant__ ScaleActivationParams p,
                                                                     uint32_t vectors, uint32_t tail) {
+  start_after_prior_kernels();
   const auto* x = static_cast<const __half*>(p.x);
   auto* y = static_cast<__half*>(p.y);
   const uint32_t i = thread_index();
@@ -131,10 +137,9 @@ void geglu(const GegluParams& p, const CudaContext& ctx) {
   const auto* x = static_cast<const __half*>(p.x);
   auto* y = static_cast<__half*>(p.y);
   if (vec)
-    geglu_kernel<8><<<blocks_for(items), kThreads, 0, ctx.stream>>>(x, y, items, p.f / 8);
+    launch_kernel("geglu", geglu_kernel<8>, blocks_for(items), kThreads, 0, ctx.stream, x, y, items, p.f / 8);
   else
-    geglu_kernel<1><<<blocks_for(items), kThreads, 0, ctx.stream>>>(x, y, items, p.f);
-  RTVD_CHECK_LAUNCH("geglu");
+    launch_kernel("geglu", geglu_kernel<1>, blocks_for(items), kThreads, 0, ctx.stream, x, y, items, p.f);
 }
 
 void silu(const SiluParams& p, const CudaContext& ctx) {
@@ -144,10 +149,8 @@ void silu(const SiluParams& p, const CudaContext& ctx) {
   const int64_t vectors = vec ? p.count / 8 : 0, tail = p.count - 8 * vectors;
   const uint32_t items = checked_items(vectors + tail, "silu");
   if (items == 0) return;
-  silu_kernel<<<blocks_for(items), kThreads, 0, ctx.stream>>>(static_cast<const __half*>(p.x),
-                                                               static_cast<__half*>(p.y), uint32_t(vectors),
-                                                               uint32_t(tail));
-  RTVD_CHECK_LAUNCH("silu");
+  launch_kernel("silu", silu_kernel, blocks_for(items), kThreads, 0, ctx.stream, static_cast<const __half*>(p.x),
+                static_cast<__half*>(p.y), uint32_t(vectors), uint32_t(tail));
 }
 
 void upsample2x(const Upsample2xParams& p, const CudaContext& ctx) {
@@ -162,10 +165,11 @@ void upsample2x(const Upsample2xParams& p, const CudaContext& ctx) {
   const auto* x = static_cast<const __half*>(p.x);
   auto* y = static_cast<__half*>(p.y);
   if (vec)
-    upsample2x_kernel<8><<<blocks_for(items), kThreads, 0, ctx.stream>>>(x, y, items, p.c / 8, p.w);
+    launch_kernel("upsample2x", upsample2x_kernel<8>, blocks_for(items), kThreads, 0, ctx.stream, x, y, items, p.c / 8,
+                  p.w);
   else
-    upsample2x_kernel<1><<<blocks_for(items), kThreads, 0, ctx.stream>>>(x, y, items, p.c, p.w);
-  RTVD_CHECK_LAUNCH("upsample2x");
+    launch_kernel("upsample2x", upsample2x_kernel<1>, blocks_for(items), kThreads, 0, ctx.stream, x, y, items, p.c,
+                  p.w);
 }
 
 void concat(const ConcatParams& p, const CudaContext& ctx) {
@@ -179,10 +183,10 @@ void concat(const ConcatParams& p, const CudaContext& ctx) {
   const auto* b = static_cast<const __half*>(p.b);
   auto* y = static_cast<__half*>(p.y);
   if (vec)
-    concat_kernel<8><<<blocks_for(items), kThreads, 0, ctx.stream>>>(a, b, y, items, p.ca / 8, p.cb / 8);
+    launch_kernel("concat", concat_kernel<8>, blocks_for(items), kThreads, 0, ctx.stream, a, b, y, items, p.ca / 8,
+                  p.cb / 8);
   else
-    concat_kernel<1><<<blocks_for(items), kThreads, 0, ctx.stream>>>(a, b, y, items, p.ca, p.cb);
-  RTVD_CHECK_LAUNCH("concat");
+    launch_kernel("concat", concat_kernel<1>, blocks_for(items), kThreads, 0, ctx.stream, a, b, y, items, p.ca, p.cb);
 }
 
 void scale_activation(const ScaleActivationParams& p, const CudaContext& ctx) {
@@ -192,8 +196,8 @@ void scale_activation(const ScaleActivationParams& p, const CudaContext& ctx) {
   const int64_t vectors = vec ? p.count / 8 : 0, tail = p.count - 8 * vectors;
   const uint32_t items = checked_items(vectors + tail, "scale_activation");
   if (items == 0) return;
-  scale_activation_kernel<<<blocks_for(items), kThreads, 0, ctx.stream>>>(p, uint32_t(vectors), uint32_t(tail));
-  RTVD_CHECK_LAUNCH("scale_activation");
+  launch_kernel("scale_activation", scale_activation_kernel, blocks_for(items), kThreads, 0, ctx.stream, p,
+                uint32_t(vectors), uint32_t(tail));
 }
 
 }  // namespace rtvd

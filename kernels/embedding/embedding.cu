@@ -10,6 +10,7 @@
 
 #include "kernels/embedding/embedding.cuh"
 #include "kernels/common/alignment.h"
+#include "kernels/common/launch.cuh"
 
 namespace rtvd {
 namespace {
@@ -23,6 +24,7 @@ unsigned blocks_for(int64_t items) { return unsigned((items + kThreads - 1) / kT
 __global__ void __launch_bounds__(kThreads)
     timestep_embedding_kernel(__half* __restrict__ y, int n, int dim, float timestep, float neg_log_max_period,
                               float denominator, bool flip_sin_to_cos) {
+  start_after_prior_kernels();
   const int i = blockIdx.x * kThreads + threadIdx.x;
   if (i >= n * dim) return;
   const int col = i % dim, half = dim / 2;
@@ -41,6 +43,7 @@ template <int VEC>
 __global__ void __launch_bounds__(kThreads)
     embedding_kernel(const __half* __restrict__ table, const int32_t* __restrict__ ids, __half* __restrict__ y,
                      int n, int rows, int vectors_per_row, bool accumulate) {
+  start_after_prior_kernels();
   const int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x;
   if (i >= int64_t(n) * vectors_per_row) return;
   const int row = int(i / vectors_per_row), col = int(i % vectors_per_row) * VEC;
@@ -81,6 +84,7 @@ __global__ void __launch_bounds__(kThreads)
     film_kernel(const __half* __restrict__ proj, int proj_stride, int proj_offset,
                 const float* __restrict__ base_scale, const float* __restrict__ base_bias, float* __restrict__ scale,
                 float* __restrict__ bias, int n, int c, bool with_scale) {
+  start_after_prior_kernels();
   const int i = blockIdx.x * kThreads + threadIdx.x;
   if (i >= n * c) return;
   const int image = i / c, j = i - image * c;
@@ -107,9 +111,9 @@ void timestep_embedding(const TimestepEmbeddingParams& p, const CudaContext& ctx
   const int half = p.dim / 2;
   const float neg_log_max_period = -float(std::log(double(p.max_period)));
   const float denominator = float(double(half) - double(p.freq_shift));
-  timestep_embedding_kernel<<<blocks_for(int64_t(p.n) * p.dim), kThreads, 0, ctx.stream>>>(
-      static_cast<__half*>(p.y), p.n, p.dim, p.timestep, neg_log_max_period, denominator, p.flip_sin_to_cos);
-  RTVD_CHECK_LAUNCH("timestep_embedding");
+  launch_kernel("timestep_embedding", timestep_embedding_kernel, blocks_for(int64_t(p.n) * p.dim), kThreads, 0,
+                ctx.stream, static_cast<__half*>(p.y), p.n, p.dim, p.timestep, neg_log_max_period, denominator,
+                p.flip_sin_to_cos);
 }
 
 void embedding(const EmbeddingParams& p, const CudaContext& ctx) {
@@ -121,12 +125,11 @@ void embedding(const EmbeddingParams& p, const CudaContext& ctx) {
   const auto* table = static_cast<const __half*>(p.table);
   auto* y = static_cast<__half*>(p.y);
   if (vec)
-    embedding_kernel<8><<<blocks_for(int64_t(p.n) * (p.dim / 8)), kThreads, 0, ctx.stream>>>(
-        table, p.ids, y, p.n, p.rows, p.dim / 8, p.accumulate);
+    launch_kernel("embedding", embedding_kernel<8>, blocks_for(int64_t(p.n) * (p.dim / 8)), kThreads, 0, ctx.stream,
+                  table, p.ids, y, p.n, p.rows, p.dim / 8, p.accumulate);
   else
-    embedding_kernel<1><<<blocks_for(int64_t(p.n) * p.dim), kThreads, 0, ctx.stream>>>(table, p.ids, y, p.n, p.rows,
-                                                                                       p.dim, p.accumulate);
-  RTVD_CHECK_LAUNCH("embedding");
+    launch_kernel("embedding", embedding_kernel<1>, blocks_for(int64_t(p.n) * p.dim), kThreads, 0, ctx.stream, table,
+                  p.ids, y, p.n, p.rows, p.dim, p.accumulate);
 }
 
 void film(const FilmParams& p, const CudaContext& ctx) {
@@ -137,10 +140,9 @@ void film(const FilmParams& p, const CudaContext& ctx) {
   const int width = (p.with_scale ? 2 : 1) * p.c;  // the slice of proj one image reads
   if (p.proj_offset < 0 || (p.n > 1 && p.proj_stride < p.proj_offset + width))
     fail("film: slice [", p.proj_offset, ", +", width, ") does not fit proj_stride ", p.proj_stride);
-  film_kernel<<<blocks_for(int64_t(p.n) * p.c), kThreads, 0, ctx.stream>>>(
-      static_cast<const __half*>(p.proj), p.proj_stride, p.proj_offset, p.base_scale, p.base_bias, p.scale, p.bias,
-      p.n, p.c, p.with_scale);
-  RTVD_CHECK_LAUNCH("film");
+  launch_kernel("film", film_kernel, blocks_for(int64_t(p.n) * p.c), kThreads, 0, ctx.stream,
+                static_cast<const __half*>(p.proj), p.proj_stride, p.proj_offset, p.base_scale, p.base_bias, p.scale,
+                p.bias, p.n, p.c, p.with_scale);
 }
 
 }  // namespace rtvd

@@ -31,6 +31,7 @@
 #include "kernels/common/device_math.cuh"
 #include "kernels/common/nvtx_range.h"
 #include "kernels/common/vector_io.cuh"
+#include "kernels/common/launch.cuh"
 
 namespace rtvd {
 namespace {
@@ -240,6 +241,7 @@ __device__ void apply(const Args& a, const Layout& l, float* smem, const float* 
 
 template <int VEC>
 __global__ void __launch_bounds__(kMaxThreads) group_norm_kernel(const Args a, const Layout l) {
+  start_after_prior_kernels();
   extern __shared__ float smem[];
   __shared__ float group_stats[2 * 1024];  // the launcher checks groups <= 1024
   __shared__ float shifts[1024];
@@ -293,7 +295,8 @@ void launch(const GroupNormParams& p, const CudaContext& ctx, Layout l, int thre
     a.x = static_cast<const __half*>(p.x) + first * image_elems;
     a.y = p.y ? static_cast<__half*>(p.y) + first * image_elems : nullptr;
     a.stats = p.stats + first * 2 * p.groups;
-    kernel<<<dim3(l.chunks, unsigned(std::min<int64_t>(images, p.n - first))), threads, smem, ctx.stream>>>(a, l);
+    launch_kernel("group_norm", kernel, dim3(l.chunks, unsigned(std::min<int64_t>(images, p.n - first))), threads, smem,
+                  ctx.stream, a, l);
   }
 }
 
@@ -336,7 +339,6 @@ void group_norm(const GroupNormParams& p, const CudaContext& ctx) {
     case 2: launch<2>(p, ctx, l, threads, phase1_smem); break;
     default: launch<1>(p, ctx, l, threads, phase1_smem); break;
   }
-  RTVD_CHECK_LAUNCH("group_norm");
 }
 
 }  // namespace rtvd

@@ -10,6 +10,7 @@
 #include "kernels/layer_norm/layer_norm.cuh"
 #include "kernels/common/alignment.h"
 #include "kernels/common/device_math.cuh"
+#include "kernels/common/launch.cuh"
 
 namespace rtvd {
 namespace {
@@ -22,6 +23,7 @@ template <int VPL>
 __global__ void __launch_bounds__(kThreads)
     layer_norm_warp_kernel(const __half* __restrict__ x, __half* __restrict__ y, const float* __restrict__ gamma,
                            const float* __restrict__ beta, int rows, int c, float eps) {
+  start_after_prior_kernels();
   static_assert(VPL >= 1 && VPL <= kMaxVectorsPerLane);
   const int row = blockIdx.x * kWarps + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (row >= rows) return;
@@ -76,6 +78,7 @@ __global__ void __launch_bounds__(kThreads)
 __global__ void __launch_bounds__(kThreads)
     layer_norm_scalar_kernel(const __half* __restrict__ x, __half* __restrict__ y, const float* __restrict__ gamma,
                              const float* __restrict__ beta, int rows, int c, float eps) {
+  start_after_prior_kernels();
   const int row = blockIdx.x * kWarps + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (row >= rows) return;
   const __half* xr = x + int64_t(row) * c;
@@ -100,7 +103,8 @@ struct Launch {
 
 template <int VPL>
 void launch_warp_kernel(const LayerNormParams& p, const Launch& l, cudaStream_t stream) {
-  layer_norm_warp_kernel<VPL><<<l.blocks, kThreads, 0, stream>>>(l.x, l.y, p.gamma, p.beta, p.rows, p.c, p.eps);
+  launch_kernel("layer_norm", layer_norm_warp_kernel<VPL>, l.blocks, kThreads, 0, stream, l.x, l.y, p.gamma, p.beta,
+                p.rows, p.c, p.eps);
 }
 
 // Indexed by vectors per lane - 1.
@@ -123,8 +127,8 @@ void layer_norm(const LayerNormParams& p, const CudaContext& ctx) {
   if (fast)
     kWarpKernels[vectors_per_lane - 1](p, l, ctx.stream);
   else
-    layer_norm_scalar_kernel<<<l.blocks, kThreads, 0, ctx.stream>>>(l.x, l.y, p.gamma, p.beta, p.rows, p.c, p.eps);
-  RTVD_CHECK_LAUNCH("layer_norm");
+    launch_kernel("layer_norm", layer_norm_scalar_kernel, l.blocks, kThreads, 0, ctx.stream, l.x, l.y, p.gamma, p.beta,
+                  p.rows, p.c, p.eps);
 }
 
 }  // namespace rtvd

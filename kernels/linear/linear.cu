@@ -18,6 +18,7 @@
 #include "kernels/common/alignment.h"
 #include "kernels/common/cublaslt_preference.cuh"
 #include "kernels/common/device_math.cuh"
+#include "kernels/common/launch.cuh"
 
 namespace rtvd {
 namespace {
@@ -50,6 +51,7 @@ struct FallbackTile {
 __global__ void __launch_bounds__(FallbackTile::kThreads)
     fallback_gemm_kernel(const __half* __restrict__ x, const __half* __restrict__ w, const float* __restrict__ bias,
                          const __half* residual, __half* y, int m, int n, int k, Activation act) {
+  start_after_prior_kernels();
   using T = FallbackTile;
   // (k, rows) so the inner loop reads along rows; + 1 spreads the column-wise stores over the banks.
   __shared__ float xs[T::kK][T::kM + 1];
@@ -101,6 +103,7 @@ __global__ void __launch_bounds__(FallbackTile::kThreads)
 __global__ void __launch_bounds__(256)
     activation_residual_kernel(__half* __restrict__ y, const __half* __restrict__ residual, int64_t vectors,
                                Activation act) {
+  start_after_prior_kernels();
   const int64_t i = int64_t(blockIdx.x) * 256 + threadIdx.x;
   if (i >= vectors) return;
   uint4 raw = reinterpret_cast<const uint4*>(y)[i];
@@ -118,6 +121,7 @@ __global__ void __launch_bounds__(256)
 // fp32 bias -> fp16, for a cuBLASLt that accepts the bias only in the output type.
 __global__ void __launch_bounds__(256)
     bias_to_half_kernel(const float* __restrict__ bias, __half* __restrict__ out, int n) {
+  start_after_prior_kernels();
   const int i = blockIdx.x * 256 + threadIdx.x;
   if (i < n) out[i] = __float2half_rn(bias[i]);
 }
@@ -311,8 +315,8 @@ bool run_cublaslt(const LinearParams& p, const CudaContext& ctx, const PlanKey& 
     const void* bias = p.bias;
     if (plan.bias == BiasPath::Staged16) {
       auto* staged = reinterpret_cast<__half*>(workspace);
-      bias_to_half_kernel<<<(p.n + 255) / 256, 256, 0, ctx.stream>>>(p.bias, staged, p.n);
-      RTVD_CHECK_LAUNCH("linear (bias to fp16)");
+      launch_kernel("linear (bias to fp16)", bias_to_half_kernel, (p.n + 255) / 256, 256, 0, ctx.stream, p.bias, staged,
+                    p.n);
       bias = staged;
     }
     RTVD_CUBLAS_CHECK(
@@ -382,9 +386,8 @@ void linear_cublaslt(const LinearParams& p, const CudaContext& ctx, const std::s
     fail("linear: cuBLASLt can't run ", p.m, "x", p.k, " -> ", p.n, " (linear_cublaslt_can_implement)");
   if (p.act != Activation::None) {
     const int64_t vectors = int64_t(p.m) * p.n / 8;
-    activation_residual_kernel<<<unsigned((vectors + 255) / 256), 256, 0, ctx.stream>>>(
-        static_cast<__half*>(p.y), static_cast<const __half*>(p.residual), vectors, p.act);
-    RTVD_CHECK_LAUNCH("linear (activation epilogue)");
+    launch_kernel("linear (activation epilogue)", activation_residual_kernel, unsigned((vectors + 255) / 256), 256, 0,
+                  ctx.stream, static_cast<__half*>(p.y), static_cast<const __half*>(p.residual), vectors, p.act);
   }
 }
 
@@ -394,10 +397,9 @@ void linear_fallback(const LinearParams& p, const CudaContext& ctx) {
   using T = FallbackTile;
   const dim3 grid((p.n + T::kN - 1) / T::kN, (p.m + T::kM - 1) / T::kM);
   if (grid.y > 65535) fail("linear: m ", p.m, " exceeds the fallback kernel's grid");
-  fallback_gemm_kernel<<<grid, T::kThreads, 0, ctx.stream>>>(
-      static_cast<const __half*>(p.x), static_cast<const __half*>(p.w), p.bias, static_cast<const __half*>(p.residual),
-      static_cast<__half*>(p.y), p.m, p.n, p.k, p.act);
-  RTVD_CHECK_LAUNCH("linear (fallback GEMM)");
+  launch_kernel("linear (fallback GEMM)", fallback_gemm_kernel, grid, T::kThreads, 0, ctx.stream,
+                static_cast<const __half*>(p.x), static_cast<const __half*>(p.w), p.bias,
+                static_cast<const __half*>(p.residual), static_cast<__half*>(p.y), p.m, p.n, p.k, p.act);
 }
 
 }  // namespace rtvd

@@ -41,7 +41,7 @@ double cuda_median_ms(void* stream, int warmups, int runs, const std::function<v
   return ms[runs / 2];
 }
 
-cudaGraphExec_t capture_graph(cudaStream_t stream, const std::function<void()>& queue) {
+cudaGraph_t capture_stream(cudaStream_t stream, const std::function<void()>& queue) {
   cudaGraph_t graph = nullptr;
   RTVD_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   try {
@@ -52,6 +52,11 @@ cudaGraphExec_t capture_graph(cudaStream_t stream, const std::function<void()>& 
     throw;
   }
   RTVD_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  return graph;
+}
+
+cudaGraphExec_t capture_graph(cudaStream_t stream, const std::function<void()>& queue) {
+  const cudaGraph_t graph = capture_stream(stream, queue);
   cudaGraphExec_t exec = nullptr;
   const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
   cudaGraphDestroy(graph);
