@@ -73,6 +73,7 @@ run_sanitizers() {
         case $t in
           unet_cuda_test) filter='*Tiny*' limit=240 ;;
           engine_test) filter='*/1' limit=240 ;;  # the CUDA case: copy stream, pinned staging, readback
+          stream_batch_cuda_test) filter='*default_txt2img*:*sd_lcm*' limit=240 ;;  # slot moves, LCM noise, groups
           attention_test)
             filter='*Cuda*/default_16x16:*Cuda*/q67_d64_pad:*Cuda*/cross_kv1:*Cuda*/fallback_d4:*Cuda*/fallback_cross_d12:*Cuda*/peaked_d40' ;;
           conv2d_test)
