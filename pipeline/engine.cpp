@@ -56,6 +56,8 @@ void Engine::configure(const FrameSettings& s, bool img2img) {
     fail("guidance must be in [0, ", kMaxGuidance, "], got ", s.guidance);
   if (model_.config.num_class_embeds > 0 && (s.class_id < 0 || s.class_id >= model_.config.num_class_embeds))
     fail("class ", s.class_id, " out of range [0, ", model_.config.num_class_embeds, ")");
+  if (!(s.skip_similar >= 0.0f && s.skip_similar <= 1.0f))
+    fail("skip-similar must be 0 (off) or in (0, 1], got ", s.skip_similar);
   if (configured_ && s == settings_ && img2img == img2img_) return;
   // Settings the sampler cannot run (a strength that leaves no step) and sizes the backend cannot hold are
   // refused before anything changes: the engine keeps its plan, and the GUI its last good settings.
@@ -72,6 +74,7 @@ void Engine::configure(const FrameSettings& s, bool img2img) {
   settings_ = s;
   img2img_ = img2img;
   plan_ = build_frame_plan(model_, sampler, s, img2img, width_, height_, int(backend_->act_bytes()));
+  similarity_.add_to(plan_, s.skip_similar);
   backend_->upload_weights(*model_.weights);
   backend_->prepare(plan_.graph);
   if (plan_.class_ids) {
@@ -141,8 +144,10 @@ void Engine::write_context(float t) {
 }
 
 void Engine::step(const std::vector<float>* image) {
+  const bool context_kept = travel_position() == context_t_;  // else the frame must run (a new prompt, travel)
   write_context(travel_position());
   write_inputs(image);
+  if (similarity_.skip(*backend_, frame_, context_kept && !first_frame_)) return;  // see Engine::skipped()
   DenoiseBlendOp& blend = plan_.present_op();
   if (blend.p.first != first_frame_) {
     blend.p.first = first_frame_;
