@@ -8,6 +8,7 @@
 //   - the decisions are those of the measure in float64 against the last *rendered* source (a slow drift adds
 //     up until a frame renders), and the rendered frames are those an engine without the filter renders from
 //     the rendered sources alone;
+//   - a frame cancelled after the filter let it through does not count as rendered (CPU);
 //   - the measure at 512x512: a 32x32 patch moved one pixel is below kDefaultSkipSimilar, codec-like noise
 //     above it (the numbers behind the default).
 #include <gtest/gtest.h>
@@ -21,6 +22,7 @@
 
 #include "base/error.h"
 #include "kernels/similarity/similarity.h"
+#include "pipeline/backends/cancel.h"
 #include "pipeline/device.h"
 #include "pipeline/engine.h"
 #include "pipeline/similarity_filter.h"
@@ -199,6 +201,41 @@ TEST_P(SimilarityFilterOn, DriftAddsUpAgainstTheLastRenderedSource) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, SimilarityFilterOn, testing::Values("cpu", "cuda"));
+
+// A frame cancelled after the filter let it through (the CPU backend stops a frame when cancellation is
+// requested, backends/cancel.h) was never shown: its source must not count as the last rendered one. Source
+// A renders; B (the patch moved) is cancelled; B again must render, as an engine without the filter renders
+// A then B, not be skipped as similar to the cancelled B and show A's frame.
+TEST(SimilarityFilter, ACancelledFrameDoesNotCountAsRendered) {
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  EngineOptions o;
+  o.device = DeviceKind::Cpu;
+  o.width = o.height = kSide;
+  FrameSettings s;
+  s.seed = rng.gen();
+  s.steps = 1;
+  s.skip_similar = kDefaultSkipSimilar;
+  const std::vector<float> still = picture(rng);
+  const std::vector<float> a = with_patch(still, 0), b = with_patch(still, 12);
+
+  Engine engine(o);
+  engine.configure(s, true);
+  engine.step(&a);
+  clear_cancel();
+  request_cancel();
+  EXPECT_THROW(engine.step(&b), Cancelled);
+  clear_cancel();
+  engine.step(&b);
+  EXPECT_FALSE(engine.skipped());
+  const std::vector<uint8_t> got = engine.image().pixels;
+
+  s.skip_similar = 0;
+  Engine plain(o);
+  plain.configure(s, true);
+  plain.step(&a);
+  EXPECT_EQ(got, plain.render(&b).pixels);
+}
 
 TEST(SimilarityFilter, ThresholdsOutsideZeroToOneAreRefusedNamingTheSetting) {
   EngineOptions o;
