@@ -69,8 +69,8 @@ const std::vector<cli::FlagSpec>& bench_flags() {
          "", ""},
     };
     const std::vector<cli::FlagSpec> generation = cli::generation_flags(
-        {"size", "steps", "guidance", "strength", "stream-batch", "sampler", "model", "vae", "lora", "prediction-type",
-         "timestep-spacing", "config"});
+        {"size", "steps", "guidance", "strength", "stream-batch", "skip-similar", "sampler", "model", "vae", "lora",
+         "prediction-type", "timestep-spacing", "config"});
     own.insert(own.end(), generation.begin(), generation.end());
     return with_backend_flags(own);
   }();
@@ -476,6 +476,8 @@ int bench_command(const std::vector<std::string>& args) {
   cli::read_generation_flags(flags, o);
   if (flags.has("strength") && !flags.has("img2img"))
     fail("flag '--strength': only with --img2img (frames from noise have no image to re-noise)");
+  if (flags.has("skip-similar") && !flags.has("img2img"))
+    fail("flag '--skip-similar': only with --img2img (frames from noise have no source to compare)");
   const int frames = flags.get_int("frames", 200, 3, 1000000);
   Engine engine(o.engine);
   const FrameSettings s = frame_settings(o, engine);
@@ -491,6 +493,17 @@ int bench_command(const std::vector<std::string>& args) {
   const std::vector<float>* source = img2img ? &image : nullptr;
   const int warmup = std::max(3, frames / 10);
 
+  // With --skip-similar, the same fixed image every frame: the filter's frames first, then every frame rendered
+  // (the filter off) for the numbers and the profile below.
+  double filtered_ms = 0, skipped_fraction = 0;
+  if (s.skip_similar > 0) {
+    int skipped = 0;  // of the timed frames
+    filtered_ms = median_frame_ms(engine, source, warmup, frames, [&] { skipped += engine.skipped(); });
+    skipped_fraction = double(skipped) / frames;
+    FrameSettings every_frame = s;
+    every_frame.skip_similar = 0;
+    engine.configure(every_frame, img2img);
+  }
   const double plain_ms = median_frame_ms(engine, source, warmup, frames, [] {});
   engine.backend().set_profiling(true);
   FrameProfile profile;
@@ -513,6 +526,10 @@ int bench_command(const std::vector<std::string>& args) {
     std::printf("stream batch %d: %d frames per call of the U-Net, each out %d frames after its source; latency %s ms "
                 "at that frame rate\n",
                 s.stream_batch, engine.plan().group, engine.latency(), three_digits(latency_ms).c_str());
+  if (s.skip_similar > 0)
+    std::printf("with --skip-similar %g: %s ms median = %s frames/s, %s%% of the frames skipped\n",
+                double(s.skip_similar), three_digits(filtered_ms).c_str(), three_digits(1e3 / filtered_ms).c_str(),
+                three_digits(100.0 * skipped_fraction).c_str());
   // Two medians of separate runs: where profiling costs less than they vary, the second can be the lower.
   const double difference = 100.0 * (profiled_ms / plain_ms - 1.0), overhead = std::max(0.0, difference);
   std::printf("with per-op profiling: %s ms (overhead %s)\n\n%s", three_digits(profiled_ms).c_str(),
@@ -544,6 +561,9 @@ int bench_command(const std::vector<std::string>& args) {
         {"profiler_overhead_percent", overhead},
         {"ceilings", ceilings_json(ceilings)},
         {"ops_per_frame", ops}, {"stages_per_frame", stages}, {"slowest_layers", slowest}};
+    if (s.skip_similar > 0)
+      doc["skip_similar"] = {{"threshold", s.skip_similar}, {"skipped_fraction", skipped_fraction},
+                             {"frame_ms_median", filtered_ms}, {"frames_per_second", 1e3 / filtered_ms}};
     for (const OpTypeRow& r : stages_alone)  // per frame: a stage's runs of ops, each replayed alone, summed
       doc["stages_alone_per_frame"].push_back({{"stage", r.type}, {"ops", r.calls}, {"ms", r.ms}});
     write_json(path, doc);

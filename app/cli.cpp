@@ -258,6 +258,8 @@ const std::vector<FlagSpec>& generation_flags() {
       {"blend", 0, K::Float, "share of the previous frame kept, 0 to below 1", "0.5", "B"},
       {"stream-batch", 0, K::Int, cat("frames in flight per U-Net call (throughput mode): 1, or a multiple of the steps "
        "that run, up to ", kMaxStreamBatch, "; each frame comes out K - 1 frames late"), "1", "K"},
+      {"skip-similar", 0, K::Float, "image sources: a frame whose source is at least this similar to the last rendered "
+       "one's, above 0 to 1 (e.g. 0.999), is not rendered: the frame before is shown again", "off", "T"},
       {"class", 0, K::String, "class to render, by name or id", "the model's first class", "NAME|ID"},
       {"prompt", 0, K::String, "text to render, for models with a text encoder; over 75 tokens it is cut", "\"\"", "TEXT"},
       {"negative-prompt", 0, K::String, "text guided away from (guidance's unconditional half)", "\"\"", "TEXT"},
@@ -371,6 +373,7 @@ void read_generation_flags(const Flags& flags, GenerationOptions& o) {
   o.frame.strength = float(flags.get_float("strength", o.frame.strength, {.min = 0, .max = 1}));
   o.frame.blend = float(flags.get_float("blend", o.frame.blend, {.min = 0, .max = 1, .max_open = true}));
   o.frame.stream_batch = flags.get_int("stream-batch", o.frame.stream_batch, 1, kMaxStreamBatch);
+  o.frame.skip_similar = float(flags.get_float("skip-similar", o.frame.skip_similar, {.min = 0, .max = 1, .min_open = true}));
   o.class_name = flags.get_string("class", o.class_name);
   o.prompts.prompt = flags.get_string("prompt", o.prompts.prompt);
   o.prompts.negative_prompt = flags.get_string("negative-prompt", o.prompts.negative_prompt);
@@ -418,6 +421,8 @@ RenderOptions parse_render_options(const std::vector<std::string>& args) {
   // Flags a render has no use for, which a GUI may use later (it can open a source and record a video).
   if (flags.has("strength") && o.source.kind == SourceKind::Noise)
     fail("flag '--strength': only with an image, video or webcam --source (the noise walk has no frame to re-noise)");
+  if (flags.has("skip-similar") && o.source.kind == SourceKind::Noise)
+    fail("flag '--skip-similar': only with an image, video or webcam --source (the noise walk has no source to compare)");
   if (flags.has("fps") && is_png_output(o.output))
     fail("flag '--fps': PNG frames have no frame rate (it is for an .mp4 or .mkv output)");
   o.profile_path = flags.get_string("profile", o.profile_path);

@@ -176,6 +176,9 @@ int render_command(const std::vector<std::string>& args) {
     first_frame_s += seconds, steps += step;
   }
   std::printf("first frame %.2f s after the command started (%s s)\n", first_frame_s, steps.c_str());
+  if (s.skip_similar > 0)
+    std::printf("skipped %lld of %d frames (--skip-similar %g: their source as the last rendered one's, the frame "
+                "before written again)\n", (long long)engine.skipped_frames(), written, double(s.skip_similar));
   if (!recorder->note().empty()) std::fprintf(stderr, "note: %s\n", recorder->note().c_str());
   if (source_ended && written < frames)
     std::fprintf(stderr, "note: %s ended after %d frames, before the %d asked for\n", source->describe().c_str(),

@@ -14,6 +14,8 @@
 #include "kernels/group_norm/group_norm_cases.h"
 #include "kernels/layer_norm/layer_norm.cuh"
 #include "kernels/layer_norm/layer_norm_cases.h"
+#include "kernels/similarity/similarity.cuh"
+#include "kernels/similarity/similarity_cases.h"
 
 namespace rtvd::bench {
 namespace {
@@ -128,6 +130,15 @@ void bench_memory_ops(Table& t) {
     void* y = b.raw(size_t(c.copies) * c.count * 2 + 16);
     timed(t, "cast", c.name, 1, c.count * (4.0 + 2.0 * c.copies), [&](const void*, const CudaContext& ctx) {
       cast(cast_params(c, x, y), ctx);
+    });
+  }
+  for (const SimilarityCase& c : similarity_cases()) {
+    if (!c.production) continue;
+    Buffers b;
+    const float* x = b.float_random(c.count);
+    float* sums = static_cast<float*>(b.raw(size_t(c.chunks) * 3 * 4));
+    timed(t, "similarity", c.name, size_t(c.count), c.count * (4.0 + 2.0), [&](const void* y, const CudaContext& ctx) {
+      similarity(similarity_params(c, x, y, sums), ctx);
     });
   }
   for (const GuidanceStepCase& c : guidance_step_cases()) {

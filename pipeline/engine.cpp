@@ -57,11 +57,16 @@ void Engine::configure(const FrameSettings& s, bool img2img) {
     fail("guidance must be in [0, ", kMaxGuidance, "], got ", s.guidance);
   if (model_.config.num_class_embeds > 0 && (s.class_id < 0 || s.class_id >= model_.config.num_class_embeds))
     fail("class ", s.class_id, " out of range [0, ", model_.config.num_class_embeds, ")");
+  if (!(s.skip_similar >= 0.0f && s.skip_similar <= 1.0f))
+    fail("skip-similar must be 0 (off) or in (0, 1], got ", s.skip_similar);
   if (configured_ && s == settings_ && img2img == img2img_) return;
   // Settings the sampler cannot run (a strength that leaves no step) and sizes the backend cannot hold are
   // refused before anything changes: the engine keeps its plan, and the GUI its last good settings.
   const SamplerPlan sampler = frame_sampler(model_, s, img2img);
   check_stream_batch(s.stream_batch, int(sampler.steps.size()));
+  if (s.skip_similar > 0 && s.stream_batch > 1)
+    fail("--skip-similar with --stream-batch ", s.stream_batch, ": the filter skips frames one at a time (a skipped "
+         "frame would leave a hole in the batch): use --stream-batch 1");
   check_memory(sampler, s);
 
   if (has_output()) read_image();  // the new plan's memory no longer holds the last frame
@@ -76,6 +81,7 @@ void Engine::configure(const FrameSettings& s, bool img2img) {
   settings_ = s;
   img2img_ = img2img;
   plan_ = build_frame_plan(model_, sampler, s, img2img, width_, height_, int(backend_->act_bytes()));
+  similarity_.add_to(plan_, s.skip_similar);
   backend_->upload_weights(*model_.weights);
   backend_->prepare(plan_.graph);
   if (plan_.class_ids) {
@@ -161,10 +167,11 @@ void Engine::write_context(float t) {
 }
 
 void Engine::step(const std::vector<float>* image) {
+  const bool context_kept = travel_position() == context_t_;  // else the frame must run (a new prompt, travel)
   write_context(travel_position());
   const int slot = int(stepped() % plan_.group);
   gather_source(image, slot);
-  if (slot + 1 == plan_.group) run_call(stepped() / plan_.group);
+  if (slot + 1 == plan_.group && !run_call(stepped() / plan_.group, context_kept)) return;  // see Engine::skipped()
   ++frame_;
   image_current_ = false;
 }
@@ -182,10 +189,12 @@ void Engine::gather_source(const std::vector<float>* image, int slot) {
   std::copy(image->begin(), image->end(), sources_.begin() + ptrdiff_t(slot * pixels));
 }
 
-// One call of the plan, the call-th since it started: with a stream batch, the calls before the first group
-// reaches the last slot present nothing (their `first` flag set, so that they leave no history behind them).
-void Engine::run_call(int64_t call) {
+// One call of the plan, the call-th since it started, or none when the similarity filter skips its frame
+// (false; one frame per call then). With a stream batch, the calls before the first group reaches the last
+// slot present nothing (their `first` flag set, so that they leave no history behind them).
+bool Engine::run_call(int64_t call, bool context_kept) {
   write_inputs(call);
+  if (similarity_.skip(*backend_, frame_, context_kept && !first_frame_)) return false;
   const bool output = call >= plan_.slots() - 1;
   if (output && !kept_history_.empty()) {
     backend_->write(plan_.prev, kept_history_.data(), kept_history_.size());
@@ -212,6 +221,7 @@ void Engine::run_call(int64_t call) {
     throw;
   }
   if (output) first_frame_ = false;
+  return true;
 }
 
 // A call's host inputs, the same for every model: the noise walk at the sample's size (the sampler's start) for

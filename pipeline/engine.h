@@ -17,6 +17,7 @@
 #include "pipeline/models/model.h"
 #include "pipeline/prompt_encoder.h"
 #include "pipeline/prompt_settings.h"
+#include "pipeline/similarity_filter.h"
 
 namespace rtvd {
 
@@ -92,6 +93,14 @@ class Engine {
     return this->image();
   }
   int64_t frame_index() const { return frame_; }  // frames stepped since the engine was made or restarted
+  // The similarity filter (FrameSettings::skip_similar): whether the last step() skipped its frame, and how
+  // many steps did since the engine was made. A skipped step leaves the engine as it was: image(),
+  // queue_image(), take_image() and device_image() give the previous frame again, and the frame index (the
+  // noise walk's and prompt travel's position) stays, so the next frame rendered is the one the engine would
+  // render next had the skipped sources never come: the frames rendered are those an engine without the
+  // filter renders from the rendered sources alone.
+  bool skipped() const { return similarity_.skipped(); }
+  int64_t skipped_frames() const { return similarity_.skipped_frames(); }
   // Starts the sequence over: the next step is frame 0 of the noise walk, with no blend history (and, with a
   // stream batch, no frame in flight).
   void restart();
@@ -113,6 +122,7 @@ class Engine {
   float context_t_ = -1;  // travel position of the context on the backend; -1 = not written
   bool img2img_ = false, configured_ = false, first_frame_ = true, image_current_ = false, image_finite_ = false;
   FramePlan plan_;
+  SimilarityFilter similarity_;
   int64_t frame_ = 0;
   int64_t plan_start_ = 0;  // frame_ when the plan's pipeline started (configure, restart): no frame in flight
   const std::vector<float>* source_ = nullptr;  // the frame's source (img2img, one frame per call)
@@ -136,7 +146,7 @@ class Engine {
   int output_slot() const { return int((stepped() - 1 - plan_.latency()) % plan_.group); }
   Ref output_rgba() const { return plan_.rgba.at(output_slot() * plan_.frame_bytes()); }
   void gather_source(const std::vector<float>* image, int slot);
-  void run_call(int64_t call);
+  bool run_call(int64_t call, bool context_kept);
   void write_inputs(int64_t call);
   float travel_position() const;
   void write_context(float t);

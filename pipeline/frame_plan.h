@@ -40,6 +40,8 @@ struct FrameSettings {
   int noise_period = 24;   // frames between key noises of the walk
   std::optional<SamplerKind> sampler;  // models with a scheduler: nullopt = the scheduler's own
   int stream_batch = 1;    // frames in flight (throughput mode), 1 or a multiple of steps up to kMaxStreamBatch
+  float skip_similar = 0;  // img2img: 0 = off, else a frame whose source is at least this similar to the last
+                           // processed one is skipped (pipeline/similarity_filter.h), in (0, 1]
   bool operator==(const FrameSettings&) const = default;
 };
 

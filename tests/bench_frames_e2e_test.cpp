@@ -52,6 +52,26 @@ TEST(BenchFramesE2E, OnTheCpuRatesHaveThreeDigitsNoPeakAndTheOverheadIsNotNegati
   EXPECT_FALSE(doc.at("ceilings").contains("gemm_tflops")) << doc.at("ceilings");
 }
 
+// --img2img --skip-similar: the fixed image is the same every frame, so every timed frame of the filter's run
+// is skipped; the line and the JSON say so, and the frames without the filter are timed as before.
+TEST(BenchFramesE2E, SkipSimilarReportsTheSkippedFraction) {
+  const test::TempDir temp("rtvd_bench_frames_skip");
+  const std::string json = temp.path("frames.json");
+  const test::RunResult r = test::run_program(
+      test::rtvd_binary(), {"bench", "frames", "--device", "cpu", "--size", "32", "--steps", "1", "--frames", "3",
+                            "--img2img", "--skip-similar", "0.999", "--json", json},
+      test::environment(), temp.dir(), 300);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("with --skip-similar 0.999: \\S+ ms median = \\S+ frames/s, 100% of "
+                                                  "the frames skipped\n")))
+      << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("frame: \\S+ ms median over 3 frames"))) << r.out;
+  const nlohmann::json doc = nlohmann::json::parse(test::read_file(json));
+  EXPECT_EQ(doc.at("skip_similar").at("skipped_fraction").get<double>(), 1.0);
+  EXPECT_FLOAT_EQ(doc.at("skip_similar").at("threshold").get<float>(), 0.999f);
+  EXPECT_GT(doc.at("skip_similar").at("frames_per_second").get<double>(), 0.0);
+}
+
 // bench unet on the CPU: TFLOP/s with three digits, and no peak or floor drawn from a ceiling it has not.
 TEST(BenchFramesE2E, BenchUnetOnTheCpuGivesNoPeak) {
   const test::TempDir temp("rtvd_bench_unet_cpu");

@@ -227,6 +227,12 @@ TEST(Cli, ValuesOutOfRange) {
   EXPECT_EQ(error_of({"--strength", "1.5"}), "flag '--strength': expected a number in [0, 1], got 1.5");
   EXPECT_EQ(error_of({"--strength", "-0.1"}), "flag '--strength': expected a number in [0, 1], got -0.1");
   EXPECT_EQ(error_of({"--blend", "1"}), "flag '--blend': expected a number in [0, 1), got 1");
+  for (const std::string bad : {"0", "-0.5", "1.001"})
+    EXPECT_EQ(error_of({"--source", "image:x.png", "--skip-similar", bad}),
+              "flag '--skip-similar': expected a number in (0, 1], got " + bad);
+  EXPECT_EQ(parse_render_options({"--source", "image:x.png", "--skip-similar", "1"}).frame.skip_similar, 1.0f);
+  EXPECT_EQ(parse_render_options({"--source", "video:x.mp4", "--skip-similar", "0.999"}).frame.skip_similar, 0.999f);
+  EXPECT_EQ(parse_render_options({"--source", "video:x.mp4"}).frame.skip_similar, 0.0f) << "off by default";
   EXPECT_EQ(error_of({"--threads", "-2"}), "flag '--threads': expected an integer >= 0, got -2");
   EXPECT_EQ(error_of({"--device", "gpu"}), "flag '--device': expected auto, cpu or cuda, got 'gpu'");
   EXPECT_EQ(error_of({"--kernels", "fast"}), "flag '--kernels': expected auto, custom or cudnn, got 'fast'");

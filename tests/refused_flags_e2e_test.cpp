@@ -67,6 +67,7 @@ TEST_F(RefusedFlags, RenderRefusesWhatTheModelSourceOutputOrGuidanceDoesNotUse) 
       {{"--model", sd_, "--config", sd_}, "--config " + sd_ + ": only a single-file checkpoint takes other configs"},
       // The noise walk has no frame to re-noise; PNG frames have no frame rate.
       {{"--strength", "0.5"}, "flag '--strength': only with an image, video or webcam --source"},
+      {{"--skip-similar", "0.999"}, "flag '--skip-similar': only with an image, video or webcam --source"},
       {{"--fps", "12"}, "flag '--fps': PNG frames have no frame rate"},
       // CUDA kernels where the CPU runs the model.
       {{"--kernels", "cudnn"}, "--kernels cudnn: a choice of CUDA kernels, but the model runs on the CPU (--device cpu)"},
@@ -79,6 +80,8 @@ TEST_F(RefusedFlags, TheOtherCommandsRefuseTheSameWay) {
   expect_refused({"info", "--device", "cpu"}, {{"--sampler", "lcm"}, "--sampler lcm: embedded default model is"});
   expect_refused({"bench", "frames", "--device", "cpu", "--frames", "3"},
                  {{"--strength", "0.3"}, "flag '--strength': only with --img2img"});
+  expect_refused({"bench", "frames", "--device", "cpu", "--frames", "3"},
+                 {{"--skip-similar", "0.999"}, "flag '--skip-similar': only with --img2img"});
   expect_refused({"bench", "frames", "--device", "cpu", "--frames", "3"},
                  {{"--sampler", "ddim"}, "--sampler ddim: embedded default model is"});
   expect_refused({"bench", "text", "--model", sd_, "--device", "cpu"},

@@ -154,6 +154,36 @@ TEST_F(RenderE2E, AStreamBatchWritesEveryFrameAsOneAtATime) {
   }
 }
 
+// --skip-similar on a still image source: the first frame renders, each later one is the frame before
+// written again (the same PNG bytes), and the summary counts them; without the flag every frame renders
+// (the noise walk moves them).
+TEST_F(RenderE2E, SkipSimilarOnAStillImageWritesTheFrameBeforeAndCountsIt) {
+  rtvd::test::Rng rng;
+  SCOPED_TRACE(rtvd::test::seed_trace(rng));
+  rtvd::ImageRgba8 image{32, 32, std::vector<uint8_t>(32 * 32 * 4)};
+  for (uint8_t& v : image.pixels) v = uint8_t(rng.integer(0, 255));
+  rtvd::write_png(path("still.png"), image);
+  const std::vector<std::string> still = {"--frames", "4", "--steps", "1", "--seed", std::to_string(rng.integer(0, 999)),
+                                          "--source", "image:" + path("still.png")};
+  std::vector<std::string> args = still;
+  args.insert(args.end(), {"--skip-similar", "0.999", "-o", path("skip/")});
+  Result r;
+  render_ok(args, &r);
+  EXPECT_NE(r.out.find("skipped 3 of 4 frames (--skip-similar 0.999: "), std::string::npos) << r.out;
+  const auto skipped = files_in(path("skip"));
+  ASSERT_EQ(skipped.size(), 4u);
+  for (size_t i = 1; i < skipped.size(); ++i) EXPECT_EQ(read_file(skipped[i]), read_file(skipped[0])) << skipped[i];
+
+  args = still;
+  args.insert(args.end(), {"-o", path("all/")});
+  render_ok(args, &r);
+  EXPECT_EQ(r.out.find("skipped"), std::string::npos) << r.out;
+  const auto all = files_in(path("all"));
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_EQ(read_file(all[0]), read_file(skipped[0])) << "the first frame is the same";
+  EXPECT_NE(read_file(all[1]), read_file(all[0])) << "without the filter the next frame renders";
+}
+
 // An SD model from a diffusers folder with a prompt, TAESD instead of its VAE (8 pixels per latent: 256x256
 // frames from the tiny U-Net's 32x32 latents) and a LoRA: the frames come out at that size, the LoRA changes
 // them, and the same flags give the same bytes.

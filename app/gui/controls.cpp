@@ -8,6 +8,7 @@
 #include "app/gui/panel.h"
 #include "base/error.h"
 #include "app/gui/shortcuts.h"
+#include "pipeline/similarity_filter.h"
 
 namespace rtvd::gui {
 
@@ -41,7 +42,8 @@ const ImVec4 kRed(1.0f, 0.35f, 0.3f, 1.0f);
 
 // The labels drawn right of a widget: their widest sets the column every widget leaves free for its label.
 constexpr const char* kLabels[] = {"source", "path", "/dev/video", "prompt", "negative", "travel to", "travel frames",
-                                   "class",  "sampler", "seed",   "steps",  "guidance", "strength",  "blend", "stream batch", "file"};
+                                   "class",  "sampler", "seed",   "steps",  "guidance", "strength",  "blend", "stream batch",
+                                   "skip similar", "file"};
 
 float label_column() {
   float widest = 0;
@@ -136,6 +138,11 @@ void generation_section(ControlsState& s, const ControlsInfo& info, Requests& r)
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip("frames in flight per U-Net call (throughput mode): 1, or a multiple of the steps that run; "
                       "each frame is shown K - 1 frames late");
+  bool skip_similar = f.skip_similar > 0;
+  if (ImGui::Checkbox("skip similar", &skip_similar)) f.skip_similar = skip_similar ? kDefaultSkipSimilar : 0.0f;
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("image, video and webcam sources: a frame whose source is nearly the last rendered one's is "
+                      "not rendered (--skip-similar %g)", double(kDefaultSkipSimilar));
 }
 
 }  // namespace

@@ -34,6 +34,8 @@ class Backend {
 
   virtual void run_setup() = 0;  // the graph's setup ops, once per plan
   virtual void run_frame() = 0;  // the graph's frame ops
+  // The graph's check op i, now (in no frame's recording), after the work and writes queued so far.
+  virtual void run_check(size_t i) = 0;
   // The caller changed scalar params of bound frame ops in place (e.g. the blend's first-frame flag):
   // anything recorded from them (a CUDA graph) must be made again.
   virtual void ops_changed() {}

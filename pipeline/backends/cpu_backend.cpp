@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -80,6 +81,7 @@ class CpuBackend final : public Backend {
     memory_.act_bytes = 4;
     bind_ops(graph, graph.setup, memory_);
     bind_ops(graph, graph.frame, memory_);
+    bind_ops(graph, graph.check, memory_);
 
     // One scratch buffer serves every op's workspace: ops run one at a time.
     size_t scratch = 0;
@@ -123,6 +125,11 @@ class CpuBackend final : public Backend {
     }
     frame_ms_ = 0;
     for (float ms : op_ms_) frame_ms_ += ms;
+  }
+
+  void run_check(size_t i) override {
+    omp_set_num_threads(threads_.for_frame());
+    run(graph().check, nullptr, false, i, i + 1);
   }
 
   void set_profiling(bool on) override {
@@ -181,9 +188,11 @@ class CpuBackend final : public Backend {
   // outlives the frame has been written then: only its last op, denoise_blend (which never stops
   // partway), writes the blend history and the RGBA8 image; the engine's next step renders the frame
   // again. Setup is not cancellable: a half-run setup would leave the plan's constants wrong.
-  static void run(std::vector<Op>& ops, std::vector<float>* op_ms, bool cancellable) {
+  // Ops [begin, end) (all by default).
+  static void run(std::vector<Op>& ops, std::vector<float>* op_ms, bool cancellable, size_t begin = 0,
+                  size_t end = SIZE_MAX) {
     const cpu::CancelScope cancel(cancellable ? &cancel_requested : nullptr);
-    for (size_t i = 0; i < ops.size(); ++i) {
+    for (size_t i = begin; i < std::min(end, ops.size()); ++i) {
       Op& op = ops[i];
       if (cancellable) throw_if_cancelled();
       const auto start = std::chrono::steady_clock::now();
@@ -204,6 +213,7 @@ class CpuBackend final : public Backend {
                      [](GuidanceStepOp& o) { guidance_step_cpu(o.p); },
                      [](DenoiseBlendOp& o) { denoise_blend_cpu(o.p); },
                      [](ScaleActivationOp& o) { scale_activation_cpu(o.p); },
+                     [](SimilarityOp& o) { similarity_cpu(o.p); },
                  },
                  op.body);
       if (cancel.stopped()) throw Cancelled("cancelled");

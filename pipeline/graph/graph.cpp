@@ -17,7 +17,7 @@ const char* op_type_name(const OpBody& body) {
   static constexpr const char* kNames[] = {"conv2d", "group_norm", "layer_norm", "linear", "attention", "geglu",
                                            "silu", "upsample2x", "concat", "timestep_embedding", "embedding",
                                            "film", "cast", "guidance_step", "denoise_blend",
-                                           "scale_activation"};
+                                           "scale_activation", "similarity"};
   static_assert(std::size(kNames) == std::variant_size_v<OpBody>);
   return kNames[body.index()];
 }

@@ -16,6 +16,7 @@
 #include "kernels/group_norm/group_norm.h"
 #include "kernels/layer_norm/layer_norm.h"
 #include "kernels/linear/linear.h"
+#include "kernels/similarity/similarity.h"
 
 namespace rtvd {
 
@@ -130,11 +131,16 @@ struct DenoiseBlendOp {
     RTVD_BIND(v, v); RTVD_BIND(x, x); RTVD_BIND(prev, prev); RTVD_BIND(rgba, rgba); RTVD_BIND(nonfinite, nonfinite);
   }
 };
+struct SimilarityOp {
+  SimilarityParams p;
+  Ref x, y, sums;
+  template <class F> void refs(F&& f) { RTVD_BIND(x, x); RTVD_BIND(y, y); RTVD_BIND(sums, sums); }
+};
 #undef RTVD_BIND
 
 using OpBody = std::variant<ConvOp, GroupNormOp, LayerNormOp, LinearOp, AttentionOp, GegluOp, SiluOp, Upsample2xOp,
                             ConcatOp, TimestepEmbeddingOp, EmbeddingOp, FilmOp, CastOp, GuidanceStepOp,
-                            DenoiseBlendOp, ScaleActivationOp>;
+                            DenoiseBlendOp, ScaleActivationOp, SimilarityOp>;
 
 const char* op_type_name(const OpBody& body);  // "conv2d", "attention", ... for the profiler
 
@@ -145,12 +151,14 @@ struct Op {
   double bytes = 0;   // minimum memory traffic, for GB/s
 };
 
-// Ops are split into the setup list (run once per plan: conditioning that depends only on the settings)
-// and the frame list (run every frame).
+// Ops are split into the setup list (run once per plan: conditioning that depends only on the settings),
+// the frame list (run every frame) and the check list (run before a frame, whose result the host reads to
+// decide whether the frame runs: the similarity filter's; its tensors are persistent).
 struct Graph {
   std::vector<TensorInfo> tensors;
   std::vector<Op> setup;
   std::vector<Op> frame;
+  std::vector<Op> check;
 
   Ref add_tensor(std::string name, Elem elem, std::vector<int64_t> shape, bool persistent = false);
 };

@@ -20,6 +20,7 @@
 #include "kernels/group_norm/group_norm.cuh"
 #include "kernels/layer_norm/layer_norm.cuh"
 #include "kernels/linear/linear.cuh"
+#include "kernels/similarity/similarity.cuh"
 #include "pipeline/backends/cuda/cuda_graph.h"
 #include "pipeline/backends/cuda/cuda_host.h"
 #include "pipeline/backends/cuda/frame_timer.h"
@@ -88,6 +89,7 @@ class CudaBackend final : public Backend {
     memory_.act_bytes = 2;
     bind_ops(graph, graph.setup, memory_);
     bind_ops(graph, graph.frame, memory_);
+    bind_ops(graph, graph.check, memory_);
     frames_since_prepare_ = 0;
     host_.with_workspace(std::max(setup_workspace_bytes(), choices_.prepare(graph.frame)));
   }
@@ -121,6 +123,9 @@ class CudaBackend final : public Backend {
       shrink_workspace();
     }
   }
+
+  // Queued on the stream, after the frame before and the writes since: a read waits for it.
+  void run_check(size_t i) override { run(graph().check, false, i, i + 1); }
 
   std::string frame_op_impl(size_t i) const override {
     if (!graph_ || i >= graph_->frame.size()) return "";
@@ -277,6 +282,7 @@ class CudaBackend final : public Backend {
                      [&](GuidanceStepOp& o) { guidance_step(o.p, c); },
                      [&](DenoiseBlendOp& o) { denoise_blend(o.p, c); },
                      [&](ScaleActivationOp& o) { scale_activation(o.p, c); },
+                     [&](SimilarityOp& o) { similarity(o.p, c); },
                  },
                  op.body);
     }
