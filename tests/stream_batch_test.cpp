@@ -185,6 +185,12 @@ TEST(StreamBatchSettings, ABatchThatIsNoMultipleOfTheStepsIsRefusedNamingTheFlag
   s.stream_batch = kMaxStreamBatch + 2;
   EXPECT_EQ(test::error_of([&] { engine.configure(s, false); }),
             cat("--stream-batch ", kMaxStreamBatch + 2, ": expected 1 to ", kMaxStreamBatch, " frames in flight"));
+  s.stream_batch = 2;
+  s.skip_similar = 0.999f;
+  EXPECT_EQ(test::error_of([&] { engine.configure(s, true); }),
+            "--skip-similar with --stream-batch 2: the filter skips frames one at a time (a skipped frame would leave a "
+            "hole in the batch): use --stream-batch 1");
+  s.skip_similar = 0;
   s.stream_batch = 4;
   engine.configure(s, false);  // still configurable after the refusals
   EXPECT_EQ(engine.latency(), 3);
