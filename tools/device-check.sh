@@ -26,7 +26,7 @@ note() { summary+=("$1"); echo "== $1"; }
 # The test binaries of tests/ops (each op's case table, the CPU reference and every GPU implementation; one
 # per op folder, and conv2d's requirements), the other GPU suites, and the engine and golden tests.
 op_tests=(conv2d_test conv2d_requirements_test attention_test linear_test group_norm_test layer_norm_test
-          elementwise_test embedding_test cast_test denoise_test)
+          elementwise_test embedding_test cast_test denoise_test similarity_test)
 
 # Each test binary runs from a scratch directory of its own, with nothing pointing elsewhere: it must find
 # tests/data, tests/assets (the tree's, linked) and rtvd beside itself (tests/support/test_util.h).
@@ -37,7 +37,8 @@ run_test() {
 }
 
 run_tests() {
-  for t in $dir/tests/*_cuda_test "${op_tests[@]/#/$dir/tests/}" $dir/tests/engine_test $dir/tests/unet_golden_test; do
+  for t in $dir/tests/*_cuda_test "${op_tests[@]/#/$dir/tests/}" $dir/tests/engine_test $dir/tests/unet_golden_test \
+           $dir/tests/similarity_filter_test; do
     name=$(basename "$t")
     run_test timeout 300 "$t" --gtest_brief=1 >"$LOGS/$name.log" 2>&1
     rc=$?
@@ -74,6 +75,8 @@ run_sanitizers() {
           unet_cuda_test) filter='*Tiny*' limit=240 ;;
           engine_test) filter='*/1' limit=240 ;;  # the CUDA case: copy stream, pinned staging, readback
           stream_batch_cuda_test) filter='*default_txt2img*:*sd_lcm*' limit=240 ;;  # slot moves, LCM noise, groups
+          similarity_filter_test) filter='*/1' limit=240 ;;  # the CUDA cases
+          launch_cuda_test) filter='*' ;;
           attention_test)
             filter='*Cuda*/default_16x16:*Cuda*/q67_d64_pad:*Cuda*/cross_kv1:*Cuda*/fallback_d4:*Cuda*/fallback_cross_d12:*Cuda*/peaked_d40' ;;
           conv2d_test)
