@@ -10,6 +10,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -69,18 +70,22 @@ const std::vector<cli::FlagSpec>& bench_flags() {
          "", ""},
     };
     const std::vector<cli::FlagSpec> generation = cli::generation_flags(
-        {"size", "steps", "guidance", "strength", "sampler", "model", "vae", "lora", "prediction-type",
-         "timestep-spacing", "config"});
+        {"size", "steps", "guidance", "strength", "feature-cache", "sampler", "model", "vae", "lora",
+         "prediction-type", "timestep-spacing", "config"});
     own.insert(own.end(), generation.begin(), generation.end());
     return with_backend_flags(own);
   }();
   return specs;
 }
 
-// Median milliseconds per frame over `frames` frames, after `warmup` untimed ones, each from `image` (null:
-// the noise walk); after_frame runs outside the timed region.
+struct FrameMs {
+  double median = 0, mean = 0;  // the mean counts a feature cache's full frames at their share
+};
+
+// Milliseconds per frame over `frames` frames, after `warmup` untimed ones, each from `image` (null: the noise
+// walk); after_frame runs outside the timed region.
 template <class F>
-double median_frame_ms(Engine& engine, const std::vector<float>* image, int warmup, int frames, F&& after_frame) {
+FrameMs frame_ms(Engine& engine, const std::vector<float>* image, int warmup, int frames, F&& after_frame) {
   for (int i = 0; i < warmup; ++i) engine.render(image);
   std::vector<double> ms;
   for (int i = 0; i < frames; ++i) {
@@ -90,7 +95,7 @@ double median_frame_ms(Engine& engine, const std::vector<float>* image, int warm
     after_frame();
   }
   std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  return {ms[ms.size() / 2], std::accumulate(ms.begin(), ms.end(), 0.0) / double(ms.size())};
 }
 
 std::string utc_now() {
@@ -485,13 +490,14 @@ int bench_command(const std::vector<std::string>& args) {
   const std::vector<float>* source = img2img ? &image : nullptr;
   const int warmup = std::max(3, frames / 10);
 
-  const double plain_ms = median_frame_ms(engine, source, warmup, frames, [] {});
+  const FrameMs plain = frame_ms(engine, source, warmup, frames, [] {});
+  const double plain_ms = plain.median;
   engine.backend().set_profiling(true);
   FrameProfile profile;
-  const double profiled_ms = median_frame_ms(engine, source, warmup, frames, [&] {
+  const double profiled_ms = frame_ms(engine, source, warmup, frames, [&] {
     const std::vector<float> ms = engine.backend().frame_op_ms();
     if (!ms.empty()) profile.add_frame(engine.plan().graph.frame, ms);
-  });
+  }).median;
   const std::vector<OpTypeRow> stages_alone = time_stages_alone(engine);  // before profiling's graphs go
   engine.backend().set_profiling(false);
   const Ceilings ceilings = engine.backend().measure_ceilings();
@@ -501,6 +507,9 @@ int bench_command(const std::vector<std::string>& args) {
               engine.plan().batch);
   std::printf("frame: %s ms median over %d frames = %s frames/s (including the RGBA8 read-back)\n",
               three_digits(plain_ms).c_str(), frames, three_digits(1e3 / plain_ms).c_str());
+  if (s.cache_refresh > 0)  // the median is a cached frame's where most are; the mean counts the full ones too
+    std::printf("feature cache: a full frame every %d frames; mean %s ms per frame = %s frames/s (the profile below: "
+                "the full frames)\n", s.cache_refresh, three_digits(plain.mean).c_str(), three_digits(1e3 / plain.mean).c_str());
   // Two medians of separate runs: where profiling costs less than they vary, the second can be the lower.
   const double difference = 100.0 * (profiled_ms / plain_ms - 1.0), overhead = std::max(0.0, difference);
   std::printf("with per-op profiling: %s ms (overhead %s)\n\n%s", three_digits(profiled_ms).c_str(),
@@ -525,8 +534,8 @@ int bench_command(const std::vector<std::string>& args) {
     nlohmann::json doc = {
         {"bench", "frames"}, {"date", utc_now()}, {"backend", engine.backend().describe()},
         {"model", engine.config().name}, {"width", engine.width()}, {"height", engine.height()}, {"steps", s.steps},
-        {"img2img", img2img},
-        {"batch", engine.plan().batch}, {"frames", frames}, {"frame_ms_median", plain_ms},
+        {"img2img", img2img}, {"feature_cache", s.cache_refresh},
+        {"batch", engine.plan().batch}, {"frames", frames}, {"frame_ms_median", plain_ms}, {"frame_ms_mean", plain.mean},
         {"frames_per_second", 1e3 / plain_ms}, {"profiled_frame_ms_median", profiled_ms},
         {"profiler_overhead_percent", overhead},
         {"ceilings", ceilings_json(ceilings)},

@@ -256,6 +256,9 @@ const std::vector<FlagSpec>& generation_flags() {
       {"strength", 0, K::Float, "how far each source frame is re-noised, 0 to 1 (SD models: the last steps x S steps "
        "run)", "0.6", "S"},
       {"blend", 0, K::Float, "share of the previous frame kept, 0 to below 1", "0.5", "B"},
+      {"feature-cache", 0, K::Int, cat("a full U-Net every N frames, only its top level in the frames between (its deep "
+       "levels' features cached from the last full frame: faster, approximate), 0 (off) to ", kMaxCacheRefresh),
+       "0", "N"},
       {"class", 0, K::String, "class to render, by name or id", "the model's first class", "NAME|ID"},
       {"prompt", 0, K::String, "text to render, for models with a text encoder; over 75 tokens it is cut", "\"\"", "TEXT"},
       {"negative-prompt", 0, K::String, "text guided away from (guidance's unconditional half)", "\"\"", "TEXT"},
@@ -368,6 +371,7 @@ void read_generation_flags(const Flags& flags, GenerationOptions& o) {
   o.frame.guidance = float(flags.get_float("guidance", o.frame.guidance, {.min = 0, .max = kMaxGuidance}));
   o.frame.strength = float(flags.get_float("strength", o.frame.strength, {.min = 0, .max = 1}));
   o.frame.blend = float(flags.get_float("blend", o.frame.blend, {.min = 0, .max = 1, .max_open = true}));
+  o.frame.cache_refresh = flags.get_int("feature-cache", o.frame.cache_refresh, 0, kMaxCacheRefresh);
   o.class_name = flags.get_string("class", o.class_name);
   o.prompts.prompt = flags.get_string("prompt", o.prompts.prompt);
   o.prompts.negative_prompt = flags.get_string("negative-prompt", o.prompts.negative_prompt);

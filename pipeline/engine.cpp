@@ -56,6 +56,11 @@ void Engine::configure(const FrameSettings& s, bool img2img) {
     fail("guidance must be in [0, ", kMaxGuidance, "], got ", s.guidance);
   if (model_.config.num_class_embeds > 0 && (s.class_id < 0 || s.class_id >= model_.config.num_class_embeds))
     fail("class ", s.class_id, " out of range [0, ", model_.config.num_class_embeds, ")");
+  if (s.cache_refresh < 0 || s.cache_refresh > kMaxCacheRefresh)
+    fail("--feature-cache ", s.cache_refresh, ": expected 0 (off) to ", kMaxCacheRefresh, " frames");
+  if (s.cache_refresh > 0 && model_.config.levels() < 2)
+    fail("--feature-cache ", s.cache_refresh, ": the U-Net of ", model_.config.name,
+         " has a single level, none deeper to cache (the cache needs 2 levels or more)");
   if (configured_ && s == settings_ && img2img == img2img_) return;
   // Settings the sampler cannot run (a strength that leaves no step) and sizes the backend cannot hold are
   // refused before anything changes: the engine keeps its plan, and the GUI its last good settings.
@@ -72,6 +77,7 @@ void Engine::configure(const FrameSettings& s, bool img2img) {
   settings_ = s;
   img2img_ = img2img;
   plan_ = build_frame_plan(model_, sampler, s, img2img, width_, height_, int(backend_->act_bytes()));
+  refresh_requested_ = true;  // the new plan's feature cache holds nothing yet
   backend_->upload_weights(*model_.weights);
   backend_->prepare(plan_.graph);
   if (plan_.class_ids) {
@@ -151,10 +157,21 @@ void Engine::step(const std::vector<float>* image) {
   // The CPU backend throws Cancelled here when cancellation is requested mid-frame (backends/cancel.h):
   // then nothing below runs, so the engine stays as before this step and the next step() renders the
   // same frame again. (The CUDA backend does not look; callers check between frames.)
-  backend_->run_frame();
+  run_frame();
   first_frame_ = false;
   image_current_ = false;
   ++frame_;
+}
+
+// The feature cache's refresh (FrameSettings::cache_refresh): a full frame every cache_refresh frames, at the
+// first frame, after a re-plan and when asked (request_refresh); the cached frame between. A full frame
+// cancelled partway may leave the cache half written: the step that renders it again is full again.
+void Engine::run_frame() {
+  const bool full = plan_.graph.cached_frame.empty() || first_frame_ || refresh_requested_ ||
+                    frames_since_refresh_ >= settings_.cache_refresh;
+  backend_->run_frame(full ? FrameOps::Full : FrameOps::Cached);
+  frames_since_refresh_ = full ? 1 : frames_since_refresh_ + 1;
+  if (full) refresh_requested_ = false;
 }
 
 // The frame's host inputs, the same for every model: the noise walk at the sample's size (the sampler's

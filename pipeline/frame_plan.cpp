@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "base/error.h"
+#include "pipeline/cached_frame.h"
 #include "pipeline/models/autoencoder.h"
 #include "pipeline/models/model.h"
 #include "pipeline/models/unet.h"
@@ -174,11 +175,12 @@ FramePlan build_frame_plan(const Model& model, const SamplerPlan& sp, const Fram
   const bool fuse_last_step = !vae;
   const Ref decoder_in = fuse_last_step ? Ref{} : g.add_tensor("decoder_input", Elem::Act, {1, h, w, C});
   int noise_index = 0;
+  std::vector<Ref> deep(steps);  // each step's U-Net feature for the cached frame
   for (int i = 0; i < steps; ++i) {
     const SamplerStep& st = sp.steps[i];
     DenoiseStage& stage = plan.stages.steps.emplace_back();
     const size_t models = g.frame.size();
-    const Ref out = unet.forward(model_in, h, w, cond[i], cross, cat("step", i));  // (B, h, w, C)
+    const Ref out = unet.forward(model_in, h, w, cond[i], cross, cat("step", i), &deep[i]);  // (B, h, w, C)
     stage.models.push_back(since(g.frame, models));
     const bool last = i + 1 == steps;
     if (last && fuse_last_step) {
@@ -209,6 +211,7 @@ FramePlan build_frame_plan(const Model& model, const SamplerPlan& sp, const Fram
     plan.stages.present = {g.frame.size(), g.frame.size() + 1};
     g.frame.push_back(present_op("decoded+blend+rgba8", plan, image_channels, Present{.v = image}, s.blend, act_bytes));
   }
+  if (s.cache_refresh > 0) add_cached_frame(plan, unet, model_in, cond, cross, deep);
   return plan;
 }
 

@@ -26,6 +26,8 @@ struct Model;  // pipeline/models/model.h
 constexpr float kMaxGuidance = 30.0f;
 // The most denoising steps per frame (--steps, the GUI's slider, Engine::configure).
 constexpr int kMaxSteps = 100;
+// The longest feature cache refresh period, in frames (--feature-cache).
+constexpr int kMaxCacheRefresh = 100;
 
 struct FrameSettings {
   uint64_t seed = 0;
@@ -35,6 +37,9 @@ struct FrameSettings {
   float blend = 0.5f;      // weight of the previous frame
   int class_id = 0;        // for class-conditional models
   int noise_period = 24;   // frames between key noises of the walk
+  // The feature cache (pipeline/cached_frame.h): a full frame every cache_refresh frames, the U-Net's deep
+  // levels cached from it in the frames between; 0 = off (every frame full), 0 to kMaxCacheRefresh.
+  int cache_refresh = 0;
   std::optional<SamplerKind> sampler;  // models with a scheduler: nullopt = the scheduler's own
   bool operator==(const FrameSettings&) const = default;
 };
@@ -55,8 +60,9 @@ struct DenoiseStage {
 };
 
 // The frame's stages as the builder emitted them (the header above). One frame in flight: stream batching
-// would stack the model inputs of K frames, each at its own step, into one batch of the step's models, and a
-// feature cache between frames would be persistent tensors that a step's models read and write.
+// would stack the model inputs of K frames, each at its own step, into one batch of the step's models. The
+// feature cache's cached frame (graph.cached_frame) has no stages of its own: it is these with each step's
+// U-Net pass replaced (pipeline/cached_frame.h).
 struct FrameStages {
   OpRange condition;  // setup ops
   OpRange encode;     // frame ops, from here on; empty for txt2img and the identity autoencoder
@@ -83,6 +89,9 @@ struct FramePlan {
   // The blend history and the output:
   Ref prev, rgba;
   Ref nonfinite;               // the frame's flag (denoise_blend's): right after rgba's pixels, in the same tensor
+  // With the feature cache: per step, the deep feature that the full frame writes and the cached frame
+  // (graph.cached_frame) reads (pipeline/cached_frame.h); empty without.
+  std::vector<Ref> feature_cache;
 
   DenoiseBlendOp& present_op() { return std::get<DenoiseBlendOp>(graph.frame[stages.present.begin].body); }
 };

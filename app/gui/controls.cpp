@@ -41,7 +41,8 @@ const ImVec4 kRed(1.0f, 0.35f, 0.3f, 1.0f);
 
 // The labels drawn right of a widget: their widest sets the column every widget leaves free for its label.
 constexpr const char* kLabels[] = {"source", "path", "/dev/video", "prompt", "negative", "travel to", "travel frames",
-                                   "class",  "sampler", "seed",   "steps",  "guidance", "strength",  "blend", "file"};
+                                   "class",  "sampler", "seed",   "steps",  "guidance", "strength",  "blend",
+                                   "feature cache", "file"};
 
 float label_column() {
   float widest = 0;
@@ -132,6 +133,10 @@ void generation_section(ControlsState& s, const ControlsInfo& info, Requests& r)
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("image, video and webcam sources: how far each frame is re-noised");
   ImGui::SliderFloat("blend", &f.blend, 0.0f, 0.99f, "%.2f", ImGuiSliderFlags_AlwaysClamp);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("share of the previous frame kept: temporal smoothing");
+  ImGui::SliderInt("feature cache", &f.cache_refresh, 0, kMaxCacheRefresh, f.cache_refresh == 0 ? "off" : "every %d",
+                   ImGuiSliderFlags_AlwaysClamp | ImGuiSliderFlags_Logarithmic);
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("a full U-Net every N frames, only its top level in the frames between (faster, approximate)");
 }
 
 }  // namespace
