@@ -132,7 +132,7 @@ class CudaBackend final : public Backend {
 
   std::string frame_op_impl(size_t i) const override {
     if (!graph_ || i >= graph_->frame.size()) return "";
-    const std::string chosen = list(FrameOps::Full).choices.describe(i);
+    const std::string chosen = lists_[0].choices.describe(i);  // the full frame's ops
     return chosen.empty() ? "custom" : chosen;
   }
 
