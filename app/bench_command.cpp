@@ -10,6 +10,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -69,7 +70,8 @@ const std::vector<cli::FlagSpec>& bench_flags() {
          "", ""},
     };
     const std::vector<cli::FlagSpec> generation = cli::generation_flags(
-        {"size", "steps", "guidance", "strength", "stream-batch", "skip-similar", "sampler", "model", "vae", "lora",
+        {"size", "steps", "guidance", "strength", "stream-batch", "skip-similar", "feature-cache", "sampler", "model",
+         "vae", "lora",
          "prediction-type", "timestep-spacing", "config"});
     own.insert(own.end(), generation.begin(), generation.end());
     return with_backend_flags(own);
@@ -77,15 +79,19 @@ const std::vector<cli::FlagSpec>& bench_flags() {
   return specs;
 }
 
-// Median milliseconds per frame over `frames` frames, after `warmup` untimed ones, each from `image` (null:
-// the noise walk) and read back; after_call runs outside the timed region. Timed by calls of the plan: a
-// stream batch's call takes a group of frames in (and gives as many out), its time shared by them.
+struct FrameMs {
+  double median = 0, mean = 0;  // the mean counts a feature cache's full frames at their share
+};
+
+// Milliseconds per frame over `frames` frames, after `warmup` untimed ones, each from `image` (null: the noise
+// walk) and read back; after_call runs outside the timed region. Timed by calls of the plan: a stream batch's
+// call takes a group of frames in (and gives as many out), its time shared by them.
 template <class F>
-double median_frame_ms(Engine& engine, const std::vector<float>* image, int warmup, int frames, F&& after_call) {
+FrameMs frame_ms(Engine& engine, const std::vector<float>* image, int warmup, int frames, F&& after_call) {
   const int group = engine.plan().group;
   const auto call = [&] {
     for (int i = 0; i < group; ++i) engine.step(image);
-    engine.image();
+    if (engine.has_output()) engine.image();  // the calls before the first group leaves bring nothing out
   };
   for (int i = 0; i < warmup + engine.plan().slots(); ++i) call();  // until frames come out
   std::vector<double> ms;
@@ -96,7 +102,7 @@ double median_frame_ms(Engine& engine, const std::vector<float>* image, int warm
     after_call();
   }
   std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  return {ms[ms.size() / 2], std::accumulate(ms.begin(), ms.end(), 0.0) / double(ms.size())};
 }
 
 std::string utc_now() {
@@ -498,19 +504,20 @@ int bench_command(const std::vector<std::string>& args) {
   double filtered_ms = 0, skipped_fraction = 0;
   if (s.skip_similar > 0) {
     int skipped = 0;  // of the timed frames
-    filtered_ms = median_frame_ms(engine, source, warmup, frames, [&] { skipped += engine.skipped(); });
+    filtered_ms = frame_ms(engine, source, warmup, frames, [&] { skipped += engine.skipped(); }).median;
     skipped_fraction = double(skipped) / frames;
     FrameSettings every_frame = s;
     every_frame.skip_similar = 0;
     engine.configure(every_frame, img2img);
   }
-  const double plain_ms = median_frame_ms(engine, source, warmup, frames, [] {});
+  const FrameMs plain = frame_ms(engine, source, warmup, frames, [] {});
+  const double plain_ms = plain.median;
   engine.backend().set_profiling(true);
   FrameProfile profile;
-  const double profiled_ms = median_frame_ms(engine, source, warmup, frames, [&] {
+  const double profiled_ms = frame_ms(engine, source, warmup, frames, [&] {
     const std::vector<float> ms = engine.backend().frame_op_ms();
     if (!ms.empty()) profile.add_frame(engine.plan().graph.frame, ms);
-  });
+  }).median;
   const std::vector<OpTypeRow> stages_alone = time_stages_alone(engine);  // before profiling's graphs go
   engine.backend().set_profiling(false);
   const Ceilings ceilings = engine.backend().measure_ceilings();
@@ -530,6 +537,9 @@ int bench_command(const std::vector<std::string>& args) {
     std::printf("with --skip-similar %g: %s ms median = %s frames/s, %s%% of the frames skipped\n",
                 double(s.skip_similar), three_digits(filtered_ms).c_str(), three_digits(1e3 / filtered_ms).c_str(),
                 three_digits(100.0 * skipped_fraction).c_str());
+  if (s.cache_refresh > 0)  // the median is a cached frame's where most are; the mean counts the full ones too
+    std::printf("feature cache: a full frame every %d frames; mean %s ms per frame = %s frames/s (the profile below: "
+                "the full frames)\n", s.cache_refresh, three_digits(plain.mean).c_str(), three_digits(1e3 / plain.mean).c_str());
   // Two medians of separate runs: where profiling costs less than they vary, the second can be the lower.
   const double difference = 100.0 * (profiled_ms / plain_ms - 1.0), overhead = std::max(0.0, difference);
   std::printf("with per-op profiling: %s ms (overhead %s)\n\n%s", three_digits(profiled_ms).c_str(),
@@ -555,8 +565,8 @@ int bench_command(const std::vector<std::string>& args) {
         {"bench", "frames"}, {"date", utc_now()}, {"backend", engine.backend().describe()},
         {"model", engine.config().name}, {"width", engine.width()}, {"height", engine.height()}, {"steps", s.steps},
         {"img2img", img2img}, {"stream_batch", s.stream_batch}, {"frames_per_call", engine.plan().group},
-        {"latency_frames", engine.latency()}, {"latency_ms", latency_ms},
-        {"batch", engine.plan().batch}, {"frames", frames}, {"frame_ms_median", plain_ms},
+        {"latency_frames", engine.latency()}, {"latency_ms", latency_ms}, {"feature_cache", s.cache_refresh},
+        {"batch", engine.plan().batch}, {"frames", frames}, {"frame_ms_median", plain_ms}, {"frame_ms_mean", plain.mean},
         {"frames_per_second", 1e3 / plain_ms}, {"profiled_frame_ms_median", profiled_ms},
         {"profiler_overhead_percent", overhead},
         {"ceilings", ceilings_json(ceilings)},

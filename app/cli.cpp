@@ -260,6 +260,9 @@ const std::vector<FlagSpec>& generation_flags() {
        "that run, up to ", kMaxStreamBatch, "; each frame comes out K - 1 frames late"), "1", "K"},
       {"skip-similar", 0, K::Float, "image sources: a frame whose source is at least this similar to the last rendered "
        "one's, above 0 to 1 (e.g. 0.999), is not rendered: the frame before is shown again", "off", "T"},
+      {"feature-cache", 0, K::Int, cat("a full U-Net every N frames, only its top level in the frames between (its deep "
+       "levels' features cached from the last full frame: faster, approximate), 0 (off) to ", kMaxCacheRefresh),
+       "0", "N"},
       {"class", 0, K::String, "class to render, by name or id", "the model's first class", "NAME|ID"},
       {"prompt", 0, K::String, "text to render, for models with a text encoder; over 75 tokens it is cut", "\"\"", "TEXT"},
       {"negative-prompt", 0, K::String, "text guided away from (guidance's unconditional half)", "\"\"", "TEXT"},
@@ -374,6 +377,7 @@ void read_generation_flags(const Flags& flags, GenerationOptions& o) {
   o.frame.blend = float(flags.get_float("blend", o.frame.blend, {.min = 0, .max = 1, .max_open = true}));
   o.frame.stream_batch = flags.get_int("stream-batch", o.frame.stream_batch, 1, kMaxStreamBatch);
   o.frame.skip_similar = float(flags.get_float("skip-similar", o.frame.skip_similar, {.min = 0, .max = 1, .min_open = true}));
+  o.frame.cache_refresh = flags.get_int("feature-cache", o.frame.cache_refresh, 0, kMaxCacheRefresh);
   o.class_name = flags.get_string("class", o.class_name);
   o.prompts.prompt = flags.get_string("prompt", o.prompts.prompt);
   o.prompts.negative_prompt = flags.get_string("negative-prompt", o.prompts.negative_prompt);

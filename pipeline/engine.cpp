@@ -59,6 +59,14 @@ void Engine::configure(const FrameSettings& s, bool img2img) {
     fail("class ", s.class_id, " out of range [0, ", model_.config.num_class_embeds, ")");
   if (!(s.skip_similar >= 0.0f && s.skip_similar <= 1.0f))
     fail("skip-similar must be 0 (off) or in (0, 1], got ", s.skip_similar);
+  if (s.cache_refresh < 0 || s.cache_refresh > kMaxCacheRefresh)
+    fail("--feature-cache ", s.cache_refresh, ": expected 0 (off) to ", kMaxCacheRefresh, " frames");
+  if (s.cache_refresh > 0 && model_.config.levels() < 2)
+    fail("--feature-cache ", s.cache_refresh, ": the U-Net of ", model_.config.name,
+         " has a single level, none deeper to cache (the cache needs 2 levels or more)");
+  if (s.cache_refresh > 0 && s.stream_batch > 1)
+    fail("--feature-cache with --stream-batch ", s.stream_batch, ": the cache holds one frame's features, not a "
+         "batch's: use --stream-batch 1");
   if (configured_ && s == settings_ && img2img == img2img_) return;
   // Settings the sampler cannot run (a strength that leaves no step) and sizes the backend cannot hold are
   // refused before anything changes: the engine keeps its plan, and the GUI its last good settings.
@@ -82,6 +90,7 @@ void Engine::configure(const FrameSettings& s, bool img2img) {
   img2img_ = img2img;
   plan_ = build_frame_plan(model_, sampler, s, img2img, width_, height_, int(backend_->act_bytes()));
   similarity_.add_to(plan_, s.skip_similar);
+  refresh_requested_ = true;  // the new plan's feature cache holds nothing yet
   backend_->upload_weights(*model_.weights);
   backend_->prepare(plan_.graph);
   if (plan_.class_ids) {
@@ -212,7 +221,7 @@ bool Engine::run_call(int64_t call, bool context_kept) {
   // call moves its frames from slot to slot in place: cancelled half way, its frames in flight are lost, and
   // the pipeline starts again from the group being gathered, with no history.
   try {
-    backend_->run_frame();
+    run_frame();
   } catch (const Cancelled&) {
     if (plan_.pipelined()) {
       plan_start_ = frame_ - (plan_.group - 1);
@@ -222,6 +231,17 @@ bool Engine::run_call(int64_t call, bool context_kept) {
   }
   if (output) first_frame_ = false;
   return true;
+}
+
+// The feature cache's refresh (FrameSettings::cache_refresh): a full frame every cache_refresh frames, at the
+// first frame, after a re-plan and when asked (request_refresh); the cached frame between. A full frame
+// cancelled partway may leave the cache half written: the step that renders it again is full again.
+void Engine::run_frame() {
+  const bool full = plan_.graph.cached_frame.empty() || first_frame_ || refresh_requested_ ||
+                    frames_since_refresh_ >= settings_.cache_refresh;
+  backend_->run_frame(full ? FrameOps::Full : FrameOps::Cached);
+  frames_since_refresh_ = full ? 1 : frames_since_refresh_ + 1;
+  if (full) refresh_requested_ = false;
 }
 
 // A call's host inputs, the same for every model: the noise walk at the sample's size (the sampler's start) for

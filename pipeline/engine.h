@@ -57,6 +57,9 @@ class Engine {
   // New settings take effect at the next frame; re-plans (no per-frame cost) only when they changed.
   void configure(const FrameSettings& settings, bool img2img);
   const FrameSettings& settings() const { return settings_; }
+  // With the feature cache (FrameSettings::cache_refresh): the next step runs a full frame, which refreshes
+  // the cached deep features, whatever the period says (for a source that changed too much for them).
+  void request_refresh() { refresh_requested_ = true; }
   // New prompts take effect at the next frame, with no re-plan: the text encoder runs for a prompt it has not
   // seen (between frames), then only the context is rewritten. Error naming --prompt for a model without a
   // text encoder. notices: one line per prompt that was cut to the token limit.
@@ -121,6 +124,8 @@ class Engine {
   std::vector<float> cond_from_, cond_to_, uncond_;  // (tokens, width) each
   float context_t_ = -1;  // travel position of the context on the backend; -1 = not written
   bool img2img_ = false, configured_ = false, first_frame_ = true, image_current_ = false, image_finite_ = false;
+  bool refresh_requested_ = true;  // the next frame is full, whatever cache_refresh says
+  int frames_since_refresh_ = 0;   // frames stepped since the last full frame, that one included
   FramePlan plan_;
   SimilarityFilter similarity_;
   int64_t frame_ = 0;
@@ -148,6 +153,7 @@ class Engine {
   void gather_source(const std::vector<float>* image, int slot);
   bool run_call(int64_t call, bool context_kept);
   void write_inputs(int64_t call);
+  void run_frame();
   float travel_position() const;
   void write_context(float t);
 };

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "base/error.h"
+#include "pipeline/cached_frame.h"
 #include "pipeline/models/autoencoder.h"
 #include "pipeline/models/model.h"
 #include "pipeline/models/unet.h"
@@ -221,6 +222,7 @@ FramePlan build_frame_plan(const Model& model, const SamplerPlan& sp, const Fram
     }
     plan.stages.present = since(g.frame, begin);
   };
+  std::vector<Ref> deep(steps);  // each step's U-Net feature for the feature cache's cached frame (one at a time)
   // The update of the step of slot `slot` (a step's own slot when one at a time), reading the models' output
   // for that slot's frames.
   int noise_index = 0;
@@ -264,7 +266,7 @@ FramePlan build_frame_plan(const Model& model, const SamplerPlan& sp, const Fram
     for (int i = 0; i < steps; ++i) {
       DenoiseStage& stage = plan.stages.steps.emplace_back();
       const size_t models = g.frame.size();
-      const Ref out = unet.forward(model_in, h, w, cond[i], cross, cat("step", i));  // (B, h, w, C)
+      const Ref out = unet.forward(model_in, h, w, cond[i], cross, cat("step", i), &deep[i]);  // (B, h, w, C)
       stage.models.push_back(since(g.frame, models));
       stage.update = update(i, 0, out);
     }
@@ -276,6 +278,7 @@ FramePlan build_frame_plan(const Model& model, const SamplerPlan& sp, const Fram
     plan.stages.decode = since(g.frame, begin);
     present("decoded+blend+rgba8", Present{.v = image}, pixels);
   }
+  if (s.cache_refresh > 0) add_cached_frame(plan, unet, model_in, cond, cross, deep);
   return plan;
 }
 

@@ -29,6 +29,8 @@ constexpr int kMaxSteps = 100;
 // The most frames in flight (--stream-batch): each adds its share of the models' activations to a call and a
 // frame of latency to every frame.
 constexpr int kMaxStreamBatch = 16;
+// The longest feature cache refresh period, in frames (--feature-cache).
+constexpr int kMaxCacheRefresh = 100;
 
 struct FrameSettings {
   uint64_t seed = 0;
@@ -38,6 +40,9 @@ struct FrameSettings {
   float blend = 0.5f;      // weight of the previous frame
   int class_id = 0;        // for class-conditional models
   int noise_period = 24;   // frames between key noises of the walk
+  // The feature cache (pipeline/cached_frame.h): a full frame every cache_refresh frames, the U-Net's deep
+  // levels cached from it in the frames between; 0 = off (every frame full), 0 to kMaxCacheRefresh.
+  int cache_refresh = 0;
   std::optional<SamplerKind> sampler;  // models with a scheduler: nullopt = the scheduler's own
   int stream_batch = 1;    // frames in flight (throughput mode), 1 or a multiple of steps up to kMaxStreamBatch
   float skip_similar = 0;  // img2img: 0 = off, else a frame whose source is at least this similar to the last
@@ -62,8 +67,9 @@ struct DenoiseStage {
 
 // The frame's stages as the builder emitted them (the header above). A stream batch has one DenoiseStage: its
 // models run once per call over every frame in flight, its update holds each slot's step, from the last slot
-// down (the last one's presents first when they are fused). A feature cache between frames would be persistent
-// tensors that a step's models read and write.
+// down (the last one's presents first when they are fused). The feature cache's cached frame
+// (graph.cached_frame) has no stages of its own: it is these with each step's U-Net pass replaced
+// (pipeline/cached_frame.h).
 struct FrameStages {
   OpRange condition;  // setup ops
   OpRange encode;     // frame ops, from here on; empty for txt2img and the identity autoencoder
@@ -101,6 +107,9 @@ struct FramePlan {
   // The blend history and the output:
   Ref prev, rgba;              // rgba: per frame of the group, frame_bytes(): its pixels, then its flag
   Ref nonfinite;               // the first frame's flag (denoise_blend's): right after its pixels, in the same tensor
+  // With the feature cache: per step, the deep feature that the full frame writes and the cached frame
+  // (graph.cached_frame) reads (pipeline/cached_frame.h); empty without.
+  std::vector<Ref> feature_cache;
 
   bool pipelined() const { return stream > 1; }
   int slots() const { return pipelined() ? int(sampler.steps.size()) : 1; }

@@ -96,6 +96,17 @@ TEST(Cli, ReadsThePromptFlags) {
   EXPECT_EQ(error_of({"--clip-skip", "-1"}), "flag '--clip-skip': expected an integer >= 0, got -1");
 }
 
+// --feature-cache N: off by default, 0 to 100 (the engine's bound, kMaxCacheRefresh), else one line naming it.
+TEST(Cli, ReadsTheFeatureCacheFlag) {
+  EXPECT_EQ(parse_render_options({}).frame.cache_refresh, 0);
+  EXPECT_EQ(parse_render_options({"--feature-cache", "3"}).frame.cache_refresh, 3);
+  EXPECT_EQ(parse_render_options({"--feature-cache=100"}).frame.cache_refresh, kMaxCacheRefresh);
+  for (const std::string bad : {"-1", "101"})
+    EXPECT_EQ(error_of({"--feature-cache", bad}), "flag '--feature-cache': expected an integer in [0, 100], got " + bad);
+  for (const std::string bad : {"2.5", "x", ""})
+    EXPECT_EQ(error_of({"--feature-cache", bad}), "flag '--feature-cache': expected an integer, got '" + bad + "'");
+}
+
 // The latent models' flags: --lora repeats (each FILE[:SCALE] kept in order), the others are single values.
 TEST(Cli, ReadsTheModelFlags) {
   const RenderOptions o = parse_render_options({"--model", "sd.safetensors", "--vae", "tiny", "--sampler", "lcm",

@@ -43,7 +43,7 @@ const ImVec4 kRed(1.0f, 0.35f, 0.3f, 1.0f);
 // The labels drawn right of a widget: their widest sets the column every widget leaves free for its label.
 constexpr const char* kLabels[] = {"source", "path", "/dev/video", "prompt", "negative", "travel to", "travel frames",
                                    "class",  "sampler", "seed",   "steps",  "guidance", "strength",  "blend", "stream batch",
-                                   "skip similar", "file"};
+                                   "skip similar", "feature cache", "file"};
 
 float label_column() {
   float widest = 0;
@@ -143,6 +143,10 @@ void generation_section(ControlsState& s, const ControlsInfo& info, Requests& r)
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip("image, video and webcam sources: a frame whose source is nearly the last rendered one's is "
                       "not rendered (--skip-similar %g)", double(kDefaultSkipSimilar));
+  ImGui::SliderInt("feature cache", &f.cache_refresh, 0, kMaxCacheRefresh, f.cache_refresh == 0 ? "off" : "every %d",
+                   ImGuiSliderFlags_AlwaysClamp | ImGuiSliderFlags_Logarithmic);
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("a full U-Net every N frames, only its top level in the frames between (faster, approximate)");
 }
 
 }  // namespace

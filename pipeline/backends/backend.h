@@ -33,7 +33,8 @@ class Backend {
   virtual std::string frame_op_impl(size_t i) const = 0;
 
   virtual void run_setup() = 0;  // the graph's setup ops, once per plan
-  virtual void run_frame() = 0;  // the graph's frame ops
+  // The graph's frame ops, or its cached frame's (Graph::cached_frame, when it has one).
+  virtual void run_frame(FrameOps which = FrameOps::Full) = 0;
   // The graph's check op i, now (in no frame's recording), after the work and writes queued so far.
   virtual void run_check(size_t i) = 0;
   // The caller changed scalar params of bound frame ops in place (e.g. the blend's first-frame flag):

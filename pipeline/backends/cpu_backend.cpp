@@ -82,10 +82,11 @@ class CpuBackend final : public Backend {
     bind_ops(graph, graph.setup, memory_);
     bind_ops(graph, graph.frame, memory_);
     bind_ops(graph, graph.check, memory_);
+    bind_ops(graph, graph.cached_frame, memory_);
 
     // One scratch buffer serves every op's workspace: ops run one at a time.
     size_t scratch = 0;
-    for (auto* list : {&graph.setup, &graph.frame})
+    for (auto* list : {&graph.setup, &graph.frame, &graph.cached_frame})
       for (Op& op : *list) {
         if (auto* c = std::get_if<ConvOp>(&op.body)) scratch = std::max(scratch, conv2d_cpu_workspace_bytes(c->p));
         if (auto* a = std::get_if<AttentionOp>(&op.body)) scratch = std::max(scratch, attention_cpu_workspace_bytes(a->p));
@@ -94,7 +95,7 @@ class CpuBackend final : public Backend {
       scratch_ = allocate(scratch, "workspace");
       scratch_bytes_ = scratch;
     }
-    for (auto* list : {&graph.setup, &graph.frame})
+    for (auto* list : {&graph.setup, &graph.frame, &graph.cached_frame})
       for (Op& op : *list) {
         if (auto* c = std::get_if<ConvOp>(&op.body)) c->p.workspace = scratch_.get(), c->p.workspace_bytes = scratch_bytes_;
         if (auto* a = std::get_if<AttentionOp>(&op.body)) a->p.workspace = scratch_.get(), a->p.workspace_bytes = scratch_bytes_;
@@ -113,18 +114,16 @@ class CpuBackend final : public Backend {
     omp_set_num_threads(threads_.for_frame());
     run(graph().setup, nullptr, false);
   }
-  void run_frame() override {
+  // Op times are those of the full frame's ops (frame_op_ms): a cached frame is timed whole.
+  void run_frame(FrameOps which) override {
     omp_set_num_threads(threads_.for_frame());
-    if (!profiling_) return run(graph().frame, nullptr, true);
-    op_ms_.assign(graph().frame.size(), 0.0f);
-    try {
-      run(graph().frame, &op_ms_, true);
-    } catch (const Cancelled&) {
-      op_ms_.clear();  // not a frame's times
-      throw;
-    }
+    std::vector<Op>& ops = graph().frame_ops(which);
+    if (!profiling_) return run(ops, nullptr, true);
+    std::vector<float> op_ms(ops.size(), 0.0f);
+    run(ops, &op_ms, true);
     frame_ms_ = 0;
-    for (float ms : op_ms_) frame_ms_ += ms;
+    for (float ms : op_ms) frame_ms_ += ms;
+    if (which == FrameOps::Full) op_ms_ = std::move(op_ms);
   }
 
   void run_check(size_t i) override {

@@ -151,14 +151,23 @@ struct Op {
   double bytes = 0;   // minimum memory traffic, for GB/s
 };
 
+// Which frame op list a frame runs (Graph::frame_ops).
+enum class FrameOps : uint8_t { Full, Cached };
+
 // Ops are split into the setup list (run once per plan: conditioning that depends only on the settings),
 // the frame list (run every frame) and the check list (run before a frame, whose result the host reads to
-// decide whether the frame runs: the similarity filter's; its tensors are persistent).
+// decide whether the frame runs: the similarity filter's; its tensors are persistent). With the feature cache
+// (FrameSettings::cache_refresh) the frames between refreshes run cached_frame instead: the frame with each
+// U-Net pass's deep blocks taken from the features the last full frame left (pipeline/cached_frame.h). Both
+// frame lists share the arena and its tensors.
 struct Graph {
   std::vector<TensorInfo> tensors;
   std::vector<Op> setup;
   std::vector<Op> frame;
   std::vector<Op> check;
+  std::vector<Op> cached_frame;  // empty without the feature cache
+
+  std::vector<Op>& frame_ops(FrameOps which) { return which == FrameOps::Cached ? cached_frame : frame; }
 
   Ref add_tensor(std::string name, Elem elem, std::vector<int64_t> shape, bool persistent = false);
 };

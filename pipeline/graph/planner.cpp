@@ -24,20 +24,29 @@ namespace {
 
 size_t align_up(size_t n) { return (n + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment; }
 
-struct Lifetime {
+// First and last op index touching a tensor; first < 0: none.
+struct Span {
   int first = -1, last = -1;
 };
 
-// First and last op index touching each tensor, over setup ops then frame ops.
+// Where a tensor is live: a span over the setup ops then the frame ops, and one over the cached frame's ops
+// (indexed after them), each empty where its list does not touch the tensor. The two frame lists run in turn,
+// never together, so a tensor that both touch (the cached frame repeats the frame's encode, sampler and
+// decode ops) is live in two windows, and what lives between them may share its memory.
+struct Lifetime {
+  Span spans[2];
+  bool used() const { return spans[0].first >= 0 || spans[1].first >= 0; }
+};
+
 std::vector<Lifetime> lifetimes(Graph& g) {
   std::vector<Lifetime> life(g.tensors.size());
   int index = 0;
-  auto visit = [&](std::vector<Op>& ops) {
+  auto visit = [&](std::vector<Op>& ops, int window) {
     for (Op& op : ops) {
       std::visit([&](auto& body) {
         body.refs([&](const Ref& r, auto&) {
           if (r.kind != Ref::Tensor) return;
-          Lifetime& l = life[r.id];
+          Span& l = life[r.id].spans[window];
           if (l.first < 0) l.first = index;
           l.last = index;
         });
@@ -45,14 +54,21 @@ std::vector<Lifetime> lifetimes(Graph& g) {
       ++index;
     }
   };
-  visit(g.setup);
-  visit(g.frame);
+  visit(g.setup, 0);
+  visit(g.frame, 0);
+  visit(g.cached_frame, 1);
   for (size_t i = 0; i < life.size(); ++i)
-    if (g.tensors[i].persistent) life[i] = {0, index};
+    if (g.tensors[i].persistent) life[i] = {{{0, index}, {}}};
   return life;
 }
 
-bool overlap(const Lifetime& a, const Lifetime& b) { return a.first <= b.last && b.first <= a.last; }
+bool overlap(const Span& a, const Span& b) { return a.first >= 0 && b.first >= 0 && a.first <= b.last && b.first <= a.last; }
+bool overlap(const Lifetime& a, const Lifetime& b) {
+  for (const Span& x : a.spans)
+    for (const Span& y : b.spans)
+      if (overlap(x, y)) return true;
+  return false;
+}
 
 // The placed tensors, indexed for first-fit queries. Planning used to compare each tensor with every placed
 // one and sort the overlapping ones: quadratic, 4 s for the default model at 100 steps (17,000 tensors). A
@@ -68,13 +84,14 @@ class Placement {
     if (persistent) return first_fit_sorted(size, union_.begin(), union_.end(), {}, 0);  // it overlaps them all
     ++query_;
     std::vector<std::pair<size_t, size_t>> local;
-    for (int b = life.first / kBucketOps; b <= life.last / kBucketOps; ++b)
-      for (int id : buckets_[size_t(b)]) {
-        if (seen_[size_t(id)] == query_) continue;
-        seen_[size_t(id)] = query_;
-        const Range& r = ranges_[size_t(id)];
-        if (overlap(r.life, life)) local.emplace_back(r.begin, r.end);
-      }
+    for (const Span& span : life.spans)
+      for (int b = span.first / kBucketOps; span.first >= 0 && b <= span.last / kBucketOps; ++b)
+        for (int id : buckets_[size_t(b)]) {
+          if (seen_[size_t(id)] == query_) continue;
+          seen_[size_t(id)] = query_;
+          const Range& r = ranges_[size_t(id)];
+          if (overlap(r.life, life)) local.emplace_back(r.begin, r.end);
+        }
     std::sort(local.begin(), local.end());
     return first_fit_sorted(size, persistent_.begin(), persistent_.end(), local, 0);
   }
@@ -84,7 +101,9 @@ class Placement {
     if (persistent) {
       persistent_.emplace(begin, end);
     } else {
-      for (int b = life.first / kBucketOps; b <= life.last / kBucketOps; ++b) buckets_[size_t(b)].push_back(id);
+      for (const Span& span : life.spans)
+        for (int b = span.first / kBucketOps; span.first >= 0 && b <= span.last / kBucketOps; ++b)
+          buckets_[size_t(b)].push_back(id);
     }
     // The union of every placed range, merged where ranges meet: what a persistent tensor must avoid.
     auto it = union_.upper_bound(begin);
@@ -147,9 +166,9 @@ ArenaPlan plan_arena(Graph& g, size_t act_bytes) {
 
   ArenaPlan plan;
   plan.offsets.assign(n, 0);
-  Placement placed(int(g.setup.size() + g.frame.size()) + 1, n);
+  Placement placed(int(g.setup.size() + g.frame.size() + g.cached_frame.size()) + 1, n);
   for (int t : order) {
-    if (life[t].first < 0) continue;  // never used by any op
+    if (!life[t].used()) continue;  // never used by any op
     const bool persistent = g.tensors[t].persistent;
     const size_t offset = placed.first_fit(life[t], size[t], persistent);
     plan.offsets[t] = offset;

@@ -297,27 +297,17 @@ UNetBuilder::Act4 UNetBuilder::transformer(const std::string& prefix, const Act4
 // diffusers' UNet2DConditionModel.forward: x (n, h, w, in_channels) -> velocity (n, h, w, out_channels).
 // Level l (0 at the top) works at (h/2^l, w/2^l) with c_l = block_out_channels[l] channels; L levels.
 Ref UNetBuilder::forward(Ref x_in, int h, int w, const StepConditioning& cond, const CrossContext& cross,
-                         const std::string& tag) {
+                         const std::string& tag, Ref* deep) {
   ops_ = &g_.frame;
   tag_ = tag;
   const int L = cfg_.levels();
   const auto& ch = cfg_.block_out_channels;
 
-  ConvArgs ci;
-  ci.w = conv_weight("conv_in.weight", ch[0], cfg_.in_channels, 3);
-  ci.bias = vector("conv_in.bias", ch[0]);
-  ci.out = ch[0];
-  Act4 x = conv("conv_in", {x_in, h, w, cfg_.in_channels}, ci);  // (n, h, w, c0)
-
+  Act4 x = input(x_in, h, w);  // (n, h, w, c0)
   // down_blocks.i: level i; skips is diffusers' down_block_res_samples.
   std::vector<Act4> skips{x};
   for (int i = 0; i < L; ++i) {
-    for (int j = 0; j < cfg_.layers_per_block; ++j) {
-      x = resnet(cat("down_blocks.", i, ".resnets.", j), x, ch[i], cond);  // (n, h/2^i, w/2^i, c_i)
-      if (cfg_.attention_levels[i])
-        x = transformer(cat("down_blocks.", i, ".attentions.", j), x, cross);  // (n, h/2^i, w/2^i, c_i)
-      skips.push_back(x);
-    }
+    x = down_level(i, x, skips, cond, cross);
     if (i < L - 1) {
       const std::string p = cat("down_blocks.", i, ".downsamplers.0.conv");
       ConvArgs d;
@@ -335,46 +325,93 @@ Ref UNetBuilder::forward(Ref x_in, int h, int w, const StepConditioning& cond, c
   if (cfg_.mid_attention) x = transformer("mid_block.attentions.0", x, cross);  // (n, h/2^l, w/2^l, c_l)
   x = resnet("mid_block.resnets.1", x, ch[L - 1], cond);                      // (n, h/2^l, w/2^l, c_l)
 
-  // up_blocks.i: level l = L-1-i, each ResNet fed the concat of x and the last skip.
   for (int i = 0; i < L; ++i) {
-    const int level = L - 1 - i, out = ch[level];
-    for (int j = 0; j <= cfg_.layers_per_block; ++j) {
-      const Act4 skip = skips.back();
-      skips.pop_back();
-      const std::string name = cat("up_blocks.", i, ".resnets.", j);
-      ConcatOp co;
-      co.p.pixels = int64_t(batch_) * x.h * x.w;
-      co.p.ca = x.c;
-      co.p.cb = skip.c;
-      co.a = x.t;
-      co.b = skip.t;
-      co.y = new_act(name + ".concat", {batch_, x.h, x.w, x.c + skip.c});
-      const Act4 joined{co.y, x.h, x.w, x.c + skip.c};
-      // (n, h/2^l, w/2^l, x.c + skip.c)
-      emit(name + ".concat", std::move(co), 0, 2.0 * act_bytes_ * elems(int64_t(batch_) * x.h * x.w * joined.c));
-      x = resnet(name, joined, out, cond);  // (n, h/2^l, w/2^l, c_l)
-      if (cfg_.attention_levels[level])
-        x = transformer(cat("up_blocks.", i, ".attentions.", j), x, cross);  // (n, h/2^l, w/2^l, c_l)
-    }
-    if (i < L - 1) {
-      const std::string p = cat("up_blocks.", i, ".upsamplers.0");
-      const Act4 up = upsample2x(p + ".upsample", x);  // (n, h/2^(l-1), w/2^(l-1), c_l), nearest
-      ConvArgs u;
-      u.w = conv_weight(p + ".conv.weight", out, out, 3);
-      u.bias = vector(p + ".conv.bias", out);
-      u.out = out;
-      x = conv(p + ".conv", up, u);  // (n, h/2^(l-1), w/2^(l-1), c_l)
-    }
+    if (i == L - 1 && deep) *deep = x.t;  // (n, h, w, c1): what forward_cached() takes in its place
+    x = up_level(i, x, skips, cond, cross);
   }
+  return output(x);  // (n, h, w, out_channels)
+}
 
+// DeepCache's shallow pass: the top level's blocks alone, the deeper ones' contribution read from `deep`.
+Ref UNetBuilder::forward_cached(Ref x_in, Ref deep, int h, int w, const StepConditioning& cond,
+                                const CrossContext& cross, const std::string& tag) {
+  ops_ = &g_.cached_frame;
+  tag_ = tag;
+  const int L = cfg_.levels();
+  if (L < 2) fail("internal: a feature cache needs a U-Net of 2 levels or more, this one has ", L);
+  Act4 x = input(x_in, h, w);  // (n, h, w, c0)
+  std::vector<Act4> skips{x};
+  down_level(0, x, skips, cond, cross);  // the top level's skips; down_blocks.0's downsampler feeds only deeper levels
+  // (n, h, w, c1): up_blocks.(L-2)'s output, upsampled to the top level, as the last full forward left it
+  return output(up_level(L - 1, {deep, h, w, cfg_.block_out_channels[1]}, skips, cond, cross));  // (n, h, w, out_channels)
+}
+
+// conv_in: x (n, h, w, in_channels) -> (n, h, w, c0).
+UNetBuilder::Act4 UNetBuilder::input(Ref x_in, int h, int w) {
+  const int c0 = cfg_.block_out_channels[0];
+  ConvArgs ci;
+  ci.w = conv_weight("conv_in.weight", c0, cfg_.in_channels, 3);
+  ci.bias = vector("conv_in.bias", c0);
+  ci.out = c0;
+  return conv("conv_in", {x_in, h, w, cfg_.in_channels}, ci);  // (n, h, w, c0)
+}
+
+// down_blocks.i's ResNets and attentions (not its downsampler), each output pushed onto skips.
+UNetBuilder::Act4 UNetBuilder::down_level(int i, Act4 x, std::vector<Act4>& skips, const StepConditioning& cond,
+                                          const CrossContext& cross) {
+  for (int j = 0; j < cfg_.layers_per_block; ++j) {
+    x = resnet(cat("down_blocks.", i, ".resnets.", j), x, cfg_.block_out_channels[i], cond);  // (n, h/2^i, w/2^i, c_i)
+    if (cfg_.attention_levels[i])
+      x = transformer(cat("down_blocks.", i, ".attentions.", j), x, cross);  // (n, h/2^i, w/2^i, c_i)
+    skips.push_back(x);
+  }
+  return x;
+}
+
+// up_blocks.i: level l = L-1-i, each ResNet fed the concat of x and the last skip (popped), then the
+// upsampler below the top level.
+UNetBuilder::Act4 UNetBuilder::up_level(int i, Act4 x, std::vector<Act4>& skips, const StepConditioning& cond,
+                                        const CrossContext& cross) {
+  const int L = cfg_.levels(), level = L - 1 - i, out = cfg_.block_out_channels[level];
+  for (int j = 0; j <= cfg_.layers_per_block; ++j) {
+    const Act4 skip = skips.back();
+    skips.pop_back();
+    const std::string name = cat("up_blocks.", i, ".resnets.", j);
+    ConcatOp co;
+    co.p.pixels = int64_t(batch_) * x.h * x.w;
+    co.p.ca = x.c;
+    co.p.cb = skip.c;
+    co.a = x.t;
+    co.b = skip.t;
+    co.y = new_act(name + ".concat", {batch_, x.h, x.w, x.c + skip.c});
+    const Act4 joined{co.y, x.h, x.w, x.c + skip.c};
+    // (n, h/2^l, w/2^l, x.c + skip.c)
+    emit(name + ".concat", std::move(co), 0, 2.0 * act_bytes_ * elems(int64_t(batch_) * x.h * x.w * joined.c));
+    x = resnet(name, joined, out, cond);  // (n, h/2^l, w/2^l, c_l)
+    if (cfg_.attention_levels[level])
+      x = transformer(cat("up_blocks.", i, ".attentions.", j), x, cross);  // (n, h/2^l, w/2^l, c_l)
+  }
+  if (i == L - 1) return x;
+  const std::string p = cat("up_blocks.", i, ".upsamplers.0");
+  const Act4 up = upsample2x(p + ".upsample", x);  // (n, h/2^(l-1), w/2^(l-1), c_l), nearest
+  ConvArgs u;
+  u.w = conv_weight(p + ".conv.weight", out, out, 3);
+  u.bias = vector(p + ".conv.bias", out);
+  u.out = out;
+  return conv(p + ".conv", up, u);  // (n, h/2^(l-1), w/2^(l-1), c_l)
+}
+
+// conv_out (after silu(conv_norm_out x) for group norm models): x (n, h, w, c0) -> (n, h, w, out_channels).
+Ref UNetBuilder::output(const Act4& x) {
+  const int c0 = cfg_.block_out_channels[0];
   ConvArgs co;
-  co.w = conv_weight("conv_out.weight", cfg_.out_channels, ch[0], 3);
+  co.w = conv_weight("conv_out.weight", cfg_.out_channels, c0, 3);
   co.bias = vector("conv_out.bias", cfg_.out_channels);
   co.out = cfg_.out_channels;
   if (cfg_.norm == NormKind::Group) {
     co.gn_stats = group_norm_stats("conv_norm_out", x, cfg_.norm_num_groups, cfg_.norm_eps);  // (n, groups, 2)
-    co.gn_gamma = vector("conv_norm_out.weight", ch[0]);
-    co.gn_beta = vector("conv_norm_out.bias", ch[0]);
+    co.gn_gamma = vector("conv_norm_out.weight", c0);
+    co.gn_beta = vector("conv_norm_out.bias", c0);
     co.gn_groups = cfg_.norm_num_groups;
   }
   return conv("conv_out", x, co).t;  // (n, h, w, out_channels); group norm: of silu(conv_norm_out x)

@@ -41,8 +41,17 @@ class UNetBuilder : GraphEmitter {
   // Setup ops: cross-attention K/V from the context (Act (batch, context_length, cross_attention_dim)).
   CrossContext cross_context(Ref context);
 
-  // Frame ops: the velocity (batch, h, w, out_channels) for x (batch, h, w, in_channels).
-  Ref forward(Ref x, int h, int w, const StepConditioning& cond, const CrossContext& cross, const std::string& tag);
+  // Frame ops: the velocity (batch, h, w, out_channels) for x (batch, h, w, in_channels). deep (if given):
+  // set to the feature that enters the last up block, up_blocks.(L-1) at the top level (batch, h, w, c1),
+  // c1 = block_out_channels[1]: what forward_cached() reads in place of the deeper levels.
+  Ref forward(Ref x, int h, int w, const StepConditioning& cond, const CrossContext& cross, const std::string& tag,
+              Ref* deep = nullptr);
+  // Cached frame ops (Graph::cached_frame), DeepCache's shallow forward: conv_in, down_blocks.0's ResNets and
+  // attentions (the top level's skips), up_blocks.(L-1) on `deep` (a feature forward() set on the same
+  // conditioning) with those skips, conv_out. The same output as forward() where deep is that of the same x.
+  // For 2 levels or more.
+  Ref forward_cached(Ref x, Ref deep, int h, int w, const StepConditioning& cond, const CrossContext& cross,
+                     const std::string& tag);
 
  private:
   const ModelConfig& cfg_;
@@ -59,6 +68,12 @@ class UNetBuilder : GraphEmitter {
   Act4 resnet(const std::string& prefix, const Act4& x, int out, const StepConditioning& cond);
   Act4 transformer(const std::string& prefix, const Act4& x, const CrossContext& cross);
   int resnet_proj_width(int out) const;
+
+  // The U-Net's parts, in forward order: forward() runs them all, forward_cached() the top level's.
+  Act4 input(Ref x, int h, int w);
+  Act4 down_level(int i, Act4 x, std::vector<Act4>& skips, const StepConditioning& cond, const CrossContext& cross);
+  Act4 up_level(int i, Act4 x, std::vector<Act4>& skips, const StepConditioning& cond, const CrossContext& cross);
+  Ref output(const Act4& x);
 };
 
 // Every ResNet of the architecture in forward order: (parameter prefix, output channels).

@@ -44,7 +44,7 @@ class CudaBackend final : public Backend {
       : gpu_(gpu), kernels_(kernels), host_(gpu.index),
         tuner_(kernels == KernelFamily::Auto ? std::make_unique<LayerTuner>(default_tuning_cache_path(), host_.device_key())
                                              : nullptr),
-        choices_(host_, kernels, tuner_.get()) {
+        lists_{FrameList(host_, kernels, tuner_.get()), FrameList(host_, kernels, tuner_.get())} {
 #if !RTVD_HAS_CUDNN
     if (kernels == KernelFamily::Cudnn) fail("--kernels cudnn: this build has no cuDNN");
 #endif
@@ -90,12 +90,18 @@ class CudaBackend final : public Backend {
     bind_ops(graph, graph.setup, memory_);
     bind_ops(graph, graph.frame, memory_);
     bind_ops(graph, graph.check, memory_);
-    frames_since_prepare_ = 0;
-    host_.with_workspace(std::max(setup_workspace_bytes(), choices_.prepare(graph.frame)));
+    bind_ops(graph, graph.cached_frame, memory_);
+    size_t workspace = setup_workspace_bytes();
+    for (const FrameOps which : {FrameOps::Full, FrameOps::Cached}) {
+      FrameList& l = list(which);
+      l.runs = 0;
+      workspace = std::max(workspace, l.choices.prepare(graph.frame_ops(which)));
+    }
+    host_.with_workspace(workspace);
   }
 
   void run_setup() override {
-    run(graph().setup, false);
+    run(graph().setup, nullptr, false);
     RTVD_CUDA_CHECK(cudaStreamSynchronize(host_.stream()));
   }
 
@@ -103,21 +109,23 @@ class CudaBackend final : public Backend {
   // one CUDA graph of every frame op. With `auto` one more run after the first output is eager too: it times
   // the convs' candidates, the linears' cuBLASLt algorithms and the attention layers' implementations (~1.5 s
   // for SD-Turbo's U-Net and TAESD, and ~1 s more the first time cuDNN compiles its attention kernels on a
-  // machine; kept off the time to first output).
-  void run_frame() override {
-    ++frames_since_prepare_;
-    const bool tuning_frame = tuner_ && frames_since_prepare_ == LayerChoices::kTunedAtFrame;
-    if (!exec_ && eager_runs_ > 0 && !tuning_frame) capture();
-    if (exec_) {
-      const bool op_timed = profiling_ && timer_.want_op_times();
+  // machine; kept off the time to first output). Each frame list (the cached frame's too) goes through this
+  // on its own runs, with its own graph. Per-op times are the full frame's: a cached frame is timed whole.
+  void run_frame(FrameOps which) override {
+    FrameList& l = list(which);
+    ++l.runs;
+    const bool tuning_frame = tuner_ && l.runs == LayerChoices::kTunedAtFrame;
+    if (!l.exec && l.eager_runs > 0 && !tuning_frame) capture(which);
+    if (l.exec) {
+      const bool op_timed = profiling_ && which == FrameOps::Full && timer_.want_op_times();
       if (profiling_) timer_.frame_begin(host_.stream(), op_timed);
-      RTVD_CUDA_CHECK(cudaGraphLaunch(op_timed ? exec_op_timed_ : exec_, host_.stream()));
+      RTVD_CUDA_CHECK(cudaGraphLaunch(op_timed ? l.exec_op_timed : l.exec, host_.stream()));
       if (profiling_) timer_.frame_end(host_.stream());
       return;
     }
-    const bool tuning = tuning_frame && choices_.undecided();
-    run(graph().frame, false);
-    ++eager_runs_;
+    const bool tuning = tuning_frame && l.choices.undecided();
+    run(graph().frame_ops(which), &l, false);
+    ++l.eager_runs;
     if (tuning) {
       tuner_->save();
       shrink_workspace();
@@ -125,11 +133,11 @@ class CudaBackend final : public Backend {
   }
 
   // Queued on the stream, after the frame before and the writes since: a read waits for it.
-  void run_check(size_t i) override { run(graph().check, false, i, i + 1); }
+  void run_check(size_t i) override { run(graph().check, nullptr, false, i, i + 1); }
 
   std::string frame_op_impl(size_t i) const override {
     if (!graph_ || i >= graph_->frame.size()) return "";
-    const std::string chosen = choices_.describe(i);
+    const std::string chosen = lists_[0].choices.describe(i);  // the full frame's ops
     return chosen.empty() ? "custom" : chosen;
   }
 
@@ -192,53 +200,71 @@ class CudaBackend final : public Backend {
     return need;
   }
 
+  // One frame op list's state: its layers' choices, its graphs, and its runs since prepare().
+  struct FrameList {
+    FrameList(CudaHost& host, KernelFamily kernels, LayerTuner* tuner) : choices(host, kernels, tuner) {}
+    LayerChoices choices;
+    cudaGraphExec_t exec = nullptr, exec_op_timed = nullptr;
+    int eager_runs = 0;
+    int runs = 0;  // begun since prepare(), the one running included
+  };
+  FrameList& list(FrameOps which) { return lists_[which == FrameOps::Cached ? 1 : 0]; }
+
   // Tuning grew the scratch for every candidate (split-K 8 at 64x64 takes ~80 MB); keep what the chosen
   // implementations need.
   void shrink_workspace() {
-    const size_t need = std::max(setup_workspace_bytes(), choices_.workspace_bytes());
+    size_t need = setup_workspace_bytes();
+    for (const FrameList& l : lists_) need = std::max(need, l.choices.workspace_bytes());
     if (need >= host_.ctx().workspace_bytes) return;
     host_.resize_workspace(need);
-    eager_runs_ = 0;  // cuBLASLt plans depend on the scratch size: made again eagerly, never under capture
+    // cuBLASLt plans depend on the scratch size: made again eagerly, never under capture
+    for (FrameList& l : lists_) l.eager_runs = 0;
   }
 
   void drop_graph() {
-    for (cudaGraphExec_t* e : {&exec_, &exec_op_timed_}) {
-      if (*e) cudaGraphExecDestroy(*e);
-      *e = nullptr;
+    for (FrameList& l : lists_) {
+      for (cudaGraphExec_t* e : {&l.exec, &l.exec_op_timed}) {
+        if (*e) cudaGraphExecDestroy(*e);
+        *e = nullptr;
+      }
+      l.eager_runs = 0;
     }
-    eager_runs_ = 0;
   }
 
   // Each range captured as a graph of its own and replayed back to back, events around each replay.
   std::vector<double> time_op_ranges(const std::vector<std::pair<size_t, size_t>>& ranges, int runs) override {
-    if (eager_runs_ == 0 || choices_.undecided())  // what capture() needs
+    const FrameList& full = list(FrameOps::Full);
+    if (full.eager_runs == 0 || full.choices.undecided())  // what capture() needs
       fail("time_op_ranges: the frame has not run since its plan or profiling changed (run frames first)");
     std::vector<double> out;
     for (const auto& [begin, end] : ranges) {
       if (begin >= end || end > graph().frame.size())
         fail("time_op_ranges: ops [", begin, ", ", end, ") are not a range of the frame's ", graph().frame.size());
-      const std::unique_ptr<CUgraphExec_st, decltype(&cudaGraphExecDestroy)> exec(capture_frame(false, begin, end),
-                                                                                  cudaGraphExecDestroy);
+      const std::unique_ptr<CUgraphExec_st, decltype(&cudaGraphExecDestroy)> exec(
+          capture_frame(FrameOps::Full, false, begin, end), cudaGraphExecDestroy);
       out.push_back(cuda_median_ms(host_.stream(), 3, runs,
                                    [&] { RTVD_CUDA_CHECK(cudaGraphLaunch(exec.get(), host_.stream())); }));
     }
     return out;
   }
 
-  // The frame as a graph; with profiling also a second one with an event between every two ops.
-  void capture() {
-    if (profiling_) {
+  // A frame list as a graph; with profiling, for the full frame, also a second one with an event between
+  // every two ops.
+  void capture(FrameOps which) {
+    FrameList& l = list(which);
+    if (profiling_ && which == FrameOps::Full) {
       timer_.reset(graph().frame.size());
-      exec_op_timed_ = capture_frame(true);
+      l.exec_op_timed = capture_frame(which, true);
     }
-    exec_ = capture_frame(false);
+    l.exec = capture_frame(which, false);
   }
 
-  // The frame's ops [begin, end) (all by default) as a graph.
-  cudaGraphExec_t capture_frame(bool op_timed, size_t begin = 0, size_t end = SIZE_MAX) {
+  // A frame list's ops [begin, end) (all by default) as a graph.
+  cudaGraphExec_t capture_frame(FrameOps which, bool op_timed, size_t begin = 0, size_t end = SIZE_MAX) {
     capturing_ = true;
     try {
-      const cudaGraphExec_t exec = capture_graph(host_.stream(), [&] { run(graph().frame, op_timed, begin, end); });
+      const cudaGraphExec_t exec =
+          capture_graph(host_.stream(), [&] { run(graph().frame_ops(which), &list(which), op_timed, begin, end); });
       capturing_ = false;
       return exec;
     } catch (...) {
@@ -247,12 +273,11 @@ class CudaBackend final : public Backend {
     }
   }
 
-  // Queues ops [begin, end) on the stream (all by default). op_timed (all frame ops under capture): an event
-  // node before every op and after the last, External so that the nodes keep their timestamps. Setup ops run
-  // each op's default.
-  void run(std::vector<Op>& ops, bool op_timed, size_t begin = 0, size_t end = SIZE_MAX) {
+  // Queues ops [begin, end) on the stream (all by default). frame: the frame list's state, null for the setup
+  // ops, which run each op's default. op_timed (all frame ops under capture): an event node before every op
+  // and after the last, External so that the nodes keep their timestamps.
+  void run(std::vector<Op>& ops, FrameList* frame, bool op_timed, size_t begin = 0, size_t end = SIZE_MAX) {
     const CudaContext& c = host_.ctx();
-    const bool frame = &ops == &graph().frame;
     for (size_t i = begin; i < std::min(end, ops.size()); ++i) {
       Op& op = ops[i];
       const NvtxRange layer(op.layer.c_str());  // under capture, Nsight Systems projects it onto the graph's nodes
@@ -260,7 +285,7 @@ class CudaBackend final : public Backend {
       if (frame && touches(op, readback_tensor_))  // the last readback of this tensor must have read it
         RTVD_CUDA_CHECK(cudaStreamWaitEvent(c.stream, readback_.copied_out(), capturing_ ? cudaEventWaitExternal : 0));
       const auto heavy = [&](auto& o, void (*by_default)(const decltype(o.p)&, const CudaContext&)) {
-        if (frame) choices_.run(i, op, frames_since_prepare_, capturing_);
+        if (frame) frame->choices.run(i, op, frame->runs, capturing_);
         else by_default(o.p, c);
       };
       std::visit(Overloaded{
@@ -268,7 +293,7 @@ class CudaBackend final : public Backend {
                      [&](AttentionOp& o) { heavy(o, attention); },
                      [&](LinearOp& o) { heavy(o, linear); },
                      [&](GroupNormOp& o) {
-                       if (!frame || !choices_.norm_skipped(i)) group_norm(o.p, c);
+                       if (!frame || !frame->choices.norm_skipped(i)) group_norm(o.p, c);
                      },
                      [&](LayerNormOp& o) { layer_norm(o.p, c); },
                      [&](GegluOp& o) { geglu(o.p, c); },
@@ -293,7 +318,7 @@ class CudaBackend final : public Backend {
   KernelFamily kernels_;
   CudaHost host_;
   std::unique_ptr<LayerTuner> tuner_;  // --kernels auto only
-  LayerChoices choices_;
+  FrameList lists_[2];  // FrameOps::Full, FrameOps::Cached
   Graph* graph_ = nullptr;
   ArenaPlan plan_;
   BackendMemory memory_;
@@ -302,9 +327,6 @@ class CudaBackend final : public Backend {
   ReadbackRing readback_;
   std::vector<uint16_t> read_scratch_;
   int readback_tensor_ = -1;
-  cudaGraphExec_t exec_ = nullptr, exec_op_timed_ = nullptr;
-  int eager_runs_ = 0;
-  int frames_since_prepare_ = 0;  // frames begun since prepare(), the one running included
   bool profiling_ = false, capturing_ = false;
   FrameTimer timer_;
 };

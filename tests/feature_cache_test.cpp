@@ -1,0 +1,226 @@
+// The temporal feature cache (FrameSettings::cache_refresh, pipeline/cached_frame.h), on each backend (the GPU
+// case skips without a device): the cached frame on the input its cache was written from gives the full
+// frame's output, and reads the cache; on a moving source the refresh frames are the uncached frames and the
+// cached ones stay near them; the setting's bad values and models are refused with one line.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "pipeline/device.h"
+#include "pipeline/engine.h"
+#include "pipeline/frame_plan.h"
+#include "pipeline/model_files/safetensors.h"
+#include "pipeline/models/model.h"
+#include "pipeline/models/random_weights.h"
+#include "support/process.h"
+#include "support/test_util.h"
+
+namespace rtvd {
+namespace {
+
+class FeatureCacheOnDevice : public testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (GetParam() == "cuda" && cuda_devices(&why).empty()) GTEST_SKIP() << why;
+    device = device_kind_named(GetParam());
+  }
+  // Equal "to rounding": the same kernels on the same inputs (fixed kernels on the GPU: --kernels custom).
+  double tolerance() const { return device == DeviceKind::Cuda ? 2e-3 : 1e-5; }
+  DeviceKind device = DeviceKind::Cpu;
+};
+
+// One img2img plan on a backend, driven by hand so that two frames can run on the same inputs.
+struct PlanOnBackend {
+  const Model& model;
+  FramePlan plan;
+  std::unique_ptr<Backend> backend;
+
+  PlanOnBackend(const Model& m, const FrameSettings& s, int size, DeviceKind device, test::Rng& rng) : model(m) {
+    backend = make_backend(device, 2, device == DeviceKind::Cuda ? KernelFamily::Custom : KernelFamily::Auto, nullptr);
+    plan = build_frame_plan(model, frame_sampler(model, s, true), s, true, size, size, int(backend->act_bytes()));
+    backend->upload_weights(*model.weights);
+    backend->prepare(plan.graph);
+    if (plan.class_ids) {
+      const int32_t ids[2] = {s.class_id, model.config.null_class()};
+      backend->write(plan.class_ids, ids, plan.batch);
+    }
+    if (plan.context) {
+      const auto context = rng.vector(size_t(plan.batch) * model.config.context_length * model.config.cross_attention_dim);
+      backend->write(plan.context, context.data(), context.size());
+    }
+    backend->run_setup();
+    sample = rng.normal_vector(size_t(plan.latent_width) * plan.latent_height * model.config.in_channels);
+    image = rng.vector(size_t(size) * size * model.image_channels());
+    if (plan.noise) noise = rng.normal_vector(sample.size() * plan.noise_steps.size());
+  }
+
+  // The frame on the inputs drawn at construction (the sampler overwrites the sample: written every time);
+  // the blend history it leaves, which at --blend 0 is the frame itself. The history before it is finite (the
+  // image): 0 times a NaN that a frame of a poisoned cache left would be NaN.
+  std::vector<float> run(FrameOps which) {
+    backend->write(plan.prev, image.data(), image.size());
+    backend->write(plan.sample, sample.data(), sample.size());
+    backend->write(plan.image, image.data(), image.size());
+    if (plan.noise) backend->write(plan.noise, noise.data(), noise.size());
+    backend->run_frame(which);
+    std::vector<float> out(image.size());
+    backend->read(plan.prev, out.data(), out.size());
+    return out;
+  }
+
+  void poison_cache() {
+    for (const Ref& deep : plan.feature_cache) {
+      const TensorInfo& t = plan.graph.tensors.at(deep.id);
+      const std::vector<float> nan = test::poisoned(size_t(t.numel()));
+      backend->write(deep, nan.data(), nan.size());
+    }
+  }
+
+  std::vector<float> sample, image, noise;
+};
+
+// Refresh then cached frame on the same source and noise: the cached frame's U-Net passes get the deep
+// features of their own inputs, so it is the full frame (each step its own cache: with one cache for all
+// steps it would not be). The refresh writes every cache (poisoned before it), the cached frame reads them
+// (poisoned after it, its frame is not finite). The default model (3 levels, BatchNorm, the last step fused
+// with the blend) and tiny_sd (2 levels, GroupNorm, cross-attention at the top level, a decoder), with
+// guidance (the batch [cond | uncond] cached whole) and without.
+TEST_P(FeatureCacheOnDevice, TheCachedFrameOnItsRefreshInputIsTheFullFrame) {
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  const Model emoji = load_embedded_model();
+  const Model tiny_sd = load_model({.path = test::test_data("tiny_sd")});
+  for (const auto& [model, size] : {std::pair{&emoji, 16}, std::pair{&tiny_sd, 64}}) {
+    for (const float guidance : {1.0f, 3.0f}) {
+      SCOPED_TRACE(cat(model->config.name, ", guidance ", guidance));
+      FrameSettings s;
+      s.seed = rng.gen();
+      s.steps = 3;
+      s.guidance = guidance;
+      s.blend = 0.0f;
+      s.strength = 0.8f;
+      s.cache_refresh = 2;
+      PlanOnBackend p(*model, s, size, device, rng);
+      ASSERT_EQ(p.plan.feature_cache.size(), p.plan.sampler.steps.size());
+      ASSERT_LT(p.plan.graph.cached_frame.size(), p.plan.graph.frame.size());
+
+      p.poison_cache();
+      const std::vector<float> full = p.run(FrameOps::Full);
+      ASSERT_TRUE(test::all_finite(full));
+      const std::vector<float> cached = p.run(FrameOps::Cached);
+      EXPECT_LE(test::max_abs_diff(cached, full), tolerance());
+
+      p.poison_cache();
+      EXPECT_FALSE(test::all_finite(p.run(FrameOps::Cached))) << "the cached frame reads the cache";
+      EXPECT_LE(test::max_abs_diff(p.run(FrameOps::Full), full), tolerance()) << "a refresh rewrites it";
+    }
+  }
+}
+
+// A moving source (a pattern that moves a pixel per frame) at --blend 0, so that a frame depends on its
+// index and source alone: with a refresh every 3 frames, frames 0, 3 and 6 are the uncached engine's to the
+// bit (to rounding on the GPU), and the cached ones differ from it, by less than the uncached frame moved
+// since the refresh (the cache is worth more than showing the refresh frame again). Prints the error.
+TEST_P(FeatureCacheOnDevice, OnAMovingSourceRefreshFramesAreTheUncachedOnesAndCachedOnesStayNear) {
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  EngineOptions o;
+  o.device = device;
+  if (device == DeviceKind::Cuda) o.kernels = KernelFamily::Custom;
+  o.width = o.height = 32;
+  FrameSettings s;
+  s.seed = rng.gen();
+  s.steps = 2;
+  s.blend = 0.0f;
+  Engine uncached(o), cached(o);
+  uncached.configure(s, true);
+  s.cache_refresh = 3;
+  cached.configure(s, true);
+
+  const float phase = rng.uniform(0.0f, 6.0f);
+  const auto source = [&](int frame) {
+    std::vector<float> image;
+    for (int y = 0; y < 32; ++y)
+      for (int x = 0; x < 32; ++x)
+        for (int c = 0; c < 3; ++c)
+          image.push_back(0.8f * std::sin(0.35f * float(x + frame) + phase + 2.0f * float(c)) * std::cos(0.2f * float(y)));
+    return image;
+  };
+  const auto history = [](Engine& e) {
+    std::vector<float> v(size_t(e.width()) * e.height() * e.model().image_channels());
+    e.backend().read(e.plan().prev, v.data(), v.size());
+    return v;
+  };
+  std::vector<float> refresh;
+  std::string report;
+  for (int f = 0; f < 7; ++f) {
+    const std::vector<float> image = source(f);
+    uncached.step(&image);
+    cached.step(&image);
+    const std::vector<float> want = history(uncached), got = history(cached);
+    ASSERT_TRUE(test::all_finite(got)) << "frame " << f;
+    if (f % 3 == 0) {
+      EXPECT_LE(test::max_abs_diff(got, want), device == DeviceKind::Cuda ? tolerance() : 0.0) << "refresh frame " << f;
+      refresh = want;
+      continue;
+    }
+    const double error = test::rel_l2(got, want), moved = test::rel_l2(refresh, want);
+    EXPECT_GT(error, 0.0) << "frame " << f << " ran the full U-Net";
+    EXPECT_LT(error, moved) << "frame " << f;
+    report += cat(" frame ", f, ": ", error, " (moved ", moved, ");");
+  }
+  std::printf("feature cache, refresh every 3, cached frames' relative L2 error against the uncached:%s\n", report.c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, FeatureCacheOnDevice, testing::Values("cpu", "cuda"));
+
+// The engine's guard (for every caller: the CLI's bound is the same, tested in cli_test): a period outside
+// [0, 100], and a model whose U-Net has no level below the top, each one line naming --feature-cache.
+TEST(FeatureCache, BadPeriodsAndOneLevelModelsAreRefusedNamingTheFlag) {
+  EngineOptions o;
+  o.device = DeviceKind::Cpu;
+  o.width = o.height = 16;
+  Engine engine(o);
+  FrameSettings s;
+  for (const int bad : {-1, kMaxCacheRefresh + 1}) {
+    s.cache_refresh = bad;
+    EXPECT_EQ(test::error_of([&] { engine.configure(s, false); }),
+              cat("--feature-cache ", bad, ": expected 0 (off) to 100 frames"));
+  }
+
+  const test::TempDir temp("rtvd_feature_cache");
+  nlohmann::json config = nlohmann::json::parse(test::read_file(test::test_data("tiny_group/config.json")));
+  config["name"] = "tiny_group, one level (test only)";
+  config["block_out_channels"] = {8};
+  config["attention_levels"] = {false};
+  config["mid_attention"] = false;
+  config["cross_attention_dim"] = 0;
+  std::ofstream(temp.path("config.json")) << config.dump(2);
+  const SafeTensorsFile weights = random_checkpoint(load_model_config(temp.path("config.json")), 1);
+  std::vector<TensorToWrite> tensors;
+  for (const TensorView& t : weights.tensors())
+    tensors.push_back({t.name, t.dtype, t.shape, std::vector<uint8_t>(t.data, t.data + t.bytes)});
+  write_safetensors(temp.path("weights.safetensors"), tensors);
+  o.model.path = temp.dir().string();
+  o.width = o.height = 8;
+  Engine one_level(o);
+  s.cache_refresh = 2;
+  EXPECT_EQ(test::error_of([&] { one_level.configure(s, false); }),
+            "--feature-cache 2: the U-Net of tiny_group, one level (test only) has a single level, none deeper to cache "
+            "(the cache needs 2 levels or more)");
+  s.cache_refresh = 0;
+  EXPECT_NO_THROW(one_level.configure(s, false));
+}
+
+}  // namespace
+}  // namespace rtvd
