@@ -72,6 +72,25 @@ TEST(BenchFramesE2E, SkipSimilarReportsTheSkippedFraction) {
   EXPECT_GT(doc.at("skip_similar").at("frames_per_second").get<double>(), 0.0);
 }
 
+// A stream batch over several steps: its first calls bring no frame out (the groups before the first one that
+// leaves), and bench frames times from the first one that does, reporting the latency.
+TEST(BenchFramesE2E, AStreamBatchOverSeveralStepsIsTimedFromItsFirstFrameOut) {
+  const test::TempDir temp("rtvd_bench_frames_stream");
+  const std::string json = temp.path("frames.json");
+  const test::RunResult r = test::run_program(
+      test::rtvd_binary(), {"bench", "frames", "--device", "cpu", "--size", "32", "--steps", "2", "--stream-batch",
+                            "4", "--frames", "4", "--json", json},
+      test::environment(), temp.dir(), 300);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("stream batch 4: 2 frames per call of the U-Net, each out 3 frames after its source"),
+            std::string::npos) << r.out;
+  const nlohmann::json doc = nlohmann::json::parse(test::read_file(json));
+  EXPECT_EQ(doc.at("stream_batch"), 4);
+  EXPECT_EQ(doc.at("frames_per_call"), 2);
+  EXPECT_EQ(doc.at("latency_frames"), 3);
+  EXPECT_GT(doc.at("frames_per_second").get<double>(), 0.0);
+}
+
 // bench unet on the CPU: TFLOP/s with three digits, and no peak or floor drawn from a ceiling it has not.
 TEST(BenchFramesE2E, BenchUnetOnTheCpuGivesNoPeak) {
   const test::TempDir temp("rtvd_bench_unet_cpu");

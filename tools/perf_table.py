@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""On the GPU machine, one command: the performance table of issue 17, every row rtvd next to its PyTorch /
-diffusers counterpart, on the same weights, in one run.
+"""On the GPU machine, one command: the performance table of issue 27, every row rtvd next to its PyTorch /
+diffusers counterpart where it has one, on the same weights, in one run.
 
     PYTHONPATH=$DIFFUSERS/src python3 tools/perf_table.py [--work /tmp/rtvd-perf] [--deadline 570]
 
@@ -10,18 +10,21 @@ tools/compare_unet.py does) and diffusers' source (../shared/reference/). Steps:
      U-Net, the SD VAE, OpenCLIP-H) and TAESD, fp16, under --work (skipped when there); then `rtvd bench
      kernels`, the embedded default model's `rtvd bench frames`, and PyTorch's SDPA backends at the same
      attention shapes (tools/reference/bench_torch_attention.py), each alone on the machine.
-  2. rtvd's time to first frame: `rtvd render` of one 512x512 frame from that checkpoint with an empty cache
-     folder and the checkpoint's files dropped from the page cache.
-  3. rtvd on the checkpoint: `bench frames` of the real-time frame (img2img, 1 step, TAESD) and of a txt2img frame
-     with the SD VAE (its decode stage), `bench unet` at batch 1 and 2, `bench text` at batch 2.
-  4. PyTorch (tools/reference/bench_torch_sd.py), every piece in a process of its own, all started together so
+  2. rtvd on the checkpoint, `bench frames` with TAESD: the real-time frame (img2img, 1 step) one at a time
+     (latency mode), with --stream-batch 2 and 4 (throughput mode), with --feature-cache 3 and with --skip-similar
+     0.999 (one fixed source image: a static source); LCM's 4-step txt2img frame one at a time and with
+     --stream-batch 4; `bench unet` at batch 1 and 2. A flag the binary does not know makes its row "not built".
+  3. PyTorch (tools/reference/bench_torch_sd.py), every piece in a process of its own, all started together so
      that torch.compile's minutes overlap, after rtvd's timings: each builds, compiles and warms up, then they
-     are timed one at a time. torch.compile (mode "reduce-overhead") for the frame, the U-Net at batch 1 and 2 and
-     TAESD; eager in one CUDA graph for those and the VAE decoder and the text encoder; the text encoder eager.
-Prints the table and writes $OUT/perf_table.json (GPU, driver, commit, date, each row with its target, and every
-benchmark's own JSON) for docs/bench/; the JSON is rewritten after every step, so a run cut short keeps what it
-measured. --device cpu runs the rtvd half on a machine without a GPU, from a --work that already holds model/ and
-taesd/ (a check of this script; its numbers mean nothing).
+     are timed one at a time. torch.compile (mode "reduce-overhead") and eager in one CUDA graph, each for the
+     frame at 1, 2 and 4 frames per call (throughput mode's K-frame batching) and the U-Net at batch 1 and 2.
+Prints the table (markdown, for the README) and writes $OUT/perf_table.json (GPU, driver, commit, date, each row
+with its target, and every benchmark's own JSON) for docs/bench/; the JSON is rewritten after every step, so a run
+cut short keeps what it measured. --device cpu runs the rtvd half on a machine without a GPU (a check of this
+script; its numbers mean nothing), from a --work that already holds model/ and taesd/ and with --rtvd naming a
+binary, e.g. with tests/data's tiny models:
+    mkdir -p /tmp/w && ln -sfn $PWD/tests/data/tiny_sd /tmp/w/model && ln -sfn $PWD/tests/data/tiny_taesd /tmp/w/taesd
+    python3 tools/perf_table.py --device cpu --work /tmp/w --rtvd build-cpu/rtvd
 """
 import argparse
 import json
@@ -35,31 +38,23 @@ from compare_unet import BUNDLE_DIR, ROOT, machine, sh, unpack_bundle  # noqa: E
 
 VOCAB = "assets/clip/bpe_simple_vocab_16e6.txt.gz"
 TORCH = "tools/reference/bench_torch_sd.py"
-# (key, what, mode, batch): the PyTorch processes of step 4; compile ones first, as they take longest.
-TORCH_RUNS = [("frame_compile", "frame", "compile", 1), ("unet_b1_compile", "unet", "compile", 1),
-              ("unet_b2_compile", "unet", "compile", 2), ("taesd_compile", "taesd", "compile", 1),
-              ("frame_graph", "frame", "graph", 1), ("unet_b1_graph", "unet", "graph", 1),
-              ("unet_b2_graph", "unet", "graph", 2), ("taesd_graph", "taesd", "graph", 1),
-              ("vae_decode_graph", "vae_decode", "graph", 1), ("text_b2_graph", "text", "graph", 2),
-              ("text_b2_eager", "text", "eager", 2)]
+# (key, what, mode, batch): the PyTorch processes of step 3; compile ones first, as they take longest. frame's batch
+# is its frames per call.
+TORCH_RUNS = [("frame_compile", "frame", "compile", 1), ("frame_b4_compile", "frame", "compile", 4),
+              ("frame_b2_compile", "frame", "compile", 2), ("unet_b1_compile", "unet", "compile", 1),
+              ("unet_b2_compile", "unet", "compile", 2), ("frame_graph", "frame", "graph", 1),
+              ("frame_b4_graph", "frame", "graph", 4), ("frame_b2_graph", "frame", "graph", 2),
+              ("unet_b1_graph", "unet", "graph", 1), ("unet_b2_graph", "unet", "graph", 2)]
 CONV_CASES = ["sd_64x64_320_film_silu", "sd_32x32_640_film_silu", "sd_16x16_1280_film_silu"]
+STREAM_BATCHES = (2, 4)
+SKIP_SIMILAR = "0.999"  # the GUI's default threshold
+FEATURE_CACHE = "3"     # frames between refreshes of the deep features
+NOT_BUILT = "not built"  # a row whose flag this binary does not know
 
 
 def start(command, env, log):
     """A process in the background, its output to log."""
     return subprocess.Popen(command, cwd=ROOT, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT)
-
-
-def drop_from_page_cache(folder):
-    """The files' pages out of the page cache (written back first), so that reading them goes to the disk."""
-    os.sync()
-    for base, _, files in os.walk(folder):
-        for name in files:
-            fd = os.open(os.path.join(base, name), os.O_RDONLY)
-            try:
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            finally:
-                os.close(fd)
 
 
 def load(path):
@@ -89,90 +84,188 @@ def kernel_row(kernels, case, impl_prefix):
     return None
 
 
+def stages_ms(frames):
+    """The frame's stages summed, each replayed alone (or, without that, op-timed), or None."""
+    stages = (frames or {}).get("stages_alone_per_frame") or (frames or {}).get("stages_per_frame")
+    return sum(s["ms"] for s in stages) if stages else None
+
+
+def find_keys(doc, word, path=""):
+    """{dotted path: value} of every key of a JSON document whose name holds word."""
+    found = {}
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            here = f"{path}.{k}" if path else k
+            if word in k:
+                found[here] = v
+            found.update(find_keys(v, word, here))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            found.update(find_keys(v, word, f"{path}[{i}]"))
+    return found
+
+
+def kernel_row(kernels, case, impl_prefix):
+    """The first timed row of the case whose implementation starts with impl_prefix (refusals have no time)."""
+    for r in (kernels or {}).get("results", []):
+        if r["case"] == case and r["impl"].startswith(impl_prefix) and "tflops" in r:
+            return r
+    return None
+
+
 def table_rows(raw):
-    """The issue's rows: what, target, rtvd's number, PyTorch's, the unit, whether the target is met."""
-    ms = lambda key, piece: (raw.get(key) or {}).get("ms_median", {}).get(piece)  # noqa: E731
+    """Issue 27's rows: what, target, rtvd's number (its latency where it is a frame), PyTorch's, the unit, whether
+    the target is met. raw[key] is None where the run failed, NOT_BUILT where the binary lacks the flag."""
+    def got(key):
+        v = raw.get(key)
+        return v if isinstance(v, dict) else {}
+
+    ms = lambda key, piece: got(key).get("ms_median", {}).get(piece)  # noqa: E731
+    fps = lambda v: 1e3 / v if v else None  # noqa: E731
     rows = []
 
-    def row(what, target, rtvd, torch_compile=None, torch_graph=None, unit="ms", met=None, note=""):
-        best_torch = min([t for t in (torch_compile, torch_graph) if t], default=None)
+    def row(what, target, rtvd, torch_compile=None, torch_graph=None, unit="ms", met=None, note="", detail="",
+            latency=None, **extra):
+        """latency: (ms, frames after its source) of a frame row. rtvd's speed-up: PyTorch's best time over rtvd's,
+        or rtvd's frames/s over PyTorch's best."""
+        torch = [t for t in (torch_compile, torch_graph) if t]
+        speedup = None
+        if rtvd and torch and unit == "ms":
+            speedup = min(torch) / rtvd
+        elif rtvd and torch and unit == "frames/s":
+            speedup = rtvd / max(torch)
         rows.append(dict(what=what, target=target, rtvd=rtvd, torch_compile=torch_compile, torch_graph=torch_graph,
-                         unit=unit, speedup=(best_torch / rtvd if rtvd and best_torch and unit == "ms" else None),
-                         met=met, note=note))
+                         unit=unit, speedup=speedup, met=met, note=note, detail=detail,
+                         latency_ms=latency[0] if latency else None, latency_frames=latency[1] if latency else None,
+                         **extra))
 
-    frame = raw.get("rtvd_frame_taesd") or {}
+    # latency mode
+    frame = got("rtvd_frame")
     f_ms = frame.get("frame_ms_median")
-    f_compile = ms("frame_compile", "frame")
-    row("whole 1-step img2img frame, 512², SD-Turbo + TAESD", "≤ 3.9 ms and ≥ 1.6× torch.compile", f_ms, f_compile,
-        ms("frame_graph", "frame"),
-        met=bool(f_ms and f_ms <= 3.9 and f_compile and f_compile / f_ms >= 1.6) if f_ms and f_compile else None,
-        note="host clock per frame, upload to read-back")
-    for b, target in ((1, 2.8), (2, 4.0)):
-        u = (raw.get(f"rtvd_unet_b{b}") or {}).get("ms_median")
-        row(f"SD 2.1 U-Net, batch {b}", f"≤ {target} ms", u, ms(f"unet_b{b}_compile", "unet"), ms(f"unet_b{b}_graph", "unet"),
-            met=u <= target if u else None)
-    taesd = stage_ms(raw.get("rtvd_frame_taesd"), "encode", "decode")
-    t_compile = [ms("taesd_compile", p) for p in ("encode", "decode")]
-    t_graph = [ms("taesd_graph", p) for p in ("encode", "decode")]
-    taesd_op_timed = stage_ms(raw.get("rtvd_frame_taesd"), "encode", "decode", op_timed=True)
-    row("TAESD encode + decode, 512²", "≤ 0.7 ms", taesd, sum(t_compile) if all(t_compile) else None,
-        sum(t_graph) if all(t_graph) else None, met=taesd <= 0.7 if taesd else None,
-        note=f"rtvd: the frame's encode and decode stages, each replayed alone as a CUDA graph (decode includes the "
-        f"blend into RGBA8); op-timed in the frame: {taesd_op_timed} ms")
-    vae = stage_ms(raw.get("rtvd_frame_vae"), "decode")
-    vae_op_timed = stage_ms(raw.get("rtvd_frame_vae"), "decode", op_timed=True)
-    row("full VAE decode, 512²", "≤ 6 ms", vae, None, ms("vae_decode_graph", "decode"), met=vae <= 6 if vae else None,
-        note=f"rtvd: the decode stage of a txt2img frame replayed alone as a CUDA graph; op-timed in the frame: "
-        f"{vae_op_timed} ms")
-    text = (raw.get("rtvd_text_b2") or {}).get("ms_median")
-    row("text encoder, OpenCLIP-H, 77 tokens, batch 2", "≤ 1.5 ms", text, None, ms("text_b2_graph", "forward"),
-        met=text <= 1.5 if text else None, note=f"transformers eager: {ms('text_b2_eager', 'forward') or '-'} ms")
+    row("latency mode: 1-step img2img frame, 512², SD-Turbo + TAESD", "≤ 4.0 ms", f_ms, ms("frame_compile", "frame"),
+        ms("frame_graph", "frame"), met=f_ms <= 4.0 if f_ms else None, latency=f_ms and (f_ms, 0),
+        detail=f"{frame['frames_per_second']:.0f} frames/s" if f_ms else "",
+        note="host clock per frame, upload to read-back, one frame at a time")
+    for b, target in ((1, 3.0), (2, None)):
+        u = got(f"rtvd_unet_b{b}").get("ms_median")
+        row(f"SD 2.1 U-Net, batch {b}", f"≤ {target} ms" if target else "– (throughput mode's K = 2)", u,
+            ms(f"unet_b{b}_compile", "unet"), ms(f"unet_b{b}_graph", "unet"),
+            met=(u <= target if u else None) if target else None)
+
+    # throughput mode: rtvd's stream batch, then against PyTorch's K-frame batches
+    streams = {}
+    for k in STREAM_BATCHES:
+        d = got(f"rtvd_stream_b{k}")
+        streams[k] = d.get("frames_per_second")
+        lat = (d.get("latency_ms"), d.get("latency_frames")) if d else None
+        row(f"throughput mode: the same frame, --stream-batch {k}", "≥ 300 frames/s, added latency ≤ 2 frames",
+            streams[k], fps(ms(f"frame_b{k}_compile", "frame")), fps(ms(f"frame_b{k}_graph", "frame")),
+            unit="frames/s", latency=lat,
+            met=streams[k] >= 300 and d.get("latency_frames", 99) <= 2 if streams[k] else None,
+            note=f"{d.get('frames_per_call', k)} frames per U-Net call; PyTorch: {k} frames per call, latency "
+            f"{k} × its ms per frame")
+    for k in sorted(STREAM_BATCHES, reverse=True):
+        t = fps(ms(f"frame_b{k}_compile", "frame"))
+        row(f"throughput mode against PyTorch's {k}-frame batching, torch.compile", "rtvd ≥ 1.4×", streams[k], t,
+            unit="frames/s", met=streams[k] / t >= 1.4 if streams[k] and t else None,
+            note=f"bench_torch_sd.py frame --batch {k}: {k} frames uploaded, encoded, denoised, decoded and read back "
+            "per call")
+
+    # LCM: the steps of successive frames in one U-Net call, against one frame's steps after another
+    seq, batched = got("rtvd_lcm"), got("rtvd_lcm_stream_b4")
+    s_fps, b_fps = seq.get("frames_per_second"), batched.get("frames_per_second")
+    ratio = b_fps / s_fps if s_fps and b_fps else None
+    row("LCM, 4 steps, 512² txt2img, TAESD: --stream-batch 4 against one frame at a time", "≥ 2× frames/s", ratio,
+        unit="×", met=ratio >= 2 if ratio else None,
+        latency=batched and (batched.get("latency_ms"), batched.get("latency_frames")),
+        detail=f"{b_fps:.0f} against {s_fps:.0f} frames/s" if ratio else "", note="guidance 1 (batch 1 per frame)")
+
+    # feature cache: the U-Net stage with --feature-cache against without, on bench frames' fixed source image
+    cached = raw.get("rtvd_feature_cache")
+    u_plain, u_cached = stage_ms(frame, "U-Net"), stage_ms(got("rtvd_feature_cache"), "U-Net")
+    ratio = u_plain / u_cached if u_plain and u_cached else None
+    errors = find_keys(got("rtvd_feature_cache"), "error")
+    row(f"feature cache, refresh every {FEATURE_CACHE} frames", "U-Net time ≥ 1.6× lower on average, error reported",
+        ratio, unit="×", met=ratio >= 1.6 if ratio else None,
+        detail=(NOT_BUILT if cached == NOT_BUILT else
+                f"U-Net {u_plain:.3f} → {u_cached:.3f} ms per frame, frame {f_ms:.3f} → "
+                f"{got('rtvd_feature_cache')['frame_ms_median']:.3f} ms" if ratio else ""),
+        error=errors or None,
+        note="bench frames' source is one fixed image, so only the every-N refresh runs; the error against the "
+        "uncached frame on a moving video: " + (json.dumps(errors) if errors else "(filled in from the cache's "
+                                                "test on the device)"))
+
+    # similarity filter on a static source (bench frames' one fixed image)
+    skip = raw.get("rtvd_skip_similar")
+    fraction = next(iter(find_keys(got("rtvd_skip_similar"), "skipped_fraction").values()), None)
+    row(f"similarity filter (--skip-similar {SKIP_SIMILAR}): static source / moving source",
+        "≥ 90% skipped / none skipped", fraction and 100 * fraction, unit="% skipped",
+        met=fraction >= 0.9 if fraction is not None else None, detail=NOT_BUILT if skip == NOT_BUILT else "",
+        note="static: bench frames' one fixed image; moving: not run here (bench frames has no moving source), "
+        "tests/similarity_filter_test.cpp's AMovingPatchIsNeverSkippedAndRendersAsWithoutTheFilter (CPU and CUDA)")
+
+    # host time outside the stages of the latency-mode frame
+    alone = stages_ms(frame)
+    host = f_ms - alone if f_ms and alone else None
+    row("host time outside the stages, latency-mode frame", "≤ 0.2 ms", host, met=host <= 0.2 if host else None,
+        note=f"the frame's median minus the sum of its stages, each replayed alone as a CUDA graph (op-timed without "
+        f"that): {f_ms:.3f} - {alone:.3f} ms" if host is not None else "")
+
+    default = got("rtvd_default_frames")
+    d_fps = default.get("frames_per_second")
+    row("embedded default model, rtvd bench frames", "≥ 500 frames/s", d_fps, unit="frames/s",
+        met=d_fps >= 500 if d_fps else None, latency=d_fps and (default["frame_ms_median"], 0),
+        note="no PyTorch counterpart run")
+
+    # the kernels: means, not ends
     kernels = raw.get("rtvd_kernels")
     for case in CONV_CASES:
         ours, cudnn = kernel_row(kernels, case, "default:"), kernel_row(kernels, case, "cuDNN")
-        row(f"own conv, {case}", "≥ 500 TFLOP/s", ours and ours["tflops"], None, cudnn and cudnn["tflops"],
-            unit="TFLOP/s", met=ours["tflops"] >= 500 if ours else None,
+        row(f"(means) own conv, {case}, batch 2", "≥ 500 TFLOP/s", ours and ours["tflops"], None,
+            cudnn and cudnn["tflops"], unit="TFLOP/s", met=ours["tflops"] >= 500 if ours else None,
             note=f"{ours['impl'] if ours else ''}; library column: cuDNN through rtvd")
-    sdpa = {(r["case"], r["backend"]): r for r in (raw.get("torch_sdpa") or {}).get("results", []) if "tflops" in r}
+    sdpa = {(r["case"], r["backend"]): r for r in got("torch_sdpa").get("results", []) if "tflops" in r}
     for case, sdpa_case, target in (("sd21_64x64", "attn sd21 64x64 5x64 L4096", 450),
                                     ("sd15_64x64_d40", "attn sd15 64x64 8x40 L4096", None)):
         ours, cudnn = kernel_row(kernels, case, "default:"), kernel_row(kernels, case, "cuDNN")
         lib = [r["tflops"] for k, r in sdpa.items() if k[0] == sdpa_case]
         best_lib = max(lib + ([cudnn["tflops"]] if cudnn else []), default=None)
         if target:
-            row("flash attention, 4096², head dim 64", "≥ 450 TFLOP/s", ours and ours["tflops"], None, best_lib,
-                unit="TFLOP/s", met=ours["tflops"] >= target if ours else None,
+            row("(means) flash attention, 4096², head dim 64", "≥ 450 TFLOP/s", ours and ours["tflops"], None,
+                best_lib, unit="TFLOP/s", met=ours["tflops"] >= target if ours else None,
                 note="library column: the best of cuDNN through rtvd and PyTorch's SDPA backends")
         else:
-            row("attention, SD 1.5 head dim 40, 4096²", "≥ cuDNN", ours and ours["tflops"], None, best_lib,
+            row("(means) attention, SD 1.5 head dim 40, 4096²", "≥ cuDNN", ours and ours["tflops"], None, best_lib,
                 unit="TFLOP/s", met=ours["tflops"] >= cudnn["tflops"] if ours and cudnn else None,
                 note="library column: the best of cuDNN through rtvd and PyTorch's SDPA backends")
-    default = raw.get("rtvd_default_frames") or {}
-    fps = default.get("frames_per_second")
-    row("embedded default model, rtvd bench frames", "≥ 500 frames/s", fps, unit="frames/s",
-        met=fps >= 500 if fps else None, note="no PyTorch counterpart run")
-    ttff = raw.get("rtvd_first_frame_s")
-    compile_first = (raw.get("frame_compile") or {}).get("time_to_first_output_s")
-    # rtvd render's own account of it, part by part ("first frame X s after the command started (...)").
-    split = next((line for line in raw.get("rtvd_first_frame_output") or [] if line.startswith("first frame ")), "")
-    row("time to first frame from a checkpoint on disk, caches empty", "≤ 3 s", ttff,
-        compile_first, (raw.get("frame_graph") or {}).get("time_to_first_output_s"), unit="s",
-        met=ttff <= 3 if ttff else None, note="rtvd render of one frame, process start to exit; PyTorch: process "
-        "start to the first frame, compiling included (while other PyTorch processes compiled beside it)"
-        + (f"; rtvd: {split}" if split else ""))
     return rows
 
 
+FORMATS = {"ms": "{:.3f} ms", "frames/s": "{:.0f} frames/s", "TFLOP/s": "{:.0f} TFLOP/s", "×": "{:.2f}×",
+           "% skipped": "{:.1f}% skipped"}
+
+
 def markdown(rows):
+    """The rows as the README's table: rtvd's number with its latency, PyTorch's beside it."""
     def fmt(v, unit):
-        return "–" if v is None else f"{v:.3f}" if unit == "ms" else f"{v:.2f}" if unit == "s" else f"{v:.1f}"
-    lines = ["| what | target | rtvd | PyTorch, torch.compile | PyTorch, CUDA graph or library | rtvd's speed-up | met |",
-             "|---|---|---|---|---|---|---|"]
+        return "–" if v is None else FORMATS[unit].format(v)
+
+    def latency(r):
+        if r["latency_ms"] is None:
+            return "–"
+        frames = r["latency_frames"]
+        return f"{r['latency_ms']:.2f} ms" + (f" (+{frames} frame{'s' if frames > 1 else ''})" if frames else "")
+
+    lines = ["| what | target | rtvd | latency | PyTorch, torch.compile | PyTorch, CUDA graph or library | "
+             "rtvd's speed-up | met |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         u = r["unit"]
+        rtvd = fmt(r["rtvd"], u) + (f" ({r['detail']})" if r["detail"] and r["rtvd"] is not None else "")
+        if r["rtvd"] is None and r["detail"]:
+            rtvd = r["detail"]
         speedup = "–" if r["speedup"] is None else f"{r['speedup']:.2f}×"
         met = "–" if r["met"] is None else "yes" if r["met"] else "no"
-        lines.append(f"| {r['what']} | {r['target']} | {fmt(r['rtvd'], u)} {u} | {fmt(r['torch_compile'], u)} | "
+        lines.append(f"| {r['what']} | {r['target']} | {rtvd} | {latency(r)} | {fmt(r['torch_compile'], u)} | "
                      f"{fmt(r['torch_graph'], u)} | {speedup} | {met} |")
     return "\n".join(lines)
 
@@ -183,6 +276,7 @@ def main():
     parser.add_argument("--deadline", type=float, default=570, help="seconds the whole run may take")
     parser.add_argument("--runs", type=int, default=100, help="timed calls per PyTorch measurement")
     parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    parser.add_argument("--rtvd", help="the rtvd binary to run instead of the bundle's (--device cpu: build-cpu/rtvd)")
     args = parser.parse_args()
     begin = time.time()
     left = lambda: args.deadline - (time.time() - begin)  # noqa: E731
@@ -190,8 +284,8 @@ def main():
     os.makedirs(out_dir, exist_ok=True)
     w = args.work
     os.makedirs(os.path.join(w, "logs"), exist_ok=True)
-    env = unpack_bundle()
-    rtvd = os.path.join(BUNDLE_DIR, "rtvd")
+    env = dict(os.environ) if args.rtvd else unpack_bundle()
+    rtvd = os.path.abspath(args.rtvd) if args.rtvd else os.path.join(BUNDLE_DIR, "rtvd")
     cuda = args.device == "cuda"
     size = "512" if cuda else "64"
     doc = dict(machine() if cuda else {}, bench="perf_table", work=w, raw={}, notes=[], timeline=[])
@@ -212,15 +306,18 @@ def main():
         print(f"-- {time.time() - begin:6.1f} s: {what}", flush=True)
 
     def rtvd_json(key, command, timeout=120):
-        """rtvd with --json into the raw results under key."""
+        """rtvd with --json into the raw results under key (NOT_BUILT where it refuses a flag it does not know)."""
         path = os.path.join(w, f"{key}.json")
+        if os.path.exists(path):
+            os.remove(path)
         code, out = sh([rtvd] + command + ["--json", path],
                        min(timeout, max(1, left() - 10)), env)
         with open(os.path.join(w, "logs", f"{key}.log"), "w") as f:
             f.write(out)
-        doc["raw"][key] = load(path) if code == 0 else None
+        last = out.strip().splitlines()[-1] if out.strip() else ""
+        doc["raw"][key] = load(path) if code == 0 else NOT_BUILT if "unknown flag" in last else None
         if code:
-            note(f"{key}: exit {code}: {out.strip().splitlines()[-1] if out.strip() else ''}")
+            note(f"{key}: exit {code}: {last}")
         mark(key)
         save()
 
@@ -239,7 +336,7 @@ def main():
     device = ["--device", args.device]
     if cuda:
         rtvd_json("rtvd_kernels", ["bench", "kernels", "--runs", "30"], timeout=240)
-    rtvd_json("rtvd_default_frames", ["bench", "frames", "--frames", "2000" if cuda else "20"] + device)
+    rtvd_json("rtvd_default_frames", ["bench", "frames", "--frames", "2000" if cuda else "3"] + device)
     if cuda:
         sdpa = os.path.join(w, "torch_sdpa.json")
         code, out = sh([sys.executable, "tools/reference/bench_torch_attention.py", "--json", sdpa],
@@ -249,38 +346,27 @@ def main():
             note(f"bench_torch_attention.py: exit {code}: {out.strip()[-300:]}")
         mark("torch_sdpa")
 
-    # 2. time to first frame, cold
-    cache = os.path.join(w, "empty-cache")
-    subprocess.run(["rm", "-rf", cache, os.path.join(w, "first-frame")])
-    os.makedirs(cache)
-    drop_from_page_cache(model)
-    drop_from_page_cache(taesd)
-    t0 = time.perf_counter()
-    code, out = sh([rtvd, "render", "--device", args.device, "--model", model, "--vae", taesd, "--size", size,
-                    "--steps", "1", "--guidance", "0", "--frames", "1", "--prompt", "a lighthouse at dusk", "-o",
-                    os.path.join(w, "first-frame") + "/"], 60, dict(env, RTVD_CACHE_DIR=cache))
-    doc["raw"]["rtvd_first_frame_s"] = time.perf_counter() - t0 if code == 0 else None
-    doc["raw"]["rtvd_first_frame_output"] = out.strip().splitlines()[-3:]
-    if code:
-        note(f"first frame: exit {code}: {out.strip()[-300:]}")
-    mark("rtvd_first_frame")
-
-    # 3. rtvd on the checkpoint
-    common = ["--model", model, "--size", size, "--guidance", "0", "--frames", "300" if cuda else "3"] + device
-    rtvd_json("rtvd_frame_taesd", ["bench", "frames"] + common + ["--vae", taesd, "--steps", "2", "--strength", "0.5",
-                                                                 "--img2img"])
-    rtvd_json("rtvd_frame_vae", ["bench", "frames"] + common + ["--steps", "1"])
+    # 2. rtvd on the checkpoint
+    frames = ["bench", "frames", "--model", model, "--vae", taesd, "--size", size, "--frames",
+              "300" if cuda else "4"] + device
+    realtime = frames + ["--img2img", "--steps", "2", "--strength", "0.5", "--guidance", "0"]
+    rtvd_json("rtvd_frame", realtime)
+    for k in STREAM_BATCHES:
+        rtvd_json(f"rtvd_stream_b{k}", realtime + ["--stream-batch", str(k)])
+    lcm = frames + ["--steps", "4", "--sampler", "lcm", "--guidance", "1"]
+    rtvd_json("rtvd_lcm", lcm)
+    rtvd_json("rtvd_lcm_stream_b4", lcm + ["--stream-batch", "4"])
+    rtvd_json("rtvd_feature_cache", realtime + ["--feature-cache", FEATURE_CACHE])
+    rtvd_json("rtvd_skip_similar", realtime + ["--skip-similar", SKIP_SIMILAR])
     for b in (1, 2):
         rtvd_json(f"rtvd_unet_b{b}", ["bench", "unet", "--model", model, "--batch", str(b), "--runs",
                                       "300" if cuda else "1", "--profile"] + device)
-    rtvd_json("rtvd_text_b2", ["bench", "text", "--model", model, "--batch", "2", "--runs", "300" if cuda else "1"]
-              + device)
     if not cuda:
         save()
         print(doc["table"])
         return
 
-    # 4. PyTorch: all built and compiled at once, then timed one at a time
+    # 3. PyTorch: all built and compiled at once, then timed one at a time
     sync = os.path.join(w, "sync")
     subprocess.run(["rm", "-rf", sync])
     os.makedirs(sync)

@@ -9,8 +9,11 @@ autotuning on. WHAT:
   frame       the real-time img2img frame at 512x512, as `rtvd bench frames --img2img --steps 2 --strength 0.5
               --guidance 0 --vae TAESD` runs it: an fp32 HWC image in [-1, 1] copied from pinned host memory,
               TAESD's encoder, noise at the step's sigma (Euler, trailing spacing: diffusers' add_noise), the
-              U-Net at batch 1, Euler's step to sigma 0, TAESD's decoder, RGBA8, copied back to pinned host
-              memory; timed on the host clock from the upload to the read-back's end, as rtvd's frames are
+              U-Net, Euler's step to sigma 0, TAESD's decoder, RGBA8, copied back to pinned host memory; timed
+              on the host clock from the upload to the read-back's end, as rtvd's frames are. With --batch K,
+              K frames per call (`--stream-batch K` of that frame): K source images uploaded and encoded
+              together, the U-Net and TAESD's decoder at batch K, K RGBA8 frames read back; its ms per frame is
+              the call's over K
   unet        UNet2DConditionModel alone at --batch: latents (N, 4, 64, 64), a timestep, a context (N, 77, width)
   taesd       AutoencoderTiny's encoder (1, 3, 512, 512) and decoder (1, 4, 64, 64), each timed apart
   vae_decode  AutoencoderKL's decoder (1, 4, 64, 64) -> (1, 3, 512, 512)
@@ -85,22 +88,22 @@ def load(what, model_dir, taesd_dir, batch):
     scheduler.set_timesteps(2, device="cuda")
     t, sigma = scheduler.timesteps[1], float(scheduler.sigmas[1])  # strength 0.5 of 2 steps: the second only
     c_in = 1.0 / (sigma * sigma + 1.0) ** 0.5
-    ctx = torch.randn(1, 77, unet.config.cross_attention_dim, generator=gen, device="cuda", dtype=HALF)
-    alpha = torch.full((512, 512, 1), 255, device="cuda", dtype=torch.uint8)
+    ctx = torch.randn(batch, 77, unet.config.cross_attention_dim, generator=gen, device="cuda", dtype=HALF)
+    alpha = torch.full((batch, 512, 512, 1), 255, device="cuda", dtype=torch.uint8)
 
-    def frame(image_hwc):
-        x = image_hwc.permute(2, 0, 1).unsqueeze(0).to(HALF).contiguous(memory_format=CL)
+    def frame(images_nhwc):
+        x = images_nhwc.permute(0, 3, 1, 2).to(HALF).contiguous(memory_format=CL)
         latent = taesd.encode(x).latents  # scaling factor 1
         noisy = latent + sigma * torch.randn_like(latent)
         eps = unet(noisy * c_in, t, encoder_hidden_states=ctx).sample
         decoded = taesd.decode(noisy - sigma * eps).sample
-        rgb = ((decoded[0].permute(1, 2, 0).float().clamp(-1, 1) + 1) * 127.5).round().to(torch.uint8)
-        return torch.cat([rgb, alpha], dim=2)
+        rgb = ((decoded.permute(0, 2, 3, 1).float().clamp(-1, 1) + 1) * 127.5).round().to(torch.uint8)
+        return torch.cat([rgb, alpha], dim=3)
     return {"frame": frame}
 
 
-def runner(fn, mode, what):
-    """A call of fn as the mode runs it; for frame, a whole frame with its upload and read-back."""
+def runner(fn, mode, what, batch):
+    """A call of fn as the mode runs it; for frame, batch whole frames with their upload and read-back."""
     if what != "frame":
         if mode == "compile":
             compiled = torch.compile(fn, mode="reduce-overhead")
@@ -117,9 +120,9 @@ def runner(fn, mode, what):
                 return out
             return run
         return fn
-    host_image = torch.empty(512, 512, 3, dtype=torch.float32).uniform_(-1, 1).pin_memory()
-    host_rgba = torch.empty(512, 512, 4, dtype=torch.uint8).pin_memory()
-    image = torch.empty(512, 512, 3, device="cuda")
+    host_image = torch.empty(batch, 512, 512, 3, dtype=torch.float32).uniform_(-1, 1).pin_memory()
+    host_rgba = torch.empty(batch, 512, 512, 4, dtype=torch.uint8).pin_memory()
+    image = torch.empty(batch, 512, 512, 3, device="cuda")
     if mode == "compile":
         compiled = torch.compile(fn, mode="reduce-overhead")
 
@@ -176,7 +179,7 @@ def main():
     with torch.inference_mode():
         pieces = load(args.what, args.model_dir, args.taesd, args.batch)
         step("weights")
-        runs = {name: runner(fn, args.mode, args.what) for name, fn in pieces.items()}
+        runs = {name: runner(fn, args.mode, args.what, args.batch) for name, fn in pieces.items()}
         for name, run in runs.items():
             out = run()
             torch.cuda.synchronize()
@@ -199,7 +202,10 @@ def main():
         for name, run in runs.items():
             for _ in range(3):
                 run()
-            ms = wall_ms(run, args.runs) if args.what == "frame" else timed_ms(run, args.runs)
+            if args.what == "frame":  # per frame: a call's time over the frames it brings out
+                ms = [call_ms / args.batch for call_ms in wall_ms(run, args.runs)]
+            else:
+                ms = timed_ms(run, args.runs)
             result["ms_median"][name] = statistics.median(ms)
             result.setdefault("ms_min", {})[name] = min(ms)
         if lock:
