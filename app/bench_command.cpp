@@ -87,10 +87,13 @@ struct FrameMs {
 // walk) and read back; after_call runs outside the timed region. Timed by calls of the plan: a stream batch's
 // call takes a group of frames in (and gives as many out), its time shared by them.
 template <class F>
-FrameMs frame_ms(Engine& engine, const std::vector<float>* image, int warmup, int frames, F&& after_call) {
+FrameMs frame_ms(Engine& engine, const std::vector<uint8_t>* image, int warmup, int frames, F&& after_call) {
   const int group = engine.plan().group;
   const auto call = [&] {
-    for (int i = 0; i < group; ++i) engine.step(image);
+    for (int i = 0; i < group; ++i) {
+      if (image) engine.step(*image);
+      else engine.step(nullptr);
+    }
     if (engine.has_output()) engine.image();  // the calls before the first group leaves bring nothing out
   };
   for (int i = 0; i < warmup + engine.plan().slots(); ++i) call();  // until frames come out
@@ -489,14 +492,14 @@ int bench_command(const std::vector<std::string>& args) {
   const FrameSettings s = frame_settings(o, engine);
   const bool img2img = flags.has("img2img");
   engine.configure(s, img2img);
-  std::vector<float> image;
+  std::vector<uint8_t> image;  // 8-bit RGB, as the frame sources give it
   if (img2img) {
     std::mt19937_64 rng{1};
-    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    std::uniform_int_distribution<int> uniform(0, 255);
     image.resize(size_t(engine.width()) * engine.height() * engine.model().image_channels());
-    for (float& v : image) v = uniform(rng);
+    for (uint8_t& v : image) v = uint8_t(uniform(rng));
   }
-  const std::vector<float>* source = img2img ? &image : nullptr;
+  const std::vector<uint8_t>* source = img2img ? &image : nullptr;
   const int warmup = std::max(3, frames / 10);
 
   // With --skip-similar, the same fixed image every frame: the filter's frames first, then every frame rendered

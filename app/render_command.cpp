@@ -102,7 +102,7 @@ int render_command(const std::vector<std::string>& args) {
     recorder->write(engine.take_image());
     if (recorder->frames_written() == 1) startup.lap("first frame");  // computed, on the host and written
   };
-  std::vector<float> image;
+  std::vector<uint8_t> image;  // the source's frame in 8-bit RGB, sent to the device as it is
   const auto start = std::chrono::steady_clock::now();
   int done = 0;
   bool source_ended = false;
@@ -110,8 +110,9 @@ int render_command(const std::vector<std::string>& args) {
   // One frame in; with a stream batch the frame that comes out is latency() frames older (none at first).
   // The frame out is copied to the host while the next one computes; the recorder takes it a frame late, but
   // for the first, written at once: the second may take seconds (with auto it tunes every layer).
-  const auto step = [&](const std::vector<float>* in) {
-    engine.step(in);
+  const auto step = [&](const std::vector<uint8_t>* in) {
+    if (in) engine.step(*in);
+    else engine.step(nullptr);
     if (!engine.has_output()) return;
     engine.queue_image();
     if (engine.queued_images() == 2 || recorder->frames_written() == 0) write_image();

@@ -176,26 +176,36 @@ void Engine::write_context(float t) {
 }
 
 void Engine::step(const std::vector<float>* image) {
+  step_from(image ? image->data() : nullptr, image ? image->size() : 0, Backend::InputFormat::F32);
+}
+
+void Engine::step(const std::vector<uint8_t>& rgb8) { step_from(rgb8.data(), rgb8.size(), Backend::InputFormat::Rgb8); }
+
+void Engine::step_from(const void* image, size_t values, Backend::InputFormat format) {
   const bool context_kept = travel_position() == context_t_;  // else the frame must run (a new prompt, travel)
   write_context(travel_position());
   const int slot = int(stepped() % plan_.group);
-  gather_source(image, slot);
+  gather_source(image, values, format, slot);
   if (slot + 1 == plan_.group && !run_call(stepped() / plan_.group, context_kept)) return;  // see Engine::skipped()
   ++frame_;
   image_current_ = false;
 }
 
 // img2img: the frame's source, checked; a stream batch gathers its group's sources for one write.
-void Engine::gather_source(const std::vector<float>* image, int slot) {
+void Engine::gather_source(const void* image, size_t values, Backend::InputFormat format, int slot) {
   if (!img2img_) return;
   const size_t pixels = size_t(width_) * height_ * model_.image_channels();
-  if (!image || image->size() != pixels) fail("img2img frame: expected ", pixels, " values, got ", image ? image->size() : 0);
+  if (!image || values != pixels) fail("img2img frame: expected ", pixels, " values, got ", image ? values : 0);
+  if (slot > 0 && format != source_format_)
+    fail("img2img frame: a stream batch's frames must all be 8-bit or all float images");
+  source_format_ = format;
   if (plan_.group == 1) {
     source_ = image;
     return;
   }
-  sources_.resize(pixels * plan_.group);
-  std::copy(image->begin(), image->end(), sources_.begin() + ptrdiff_t(slot * pixels));
+  const size_t bytes = pixels * source_value_bytes();
+  sources_.resize(bytes * plan_.group);
+  std::memcpy(sources_.data() + slot * bytes, image, bytes);
 }
 
 // One call of the plan, the call-th since it started, or none when the similarity filter skips its frame
@@ -249,29 +259,32 @@ void Engine::run_frame() {
 // at every step) for the frames at that step, and the source images for img2img (the sampler's start mixes or
 // encodes them on the device). Frames are numbered from the engine's start (the noise walk's index).
 void Engine::write_inputs(int64_t call) {
+  using Format = Backend::InputFormat;
   const size_t count = size_t(plan_.latent_width) * plan_.latent_height * model_.config.in_channels;
   const int group = plan_.group;
   const int64_t entering = plan_start_ + call * group;  // the first frame of the group that enters
-  sample_.resize(count * group);
+  float* sample = static_cast<float*>(backend_->input_buffer(plan_.sample, count * group, Format::F32));
   for (int i = 0; i < group; ++i)
-    noise_walk(settings_.seed, entering + i, settings_.noise_period, sample_.data() + i * count, count);
-  backend_->write(plan_.sample, sample_.data(), sample_.size());
+    noise_walk(settings_.seed, entering + i, settings_.noise_period, sample + i * count, count);
   if (!plan_.noise_steps.empty()) {
-    noise_.assign(count * group * plan_.noise_steps.size(), 0.0f);  // zeros for slots no frame has reached yet
+    const size_t noise_count = count * group * plan_.noise_steps.size();
+    float* noise = static_cast<float*>(backend_->input_buffer(plan_.noise, noise_count, Format::F32));
+    std::fill(noise, noise + noise_count, 0.0f);  // zeros for slots no frame has reached yet
     for (size_t j = 0; j < plan_.noise_steps.size(); ++j) {
       const int step = plan_.noise_steps[j];
       const int64_t at_step = entering - (plan_.pipelined() ? int64_t(step) * group : 0);
       for (int i = 0; i < group; ++i)
         if (at_step + i >= plan_start_)
           noise_walk(settings_.seed + 1 + uint64_t(step), at_step + i, settings_.noise_period,
-                     noise_.data() + (j * group + i) * count, count);
+                     noise + (j * group + i) * count, count);
     }
-    backend_->write(plan_.noise, noise_.data(), noise_.size());
   }
   if (img2img_) {
-    const size_t pixels = size_t(width_) * height_ * model_.image_channels();
-    backend_->write(plan_.image, group == 1 ? source_->data() : sources_.data(), pixels * group);
+    const size_t values = size_t(width_) * height_ * model_.image_channels() * group;
+    void* image = backend_->input_buffer(plan_.image, values, source_format_);
+    std::memcpy(image, group == 1 ? source_ : sources_.data(), values * source_value_bytes());
   }
+  backend_->commit_inputs();
 }
 
 void Engine::restart() {

@@ -72,6 +72,9 @@ class Engine {
   // (FrameSettings::stream_batch = K) the frame enters the pipeline and the frame K - 1 steps before it comes out
   // (frame_plan.h); until K frames have stepped since the plan started, none has (has_output()).
   void step(const std::vector<float>* image);
+  // The same with the source as 8-bit RGB (height, width, 3), as the frame sources decode it (FrameSource::next):
+  // a quarter of the bytes to send, each byte b becoming b / 127.5 - 1 on the device, the float path's value.
+  void step(const std::vector<uint8_t>& rgb8);
   // Whether a frame has come out since the plan started: latency() steps after the first.
   bool has_output() const { return stepped() > plan_.latency(); }
   int latency() const { return plan_.latency(); }
@@ -94,6 +97,10 @@ class Engine {
   const ImageRgba8& render(const std::vector<float>* image) {
     step(image);
     return this->image();
+  }
+  const ImageRgba8& render(const std::vector<uint8_t>& rgb8) {
+    step(rgb8);
+    return image();
   }
   int64_t frame_index() const { return frame_; }  // frames stepped since the engine was made or restarted
   // The similarity filter (FrameSettings::skip_similar): whether the last step() skipped its frame, and how
@@ -130,11 +137,11 @@ class Engine {
   SimilarityFilter similarity_;
   int64_t frame_ = 0;
   int64_t plan_start_ = 0;  // frame_ when the plan's pipeline started (configure, restart): no frame in flight
-  const std::vector<float>* source_ = nullptr;  // the frame's source (img2img, one frame per call)
-  std::vector<float> sources_;  // a stream batch's group of source images, gathered until the group is whole
+  const void* source_ = nullptr;  // the frame's source (img2img, one frame per call), in source_format_
+  Backend::InputFormat source_format_ = Backend::InputFormat::F32;
+  std::vector<uint8_t> sources_;  // a stream batch's group of source images, gathered until the group is whole
   std::vector<float> kept_history_;  // a stream batch's blend history kept across a re-plan, written back when
                                      // its first frame comes out (the calls before it present nothing)
-  std::vector<float> sample_, noise_;
   ImageRgba8 image_, taken_;
   int64_t image_frame_ = 0;  // image_'s frame
   struct Queued {
@@ -150,7 +157,9 @@ class Engine {
   int64_t stepped() const { return frame_ - plan_start_; }
   int output_slot() const { return int((stepped() - 1 - plan_.latency()) % plan_.group); }
   Ref output_rgba() const { return plan_.rgba.at(output_slot() * plan_.frame_bytes()); }
-  void gather_source(const std::vector<float>* image, int slot);
+  void step_from(const void* image, size_t values, Backend::InputFormat format);
+  void gather_source(const void* image, size_t values, Backend::InputFormat format, int slot);
+  size_t source_value_bytes() const { return source_format_ == Backend::InputFormat::Rgb8 ? 1 : sizeof(float); }
   bool run_call(int64_t call, bool context_kept);
   void write_inputs(int64_t call);
   void run_frame();

@@ -85,6 +85,62 @@ TEST_P(EngineReadback, QueuedImagesArriveInOrderAndEqualSynchronousReads) {
   EXPECT_THROW(engine.queue_image(), Error) << "a third pending readback";
 }
 
+class EngineSourceBytes : public EngineOnDevice {
+ protected:
+  // Fresh random 8-bit RGB frames of the engine's size.
+  std::vector<std::vector<uint8_t>> random_frames(int count) {
+    test::Rng rng;
+    std::vector<std::vector<uint8_t>> frames(count, std::vector<uint8_t>(size_t(o.width) * o.height * 3));
+    for (auto& f : frames)
+      for (uint8_t& v : f) v = uint8_t(rng.integer(0, 255));
+    return frames;
+  }
+};
+
+// An 8-bit source image (sent as bytes, converted on the device) gives the frames its floats b / 127.5 - 1
+// give (what a source's float path gives for the same picture at the frame's size), bit for bit, one frame
+// at a time and in a stream batch (whose group gathers its bytes).
+TEST_P(EngineSourceBytes, GiveTheFramesOfTheirFloats) {
+  const std::vector<std::vector<uint8_t>> frames = random_frames(6);
+  for (int stream_batch : {1, 2}) {
+    SCOPED_TRACE(testing::Message() << "stream batch " << stream_batch);
+    s.stream_batch = stream_batch;
+    Engine from_floats(o), from_bytes(o);
+    from_floats.configure(s, true);
+    from_bytes.configure(s, true);
+    for (size_t i = 0; i < frames.size(); ++i) {
+      std::vector<float> floats(frames[i].size());
+      for (size_t j = 0; j < floats.size(); ++j) floats[j] = float(frames[i][j]) / 127.5f - 1.0f;
+      from_floats.step(&floats);
+      from_bytes.step(frames[i]);
+      ASSERT_EQ(from_bytes.has_output(), from_floats.has_output());
+      if (from_floats.has_output()) EXPECT_EQ(from_bytes.image().pixels, from_floats.image().pixels) << "frame " << i;
+    }
+  }
+}
+
+// Frames stepped with the host ahead of the device (readbacks taken two frames late, as the render loop does)
+// equal frames stepped one at a time, each waited for: every frame's inputs (its own source image, its noise)
+// reach the device before its frame reads them and are not overwritten by the next frame's upload first (on
+// the GPU the upload has a stream of its own and double-buffered staging: a missing wait shows as a wrong frame).
+TEST_P(EngineSourceBytes, UploadsAheadOfTheDeviceGiveTheFramesOfWaitedOnes) {
+  const std::vector<std::vector<uint8_t>> frames = random_frames(24);
+  Engine waited(o), ahead(o);
+  waited.configure(s, true);
+  ahead.configure(s, true);
+  std::vector<ImageRgba8> expected, taken;
+  for (const auto& f : frames) expected.push_back(waited.render(f));
+  for (const auto& f : frames) {
+    ahead.step(f);
+    ahead.queue_image();
+    if (ahead.queued_images() == 2) taken.push_back(ahead.take_image());
+  }
+  while (ahead.queued_images() > 0) taken.push_back(ahead.take_image());
+  ASSERT_EQ(taken.size(), expected.size());
+  for (size_t i = 0; i < frames.size(); ++i) EXPECT_EQ(taken[i].pixels, expected[i].pixels) << "frame " << i;
+  EXPECT_NE(expected[0].pixels, expected[1].pixels) << "each frame has its own source";
+}
+
 class EngineNonFinite : public EngineOnDevice {};
 
 // A frame that is not finite (here: NaN written into the blend history, as a model output of NaN would leave
@@ -147,6 +203,7 @@ TEST_P(EngineNonFinite, AFrameThatIsNotFiniteIsRefusedAndTheNextStartsOver) {
 
 INSTANTIATE_TEST_SUITE_P(Devices, EngineReadback, testing::Values("cpu", "cuda"));
 INSTANTIATE_TEST_SUITE_P(Devices, EngineNonFinite, testing::Values("cpu", "cuda"));
+INSTANTIATE_TEST_SUITE_P(Devices, EngineSourceBytes, testing::Values("cpu", "cuda"));
 
 }  // namespace
 }  // namespace rtvd

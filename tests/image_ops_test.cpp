@@ -112,6 +112,30 @@ TEST(ImageOps, ConstantImagesStayConstantAtEverySize) {
   for (float x : out) ASSERT_NEAR(x, v / 127.5 - 1.0, 1e-5);
 }
 
+// The 8-bit output is the float output's byte, rounded: within half a step of it after resampling, and the
+// same value where the size is equal (no resampling), so that an 8-bit source gives the float source's image.
+TEST(ImageOps, Rgb8IsTheFloatOutputRoundedToTheNearestByte) {
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  for (int round = 0; round < 20; ++round) {
+    const int w = rng.integer(1, 40), h = rng.integer(1, 40), channels = rng.integer(3, 4);
+    std::vector<uint8_t> px(size_t(w) * h * channels);
+    for (uint8_t& v : px) v = uint8_t(rng.integer(0, 255));
+    const PixelView view{px.data(), w, h, channels, size_t(w) * channels};
+    const bool same_size = round % 4 == 0;
+    const int out_w = same_size ? w : rng.integer(1, 60), out_h = same_size ? h : rng.integer(1, 60);
+    std::vector<float> floats;
+    std::vector<uint8_t> bytes = {1, 2, 3};  // stale contents are replaced
+    resize_to_rgb_float(view, out_w, out_h, floats);
+    resize_to_rgb8(view, out_w, out_h, bytes);
+    ASSERT_EQ(bytes.size(), floats.size());
+    for (size_t i = 0; i < bytes.size(); ++i) {
+      if (same_size) ASSERT_EQ(float(bytes[i]) / 127.5f - 1.0f, floats[i]) << i;
+      else ASSERT_NEAR((floats[i] + 1.0) * 127.5, bytes[i], 0.5 + 1e-3) << i;
+    }
+  }
+}
+
 TEST(ImageOps, CenterCropIsTheCentredRegionOfTheFrameAspectRatio) {
   test::Rng rng;
   SCOPED_TRACE(test::seed_trace(rng));

@@ -105,6 +105,15 @@ TEST_F(SourceTest, PngImageGivesTheSameResizedImageEveryFrame) {
   std::vector<float> bigger;
   ASSERT_TRUE(s->next(9, 9, bigger));
   EXPECT_EQ(bigger.size(), 9u * 9 * 3);
+
+  // In 8-bit RGB, the same resize's bytes, whichever size was asked before.
+  std::vector<uint8_t> want8;
+  resize_to_rgb8(PixelView{image.pixels.data(), 7, 5, 4, 7 * 4}, 4, 3, want8);
+  for (int frame = 0; frame < 2; ++frame) {
+    std::vector<uint8_t> got;
+    ASSERT_TRUE(s->next(4, 3, got));
+    EXPECT_EQ(got, want8);
+  }
 }
 
 // --source is parsed once, at the command line; open_source takes what it parsed.
@@ -175,6 +184,10 @@ TEST_F(SourceTest, VideoFramesInOrderThenEndThenRewind) {
   s->rewind();
   expect_frame(0);
   expect_frame(1);
+  std::vector<uint8_t> rgb8;  // the next frame in 8-bit RGB
+  ASSERT_TRUE(s->next(16, 8, rgb8));
+  ASSERT_EQ(rgb8.size(), 16u * 8 * 3);
+  for (int c = 0; c < 3; ++c) EXPECT_NEAR(rgb8[c], frames[2].pixels[c], 10) << "channel " << c;
 }
 
 #if RTVD_TEST_HAS_OPENCV

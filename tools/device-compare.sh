@@ -3,6 +3,7 @@
 # (A, B, A, B, ...) so that clocks and neighbours weigh on both alike; for before/after comparisons of a
 # change that must not move performance:
 #   tools/device-compare.sh A_RTVD B_RTVD [rounds]      (3 rounds by default)
+#   BENCHES=$'name:args\nname:args' tools/device-compare.sh ...   (other benchmarks, one "name:rtvd args" a line)
 # Each binary keeps its own tuning cache, warmed by one untimed run first. Benchmarks: rtvd bench unet
 # --config sd21 at batch 2 and 1, rtvd bench frames. Prints per benchmark the median over rounds of each
 # binary's median and B's difference from A; writes $OUT/compare.json.
@@ -14,6 +15,7 @@ mkdir -p "$OUT" "$work/cache_a" "$work/cache_b"
 benches=("unet_b2:bench unet --config sd21 --batch 2 --device cuda"
          "unet_b1:bench unet --config sd21 --batch 1 --device cuda"
          "frames:bench frames --device cuda --frames 2000")
+if [[ -n ${BENCHES:-} ]]; then mapfile -t benches <<<"$BENCHES"; fi
 run() {  # binary cache name args... -> the JSON's median ms on stdout
   local bin=$1 cache=$2 name=$3
   shift 3

@@ -112,7 +112,7 @@ class App {
   RollingProfile profile_;
   std::map<std::string, std::string> implementations_;
   std::vector<Message> messages_;  // the last few, newest last
-  std::vector<float> image_;       // the source's frame
+  std::vector<uint8_t> image_;     // the source's frame, 8-bit RGB
   FrameSettings applied_;
   std::optional<std::pair<FrameSettings, bool>> rejected_;  // settings and img2img the engine refused
   bool applied_img2img_ = false, configured_ = false, profiling_ = false;
@@ -275,7 +275,8 @@ void App::generate(bool restart) {
     profile_.reset();
   }
   try {
-    engine_.step(has_input ? &image_ : nullptr);
+    if (has_input) engine_.step(image_);
+    else engine_.step(nullptr);
   } catch (const Cancelled&) {
     return;  // a stop signal: the loop ends after this pass and the frame in progress is dropped
   }

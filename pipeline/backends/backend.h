@@ -46,6 +46,16 @@ class Backend {
   virtual void write(Ref tensor, const void* host, size_t count) = 0;
   virtual void read(Ref tensor, void* host, size_t count) = 0;
 
+  // A frame's inputs (Engine::write_inputs), without a stop on the host or a copy on the frame's path:
+  // input_buffer() gives host memory for the first `count` elements of an F32 tensor, to be filled as floats or
+  // as bytes b that become b / 127.5 - 1 on the device (InputFormat::Rgb8: an 8-bit RGB source image, a quarter
+  // of the bytes to send), valid until the next input_buffer() or commit_inputs(). commit_inputs() sends every
+  // input filled since the last commit; the next run_frame() reads them. On the GPU the copy runs on a stream
+  // of its own while the frame before computes (CudaInputs, backends/cuda/input_uploads.h).
+  enum class InputFormat { F32, Rgb8 };
+  virtual void* input_buffer(Ref tensor, size_t count, InputFormat format) = 0;
+  virtual void commit_inputs() = 0;
+
   // Frames for the host without stalling the loop. begin_readback() queues a copy of the tensor's first
   // `bytes` (as stored: U8 tensors) after the work queued so far, into one of two host buffers, on a
   // second stream where there is one, so the copy runs while the next frame computes (a later frame that

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "kernels/cast/rgb8_to_float.h"
 #include "kernels/common/cpu_cancel.h"
 #include "base/error.h"
 #include "pipeline/backends/backend.h"
@@ -152,6 +153,19 @@ class CpuBackend final : public Backend {
     std::memcpy(resolve(graph(), memory_, tensor), host, count * 4);
   }
 
+  // Floats straight into the tensor; bytes into a scratch buffer, converted by the commit.
+  void* input_buffer(Ref tensor, size_t count, InputFormat format) override {
+    float* data = static_cast<float*>(resolve(graph(), memory_, tensor));
+    if (format == InputFormat::F32) return data;
+    rgb8_input_.resize(count);
+    rgb8_target_ = {rgb8_input_.data(), data, int64_t(count)};
+    return rgb8_input_.data();
+  }
+  void commit_inputs() override {
+    rgb8_to_float_cpu(rgb8_target_);
+    rgb8_target_ = {};
+  }
+
   void read(Ref tensor, void* host, size_t count) override {
     const Elem e = graph().tensors.at(tensor.id).elem;
     std::memcpy(host, resolve(graph(), memory_, tensor), count * elem_bytes(e, 4));
@@ -229,6 +243,8 @@ class CpuBackend final : public Backend {
   BackendMemory memory_;
   HostBuffer arena_, weights_, scratch_;
   size_t arena_bytes_ = 0, weight_bytes_ = 0, scratch_bytes_ = 0;
+  std::vector<uint8_t> rgb8_input_;  // an 8-bit source image until commit_inputs() converts it
+  Rgb8ToFloatParams rgb8_target_;
   std::vector<uint8_t> readback_[2];
   int readback_next_ = 0, readbacks_pending_ = 0;  // the oldest pending slot, and how many are pending
 };

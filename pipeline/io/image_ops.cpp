@@ -76,7 +76,12 @@ PixelView center_crop(const PixelView& src, int width, int height) {
   return out;
 }
 
-void resize_to_rgb_float(const PixelView& src, int width, int height, std::vector<float>& rgb) {
+namespace {
+
+// The resampling of both outputs: rows, then columns, in [0, 255]; store(y, row) takes each output row of
+// width * 3 floats.
+template <class Store>
+void resample(const PixelView& src, int width, int height, Store&& store) {
   check_arguments("resize", src, width, height);
 
   const AxisWeights wx = axis_weights(src.width, width), wy = axis_weights(src.height, height);
@@ -94,19 +99,38 @@ void resize_to_rgb_float(const PixelView& src, int width, int height, std::vecto
       for (int c = 0; c < 3; ++c) out[x * 3 + c] = acc[c];
     }
   }
-  // Then columns, mapping [0, 255] to [-1, 1].
-  rgb.resize(size_t(height) * width * 3);
+  // Then columns.
   const size_t row_floats = size_t(width) * 3;
+  std::vector<float> out(row_floats);
   for (int y = 0; y < height; ++y) {
-    float* out = &rgb[size_t(y) * row_floats];
-    std::fill(out, out + row_floats, 0.0f);
+    std::fill(out.begin(), out.end(), 0.0f);
     for (size_t k = wy.offset[y]; k < wy.offset[y + 1]; ++k) {
       const float w = wy.weights[k];
       const float* in = &rows[size_t(wy.first[y] + int(k - wy.offset[y])) * row_floats];
       for (size_t i = 0; i < row_floats; ++i) out[i] += w * in[i];
     }
-    for (size_t i = 0; i < row_floats; ++i) out[i] = out[i] / 127.5f - 1.0f;
+    store(y, out.data());
   }
+}
+
+}  // namespace
+
+void resize_to_rgb_float(const PixelView& src, int width, int height, std::vector<float>& rgb) {
+  const size_t row_floats = size_t(width) * 3;
+  rgb.resize(size_t(height) * row_floats);
+  resample(src, width, height, [&](int y, const float* row) {
+    float* out = &rgb[size_t(y) * row_floats];
+    for (size_t i = 0; i < row_floats; ++i) out[i] = row[i] / 127.5f - 1.0f;
+  });
+}
+
+void resize_to_rgb8(const PixelView& src, int width, int height, std::vector<uint8_t>& rgb) {
+  const size_t row_bytes = size_t(width) * 3;
+  rgb.resize(size_t(height) * row_bytes);
+  resample(src, width, height, [&](int y, const float* row) {
+    uint8_t* out = &rgb[size_t(y) * row_bytes];
+    for (size_t i = 0; i < row_bytes; ++i) out[i] = uint8_t(std::clamp(std::lround(row[i]), 0L, 255L));
+  });
 }
 
 }  // namespace rtvd

@@ -1,5 +1,5 @@
 // Host image operations the frame sources need: crop an 8-bit RGB/RGBA image to the frame's aspect ratio,
-// resize it to the frame size and convert it to the model's input range.
+// resize it to the frame size and convert it to the model's input range (floats) or keep it in bytes.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -26,5 +26,9 @@ PixelView center_crop(const PixelView& src, int width, int height);
 // source pixel counts, no aliasing), bilinear where it grows (pixel centres aligned, edges clamped),
 // a copy where the size is equal. Alpha is dropped.
 void resize_to_rgb_float(const PixelView& src, int width, int height, std::vector<float>& rgb);
+
+// The same resampling to 8-bit RGB: each value rounded to the nearest byte, so that b / 127.5 - 1 is the float
+// output to within half a step (exactly it where the size is equal). What the engine sends the device.
+void resize_to_rgb8(const PixelView& src, int width, int height, std::vector<uint8_t>& rgb);
 
 }  // namespace rtvd

@@ -39,12 +39,16 @@ bool has_png_signature(const std::string& path) {
 void fit_to_frame(const PixelView& view, int width, int height, std::vector<float>& rgb) {
   resize_to_rgb_float(center_crop(view, width, height), width, height, rgb);
 }
+void fit_to_frame(const PixelView& view, int width, int height, std::vector<uint8_t>& rgb) {
+  resize_to_rgb8(center_crop(view, width, height), width, height, rgb);
+}
 
 class NoiseSource final : public FrameSource {
  public:
   std::string describe() const override { return "noise walk"; }
   bool has_images() const override { return false; }
   bool next(int, int, std::vector<float>&) override { return true; }
+  bool next(int, int, std::vector<uint8_t>&) override { return true; }
 };
 
 // One still image for every frame; the resized copy is kept, since the frame size rarely changes.
@@ -56,21 +60,30 @@ class ImageSource final : public FrameSource {
   }
   bool has_images() const override { return true; }
   std::string file() const override { return path_; }
-  bool next(int width, int height, std::vector<float>& rgb) override {
-    if (width != resized_width_ || height != resized_height_) {
+  bool next(int width, int height, std::vector<float>& rgb) override { return fit(width, height, floats_, rgb); }
+  bool next(int width, int height, std::vector<uint8_t>& rgb) override { return fit(width, height, bytes_, rgb); }
+
+ private:
+  template <class T>
+  struct Resized {
+    std::vector<T> values;
+    int width = 0, height = 0;
+  };
+  template <class T>
+  bool fit(int width, int height, Resized<T>& resized, std::vector<T>& rgb) {
+    if (width != resized.width || height != resized.height) {
       const PixelView view{image_.pixels.data(), image_.width, image_.height, 4, size_t(image_.width) * 4};
-      fit_to_frame(view, width, height, resized_);
-      resized_width_ = width, resized_height_ = height;
+      fit_to_frame(view, width, height, resized.values);
+      resized.width = width, resized.height = height;
     }
-    rgb = resized_;
+    rgb = resized.values;
     return true;
   }
 
- private:
   std::string path_;
   ImageRgba8 image_;
-  std::vector<float> resized_;
-  int resized_width_ = 0, resized_height_ = 0;
+  Resized<float> floats_;
+  Resized<uint8_t> bytes_;
 };
 
 #if RTVD_HAS_OPENCV
@@ -114,7 +127,8 @@ class CaptureSource : public FrameSource {
   double fps() const override { return fps_; }
 
  protected:
-  void convert(const cv::Mat& bgr, int width, int height, std::vector<float>& rgb) {
+  template <class T>
+  void convert(const cv::Mat& bgr, int width, int height, std::vector<T>& rgb) {
     cv::cvtColor(bgr, rgb8_, cv::COLOR_BGR2RGB);
     const PixelView view{rgb8_.data, rgb8_.cols, rgb8_.rows, 3, rgb8_.step[0]};
     fit_to_frame(view, width, height, rgb);
@@ -139,7 +153,10 @@ class VideoSource final : public CaptureSource {
   }
   int frame_count() const override { return frame_count_; }
   std::string file() const override { return path_; }
-  bool next(int width, int height, std::vector<float>& rgb) override {
+  bool next(int width, int height, std::vector<float>& rgb) override { return read(width, height, rgb); }
+  bool next(int width, int height, std::vector<uint8_t>& rgb) override { return read(width, height, rgb); }
+  template <class T>
+  bool read(int width, int height, std::vector<T>& rgb) {
     if (!first_frame_pending_ && !capture_.read(frame_)) return false;
     first_frame_pending_ = false;
     convert(frame_, width, height, rgb);
@@ -178,14 +195,18 @@ class WebcamSource final : public CaptureSource {
   std::string describe() const override {
     return cat("webcam ", device_, " (", frame_.cols, "x", frame_.rows, fps_text(), ")");
   }
-  bool next(int width, int height, std::vector<float>& rgb) override {
+  bool next(int width, int height, std::vector<float>& rgb) override { return read(width, height, rgb); }
+  bool next(int width, int height, std::vector<uint8_t>& rgb) override { return read(width, height, rgb); }
+
+ private:
+  template <class T>
+  bool read(int width, int height, std::vector<T>& rgb) {
     // A camera has no end: a failed read means it was unplugged or stalled.
     if (!capture_.read(frame_) || frame_.empty()) fail(device_, ": webcam stopped giving frames");
     convert(frame_, width, height, rgb);
     return true;
   }
 
- private:
   std::string device_;
   cv::VideoCapture capture_;
 };

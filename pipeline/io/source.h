@@ -1,6 +1,7 @@
 // Frame sources: where each frame starts. The noise walk needs no image (the engine draws the noise
 // itself); image, video and webcam sources give an RGB image per frame for img2img at a strength.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +18,10 @@ class FrameSource {
   // (height, width, 3) row-major.
   // Returns false at the end of the stream (a video's last frame); a read error throws Error.
   virtual bool next(int width, int height, std::vector<float>& rgb) = 0;
+  // The same frame as 8-bit RGB, each value the float one's byte rounded (resize_to_rgb8; the same bytes b
+  // as b / 127.5 - 1 where the source has the frame's size): what the engine sends the device
+  // (Engine::step's 8-bit overload), a quarter of the floats' bytes.
+  virtual bool next(int width, int height, std::vector<uint8_t>& rgb) = 0;
   virtual int frame_count() const { return -1; }  // known length (video files), -1 unknown/endless
   virtual void rewind() {}                         // restart a video from its first frame
   // Frames per second of a video file or webcam as it reports it; 0 when unknown, implausible or not a

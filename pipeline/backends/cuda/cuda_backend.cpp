@@ -25,6 +25,7 @@
 #include "pipeline/backends/cuda/cuda_host.h"
 #include "pipeline/backends/cuda/frame_timer.h"
 #include "pipeline/backends/cuda/layer_choices.h"
+#include "pipeline/backends/cuda/input_uploads.h"
 #include "pipeline/backends/cuda/transfers.h"
 #include "pipeline/backends/gpu.h"
 #include "pipeline/graph/bind.h"
@@ -157,6 +158,13 @@ class CudaBackend final : public Backend {
     writes_.write(tensor.id, resolve(graph(), memory_, tensor), graph().tensors.at(tensor.id).elem, host, count,
                   host_.stream());
   }
+
+  void* input_buffer(Ref tensor, size_t count, InputFormat format) override {
+    if (graph().tensors.at(tensor.id).elem != Elem::F32) fail("cuda backend: frame input ", tensor.id, " is not F32");
+    const bool rgb8 = format == InputFormat::Rgb8;
+    return inputs_.buffer(resolve(graph(), memory_, tensor), count * (rgb8 ? 1 : sizeof(float)), rgb8);
+  }
+  void commit_inputs() override { inputs_.commit(host_.stream()); }
 
   void read(Ref tensor, void* host, size_t count) override {
     read_tensor(resolve(graph(), memory_, tensor), graph().tensors.at(tensor.id).elem, host, count, host_.stream(),
@@ -324,6 +332,7 @@ class CudaBackend final : public Backend {
   BackendMemory memory_;
   DeviceMemory arena_, weights_;
   TensorWrites writes_;
+  CudaInputs inputs_;
   ReadbackRing readback_;
   std::vector<uint16_t> read_scratch_;
   int readback_tensor_ = -1;
