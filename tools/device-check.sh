@@ -38,7 +38,7 @@ run_test() {
 
 run_tests() {
   for t in $dir/tests/*_cuda_test "${op_tests[@]/#/$dir/tests/}" $dir/tests/engine_test $dir/tests/unet_golden_test \
-           $dir/tests/similarity_filter_test; do
+           $dir/tests/similarity_filter_test $dir/tests/feature_cache_test; do
     name=$(basename "$t")
     run_test timeout 300 "$t" --gtest_brief=1 >"$LOGS/$name.log" 2>&1
     rc=$?
@@ -75,7 +75,7 @@ run_sanitizers() {
           unet_cuda_test) filter='*Tiny*' limit=240 ;;
           engine_test) filter='*/1' limit=240 ;;  # the CUDA case: copy stream, pinned staging, readback
           stream_batch_cuda_test) filter='*default_txt2img*:*sd_lcm*' limit=240 ;;  # slot moves, LCM noise, groups
-          similarity_filter_test) filter='*/1' limit=240 ;;  # the CUDA cases
+          similarity_filter_test | feature_cache_test) filter='*/1' limit=240 ;;  # the CUDA cases
           launch_cuda_test) filter='*' ;;
           attention_test)
             filter='*Cuda*/default_16x16:*Cuda*/q67_d64_pad:*Cuda*/cross_kv1:*Cuda*/fallback_d4:*Cuda*/fallback_cross_d12:*Cuda*/peaked_d40' ;;
