@@ -46,7 +46,8 @@ struct PlanOnBackend {
   std::unique_ptr<Backend> backend;
 
   PlanOnBackend(const Model& m, const FrameSettings& s, int size, DeviceKind device, test::Rng& rng) : model(m) {
-    backend = make_backend(device, 2, device == DeviceKind::Cuda ? KernelFamily::Custom : KernelFamily::Auto, nullptr);
+    backend = make_backend(device, device == DeviceKind::Cuda ? 0 : 2,
+                           device == DeviceKind::Cuda ? KernelFamily::Custom : KernelFamily::Auto, nullptr);
     plan = build_frame_plan(model, frame_sampler(model, s, true), s, true, size, size, int(backend->act_bytes()));
     backend->upload_weights(*model.weights);
     backend->prepare(plan.graph);
