@@ -70,9 +70,8 @@ const std::vector<cli::FlagSpec>& bench_flags() {
          "", ""},
     };
     const std::vector<cli::FlagSpec> generation = cli::generation_flags(
-        {"size", "steps", "guidance", "strength", "stream-batch", "skip-similar", "feature-cache", "sampler", "model",
-         "vae", "lora",
-         "prediction-type", "timestep-spacing", "config"});
+        {"size", "steps", "guidance", "strength", "stream-batch", "skip-similar", "feature-cache", "cache-similarity",
+         "sampler", "model", "vae", "lora", "prediction-type", "timestep-spacing", "config"});
     own.insert(own.end(), generation.begin(), generation.end());
     return with_backend_flags(own);
   }();

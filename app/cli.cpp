@@ -263,6 +263,9 @@ const std::vector<FlagSpec>& generation_flags() {
       {"feature-cache", 0, K::Int, cat("a full U-Net every N frames, only its top level in the frames between (its deep "
        "levels' features cached from the last full frame: faster, approximate), 0 (off) to ", kMaxCacheRefresh),
        "0", "N"},
+      {"cache-similarity", 0, K::Float, "with --feature-cache and an image source: a full frame also whenever the "
+       "source's similarity to the last full frame's (--skip-similar's measure) falls below this, 0 (the period "
+       "alone) to 1", cat(kDefaultCacheSimilarity), "T"},
       {"class", 0, K::String, "class to render, by name or id", "the model's first class", "NAME|ID"},
       {"prompt", 0, K::String, "text to render, for models with a text encoder; over 75 tokens it is cut", "\"\"", "TEXT"},
       {"negative-prompt", 0, K::String, "text guided away from (guidance's unconditional half)", "\"\"", "TEXT"},
@@ -378,6 +381,10 @@ void read_generation_flags(const Flags& flags, GenerationOptions& o) {
   o.frame.stream_batch = flags.get_int("stream-batch", o.frame.stream_batch, 1, kMaxStreamBatch);
   o.frame.skip_similar = float(flags.get_float("skip-similar", o.frame.skip_similar, {.min = 0, .max = 1, .min_open = true}));
   o.frame.cache_refresh = flags.get_int("feature-cache", o.frame.cache_refresh, 0, kMaxCacheRefresh);
+  o.frame.cache_similarity =
+      float(flags.get_float("cache-similarity", o.frame.cache_similarity, {.min = 0, .max = 1}));
+  if (flags.has("cache-similarity") && o.frame.cache_refresh == 0)
+    fail("flag '--cache-similarity': only with --feature-cache N (it says when the cache refreshes early)");
   o.class_name = flags.get_string("class", o.class_name);
   o.prompts.prompt = flags.get_string("prompt", o.prompts.prompt);
   o.prompts.negative_prompt = flags.get_string("negative-prompt", o.prompts.negative_prompt);

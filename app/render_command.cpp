@@ -180,6 +180,10 @@ int render_command(const std::vector<std::string>& args) {
   if (s.skip_similar > 0)
     std::printf("skipped %lld of %d frames (--skip-similar %g: their source as the last rendered one's, the frame "
                 "before written again)\n", (long long)engine.skipped_frames(), written, double(s.skip_similar));
+  if (s.cache_refresh > 0)
+    std::printf("feature cache: %lld full frames (every %d, %lld more where the source moved: --cache-similarity %g), "
+                "the others cached\n", (long long)engine.full_frames(), s.cache_refresh,
+                (long long)engine.source_refreshes(), double(s.cache_similarity));
   if (!recorder->note().empty()) std::fprintf(stderr, "note: %s\n", recorder->note().c_str());
   if (source_ended && written < frames)
     std::fprintf(stderr, "note: %s ended after %d frames, before the %d asked for\n", source->describe().c_str(),

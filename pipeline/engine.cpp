@@ -64,6 +64,8 @@ void Engine::configure(const FrameSettings& s, bool img2img) {
   if (s.cache_refresh > 0 && model_.config.levels() < 2)
     fail("--feature-cache ", s.cache_refresh, ": the U-Net of ", model_.config.name,
          " has a single level, none deeper to cache (the cache needs 2 levels or more)");
+  if (!(s.cache_similarity >= 0.0f && s.cache_similarity <= 1.0f))
+    fail("--cache-similarity ", s.cache_similarity, ": expected 0 (the period alone) to 1");
   if (s.cache_refresh > 0 && s.stream_batch > 1)
     fail("--feature-cache with --stream-batch ", s.stream_batch, ": the cache holds one frame's features, not a "
          "batch's: use --stream-batch 1");
@@ -90,6 +92,8 @@ void Engine::configure(const FrameSettings& s, bool img2img) {
   img2img_ = img2img;
   plan_ = build_frame_plan(model_, sampler, s, img2img, width_, height_, int(backend_->act_bytes()));
   similarity_.add_to(plan_, s.skip_similar);
+  cache_source_.clear();
+  if (!plan_.graph.cached_frame.empty() && s.cache_similarity > 0) cache_source_.add_to(plan_, "feature_cache");
   refresh_requested_ = true;  // the new plan's feature cache holds nothing yet
   backend_->upload_weights(*model_.weights);
   backend_->prepare(plan_.graph);
@@ -244,14 +248,23 @@ bool Engine::run_call(int64_t call, bool context_kept) {
 }
 
 // The feature cache's refresh (FrameSettings::cache_refresh): a full frame every cache_refresh frames, at the
-// first frame, after a re-plan and when asked (request_refresh); the cached frame between. A full frame
-// cancelled partway may leave the cache half written: the step that renders it again is full again.
+// first frame, after a re-plan, when asked (request_refresh) and when the source moved away from the last full
+// frame's (cache_similarity); the cached frame between. A full frame cancelled partway may leave the cache half
+// written: the request stays, and the step that renders it again is full again.
 void Engine::run_frame() {
-  const bool full = plan_.graph.cached_frame.empty() || first_frame_ || refresh_requested_ ||
-                    frames_since_refresh_ >= settings_.cache_refresh;
+  bool full = plan_.graph.cached_frame.empty() || first_frame_ || refresh_requested_ ||
+              frames_since_refresh_ >= settings_.cache_refresh || (cache_source_.active() && !cache_source_.kept());
+  if (!full && cache_source_.active() && cache_source_.similarity(*backend_) < settings_.cache_similarity) {
+    full = true;
+    ++source_refreshes_;
+  }
+  if (full) {
+    refresh_requested_ = true;
+    if (cache_source_.active()) cache_source_.keep(*backend_);
+  }
   backend_->run_frame(full ? FrameOps::Full : FrameOps::Cached);
   frames_since_refresh_ = full ? 1 : frames_since_refresh_ + 1;
-  if (full) refresh_requested_ = false;
+  if (full) refresh_requested_ = false, ++full_frames_;
 }
 
 // A call's host inputs, the same for every model: the noise walk at the sample's size (the sampler's start) for

@@ -60,6 +60,10 @@ class Engine {
   // With the feature cache (FrameSettings::cache_refresh): the next step runs a full frame, which refreshes
   // the cached deep features, whatever the period says (for a source that changed too much for them).
   void request_refresh() { refresh_requested_ = true; }
+  // Frames since the engine was made that ran the full U-Net (every frame without the cache), and of those the
+  // ones that did because their source had moved away from the last full frame's (cache_similarity).
+  int64_t full_frames() const { return full_frames_; }
+  int64_t source_refreshes() const { return source_refreshes_; }
   // New prompts take effect at the next frame, with no re-plan: the text encoder runs for a prompt it has not
   // seen (between frames), then only the context is rewritten. Error naming --prompt for a model without a
   // text encoder. notices: one line per prompt that was cut to the token limit.
@@ -133,6 +137,8 @@ class Engine {
   bool img2img_ = false, configured_ = false, first_frame_ = true, image_current_ = false, image_finite_ = false;
   bool refresh_requested_ = true;  // the next frame is full, whatever cache_refresh says
   int frames_since_refresh_ = 0;   // frames stepped since the last full frame, that one included
+  int64_t full_frames_ = 0, source_refreshes_ = 0;
+  SourceMonitor cache_source_;     // the last full frame's source (FrameSettings::cache_similarity)
   FramePlan plan_;
   SimilarityFilter similarity_;
   int64_t frame_ = 0;

@@ -31,6 +31,10 @@ constexpr int kMaxSteps = 100;
 constexpr int kMaxStreamBatch = 16;
 // The longest feature cache refresh period, in frames (--feature-cache).
 constexpr int kMaxCacheRefresh = 100;
+// The feature cache's refresh on a source change (--cache-similarity). The measure (similarity_filter.h) is
+// 0.992 to 0.997 for a 32x32 patch moving a pixel in 512x512, and near 0 at a cut between unrelated pictures:
+// 0.9 refreshes at cuts and fast motion, not at every small move (the period takes care of drift).
+constexpr float kDefaultCacheSimilarity = 0.9f;
 
 struct FrameSettings {
   uint64_t seed = 0;
@@ -43,6 +47,9 @@ struct FrameSettings {
   // The feature cache (pipeline/cached_frame.h): a full frame every cache_refresh frames, the U-Net's deep
   // levels cached from it in the frames between; 0 = off (every frame full), 0 to kMaxCacheRefresh.
   int cache_refresh = 0;
+  // With the cache and a source image: a full frame also whenever the source's similarity (the similarity
+  // filter's measure) to the last full frame's source falls below this; 0 = the period alone, 0 to 1.
+  float cache_similarity = kDefaultCacheSimilarity;
   std::optional<SamplerKind> sampler;  // models with a scheduler: nullopt = the scheduler's own
   int stream_batch = 1;    // frames in flight (throughput mode), 1 or a multiple of steps up to kMaxStreamBatch
   float skip_similar = 0;  // img2img: 0 = off, else a frame whose source is at least this similar to the last

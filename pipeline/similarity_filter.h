@@ -13,6 +13,7 @@
 // frame after frame until a frame is rendered.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "pipeline/backends/backend.h"
@@ -35,18 +36,41 @@ constexpr int kSimilarityChunks = 128;
 // The measure from the similarity op's sums (chunks, 3) over count values (similarity.h).
 double source_similarity(const std::vector<float>& sums, int64_t count);
 
+// The frame's source measured against a source kept on the device: the similarity filter's (the last
+// processed source) and the feature cache's (the source of the last full frame, FrameSettings::cache_similarity).
+class SourceMonitor {
+ public:
+  // After the plan is built, before the backend prepares it, for plans with a source image: adds the kept
+  // source (persistent, named `name`.kept_source), the sums, and two ops to the graph's check list (the
+  // measure, then the keep). Nothing is kept yet (kept() is false).
+  void add_to(FramePlan& plan, const std::string& name);
+  void clear() { active_ = kept_ = false; }  // not added to the current plan
+  bool active() const { return active_; }
+  bool kept() const { return kept_; }
+  // The source written for this frame against the kept one, now (a wait for the device).
+  double similarity(Backend& backend);
+  // This frame's source becomes the kept one.
+  void keep(Backend& backend);
+
+ private:
+  bool active_ = false, kept_ = false;
+  size_t measure_op_ = 0;  // the measure's index in the check list; the keep's is the next
+  Ref sums_;
+  int64_t count_ = 0;
+  int chunks_ = 0;
+  std::vector<float> host_sums_;
+};
+
 class SimilarityFilter {
  public:
   // After the plan is built, before the backend prepares it. With the filter on (threshold > 0) and a
-  // source image: adds the last processed source (persistent), the check list's ops (0: the measure,
-  // 1: keep the source as the last processed one) and their sums. Forgets any earlier source: the next
-  // frame runs.
+  // source image: adds its SourceMonitor. Forgets any earlier source: the next frame runs.
   void add_to(FramePlan& plan, float threshold);
 
   // After the frame's source is written: whether the frame is skipped. frame: the engine's frame index, which
   // advances once a frame ran to its end. may_skip: false where the frame must run whatever its source (the
-  // first frame of a sequence, a new context). A frame that runs keeps its source (check op 1) first; it
-  // counts as the last processed one only once its frame ran to its end (a cancelled frame does not).
+  // first frame of a sequence, a new context). A frame that runs keeps its source first; it counts as the
+  // last processed one only once its frame ran to its end (a cancelled frame does not).
   bool skip(Backend& backend, int64_t frame, bool may_skip);
 
   bool skipped() const { return skipped_; }                  // the last skip() said so
@@ -54,13 +78,10 @@ class SimilarityFilter {
 
  private:
   float threshold_ = 0;  // 0: off
-  Ref sums_;
-  int64_t count_ = 0;
-  int chunks_ = 0;
+  SourceMonitor last_;
   int64_t processed_ = -1;  // the frame index whose source was kept last; -1: none
   bool skipped_ = false;
   int64_t skipped_frames_ = 0;
-  std::vector<float> host_sums_;
 };
 
 }  // namespace rtvd

@@ -105,6 +105,14 @@ TEST(Cli, ReadsTheFeatureCacheFlag) {
     EXPECT_EQ(error_of({"--feature-cache", bad}), "flag '--feature-cache': expected an integer in [0, 100], got " + bad);
   for (const std::string bad : {"2.5", "x", ""})
     EXPECT_EQ(error_of({"--feature-cache", bad}), "flag '--feature-cache': expected an integer, got '" + bad + "'");
+  // --cache-similarity T: the early refresh's threshold, 0 to 1, only beside --feature-cache.
+  EXPECT_EQ(parse_render_options({"--feature-cache", "3"}).frame.cache_similarity, kDefaultCacheSimilarity);
+  EXPECT_EQ(parse_render_options({"--feature-cache", "3", "--cache-similarity", "0.5"}).frame.cache_similarity, 0.5f);
+  EXPECT_EQ(parse_render_options({"--feature-cache", "3", "--cache-similarity", "0"}).frame.cache_similarity, 0.0f);
+  EXPECT_EQ(error_of({"--feature-cache", "3", "--cache-similarity", "1.5"}),
+            "flag '--cache-similarity': expected a number in [0, 1], got 1.5");
+  EXPECT_EQ(error_of({"--cache-similarity", "0.5"}),
+            "flag '--cache-similarity': only with --feature-cache N (it says when the cache refreshes early)");
 }
 
 // The latent models' flags: --lora repeats (each FILE[:SCALE] kept in order), the others are single values.

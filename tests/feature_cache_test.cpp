@@ -36,6 +36,21 @@ class FeatureCacheOnDevice : public testing::TestWithParam<std::string> {
   }
   // Equal "to rounding": the same kernels on the same inputs (fixed kernels on the GPU: --kernels custom).
   double tolerance() const { return device == DeviceKind::Cuda ? 2e-3 : 1e-5; }
+  EngineOptions engine_options(int size) const {
+    EngineOptions o;
+    o.device = device;
+    if (device == DeviceKind::Cuda) o.kernels = KernelFamily::Custom;
+    o.width = o.height = size;
+    return o;
+  }
+  // Two steps at --blend 0: a frame depends on its index and source alone.
+  static FrameSettings blendless_settings(test::Rng& rng) {
+    FrameSettings s;
+    s.seed = rng.gen();
+    s.steps = 2;
+    s.blend = 0.0f;
+    return s;
+  }
   DeviceKind device = DeviceKind::Cpu;
 };
 
@@ -90,6 +105,13 @@ struct PlanOnBackend {
   std::vector<float> sample, image, noise;
 };
 
+// The blend history the engine's last frame left: at --blend 0, that frame.
+std::vector<float> history(Engine& e) {
+  std::vector<float> v(size_t(e.width()) * e.height() * e.model().image_channels());
+  e.backend().read(e.plan().prev, v.data(), v.size());
+  return v;
+}
+
 // Refresh then cached frame on the same source and noise: the cached frame's U-Net passes get the deep
 // features of their own inputs, so it is the full frame (each step its own cache: with one cache for all
 // steps it would not be). The refresh writes every cache (poisoned before it), the cached frame reads them
@@ -135,17 +157,12 @@ TEST_P(FeatureCacheOnDevice, TheCachedFrameOnItsRefreshInputIsTheFullFrame) {
 TEST_P(FeatureCacheOnDevice, OnAMovingSourceRefreshFramesAreTheUncachedOnesAndCachedOnesStayNear) {
   test::Rng rng;
   SCOPED_TRACE(test::seed_trace(rng));
-  EngineOptions o;
-  o.device = device;
-  if (device == DeviceKind::Cuda) o.kernels = KernelFamily::Custom;
-  o.width = o.height = 32;
-  FrameSettings s;
-  s.seed = rng.gen();
-  s.steps = 2;
-  s.blend = 0.0f;
+  const EngineOptions o = engine_options(32);
+  FrameSettings s = blendless_settings(rng);
   Engine uncached(o), cached(o);
   uncached.configure(s, true);
   s.cache_refresh = 3;
+  s.cache_similarity = 0;  // the period alone (this pattern moves far at 32x32: the default would refresh more)
   cached.configure(s, true);
 
   const float phase = rng.uniform(0.0f, 6.0f);
@@ -156,11 +173,6 @@ TEST_P(FeatureCacheOnDevice, OnAMovingSourceRefreshFramesAreTheUncachedOnesAndCa
         for (int c = 0; c < 3; ++c)
           image.push_back(0.8f * std::sin(0.35f * float(x + frame) + phase + 2.0f * float(c)) * std::cos(0.2f * float(y)));
     return image;
-  };
-  const auto history = [](Engine& e) {
-    std::vector<float> v(size_t(e.width()) * e.height() * e.model().image_channels());
-    e.backend().read(e.plan().prev, v.data(), v.size());
-    return v;
   };
   std::vector<float> refresh;
   std::string report;
@@ -181,6 +193,42 @@ TEST_P(FeatureCacheOnDevice, OnAMovingSourceRefreshFramesAreTheUncachedOnesAndCa
     report += cat(" frame ", f, ": ", error, " (moved ", moved, ");");
   }
   std::printf("feature cache, refresh every 3, cached frames' relative L2 error against the uncached:%s\n", report.c_str());
+}
+
+// A cut in the source (another picture) refreshes the cache at once, whatever the period: at --blend 0 that
+// frame is the uncached engine's, and the frames on an unchanged source are cached. With --cache-similarity 0
+// the same cut is a cached frame (the period alone decides), which differs from the uncached one.
+TEST_P(FeatureCacheOnDevice, ASourceCutRefreshesTheCacheAtOnce) {
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  const EngineOptions o = engine_options(32);
+  FrameSettings s = blendless_settings(rng);
+  Engine uncached(o);
+  uncached.configure(s, true);
+  s.cache_refresh = kMaxCacheRefresh;
+  const std::vector<float> a = rng.vector(size_t(32) * 32 * 3), b = rng.vector(a.size());
+  const std::vector<const std::vector<float>*> sources = {&a, &a, &a, &b, &b};
+  std::vector<std::vector<float>> want;
+  for (const std::vector<float>* source : sources) {
+    uncached.step(source);
+    want.push_back(history(uncached));
+  }
+  for (const float threshold : {kDefaultCacheSimilarity, 0.0f}) {
+    SCOPED_TRACE(cat("--cache-similarity ", threshold));
+    s.cache_similarity = threshold;
+    Engine cached(o);
+    cached.configure(s, true);
+    for (size_t f = 0; f < sources.size(); ++f) {
+      const int64_t full_before = cached.full_frames();
+      cached.step(sources[f]);
+      const bool full = f == 0 || (f == 3 && threshold > 0);
+      EXPECT_EQ(cached.full_frames() - full_before, full ? 1 : 0) << "frame " << f;
+      const std::vector<float> got = history(cached);
+      if (full) EXPECT_LE(test::max_abs_diff(got, want[f]), device == DeviceKind::Cuda ? tolerance() : 0.0) << "frame " << f;
+      else EXPECT_GT(test::rel_l2(got, want[f]), 1e-3) << "frame " << f << " is cached";
+    }
+    EXPECT_EQ(cached.source_refreshes(), threshold > 0 ? 1 : 0);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, FeatureCacheOnDevice, testing::Values("cpu", "cuda"));

@@ -146,7 +146,9 @@ void generation_section(ControlsState& s, const ControlsInfo& info, Requests& r)
   ImGui::SliderInt("feature cache", &f.cache_refresh, 0, kMaxCacheRefresh, f.cache_refresh == 0 ? "off" : "every %d",
                    ImGuiSliderFlags_AlwaysClamp | ImGuiSliderFlags_Logarithmic);
   if (ImGui::IsItemHovered())
-    ImGui::SetTooltip("a full U-Net every N frames, only its top level in the frames between (faster, approximate)");
+    ImGui::SetTooltip("a full U-Net every N frames and where the source changed (its similarity to the last full "
+                      "frame's below %g: --cache-similarity), only its top level in the frames between (faster, "
+                      "approximate)", double(f.cache_similarity));
 }
 
 }  // namespace
