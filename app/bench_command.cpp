@@ -17,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench_cache_error.h"
+#include "bench_source.h"
 #include "build_config.h"
 #include "cli.h"
 #include "commands.h"
@@ -66,8 +68,11 @@ const std::vector<cli::FlagSpec>& bench_flags() {
   static const std::vector<cli::FlagSpec> specs = [] {
     std::vector<cli::FlagSpec> own = {
         {"frames", 'n', K::Int, "timed frames per measurement", "200", "N"},
-        {"img2img", 0, K::None, "every frame from an image (a fixed random one) at --strength, as a video source runs",
-         "", ""},
+        {"img2img", 0, K::None, "every frame from an image at --strength (a fixed random one; --moving: a pan), as a "
+         "video source runs", "", ""},
+        {"moving", 0, K::None,
+         "with --img2img: the source pans over a picture, 2 px right and 1 down a frame; with --feature-cache, "
+         "the cache's error against the uncached frames, per frame", "", ""},
     };
     const std::vector<cli::FlagSpec> generation = cli::generation_flags(
         {"size", "steps", "guidance", "strength", "stream-batch", "skip-similar", "feature-cache", "cache-similarity",
@@ -82,25 +87,28 @@ struct FrameMs {
   double median = 0, mean = 0;  // the mean counts a feature cache's full frames at their share
 };
 
-// Milliseconds per frame over `frames` frames, after `warmup` untimed ones, each from `image` (null: the noise
-// walk) and read back; after_call runs outside the timed region. Timed by calls of the plan: a stream batch's
-// call takes a group of frames in (and gives as many out), its time shared by them.
+// Milliseconds per frame over `frames` frames, after `warmup` untimed ones, each from the source's next image
+// (null source: the noise walk) and read back; the images are made and after_call runs outside the timed region.
+// Timed by calls of the plan: a stream batch's call takes a group of frames in (and gives as many out), its time
+// shared by them.
 template <class F>
-FrameMs frame_ms(Engine& engine, const std::vector<uint8_t>* image, int warmup, int frames, F&& after_call) {
+FrameMs frame_ms(Engine& engine, BenchSource* source, int warmup, int frames, F&& after_call) {
   const int group = engine.plan().group;
-  const auto call = [&] {
-    for (int i = 0; i < group; ++i) {
+  const auto call = [&] {  // the call's time in ms
+    const std::vector<const std::vector<uint8_t>*> images =
+        source ? source->next(group) : std::vector<const std::vector<uint8_t>*>(size_t(group), nullptr);
+    const auto s = std::chrono::steady_clock::now();
+    for (const std::vector<uint8_t>* image : images) {
       if (image) engine.step(*image);
       else engine.step(nullptr);
     }
     if (engine.has_output()) engine.image();  // the calls before the first group leaves bring nothing out
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count();
   };
   for (int i = 0; i < warmup + engine.plan().slots(); ++i) call();  // until frames come out
   std::vector<double> ms;
   for (int i = 0; i < std::max(1, frames / group); ++i) {
-    const auto s = std::chrono::steady_clock::now();
-    call();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count() / group);
+    ms.push_back(call() / group);
     after_call();
   }
   std::sort(ms.begin(), ms.end());
@@ -486,23 +494,21 @@ int bench_command(const std::vector<std::string>& args) {
     fail("flag '--strength': only with --img2img (frames from noise have no image to re-noise)");
   if (flags.has("skip-similar") && !flags.has("img2img"))
     fail("flag '--skip-similar': only with --img2img (frames from noise have no source to compare)");
+  if (flags.has("moving") && !flags.has("img2img"))
+    fail("flag '--moving': only with --img2img (frames from noise have no source to move)");
   const int frames = flags.get_int("frames", 200, 3, 1000000);
   Engine engine(o.engine);
   const FrameSettings s = frame_settings(o, engine);
   const bool img2img = flags.has("img2img");
   engine.configure(s, img2img);
-  std::vector<uint8_t> image;  // 8-bit RGB, as the frame sources give it
-  if (img2img) {
-    std::mt19937_64 rng{1};
-    std::uniform_int_distribution<int> uniform(0, 255);
-    image.resize(size_t(engine.width()) * engine.height() * engine.model().image_channels());
-    for (uint8_t& v : image) v = uint8_t(uniform(rng));
-  }
-  const std::vector<uint8_t>* source = img2img ? &image : nullptr;
+  std::optional<BenchSource> images;  // 8-bit RGB, as the frame sources give it
+  if (img2img) images.emplace(engine.width(), engine.height(), engine.model().image_channels(), flags.has("moving"));
+  BenchSource* source = img2img ? &*images : nullptr;
+  const bool moving = source && source->moving();
   const int warmup = std::max(3, frames / 10);
 
-  // With --skip-similar, the same fixed image every frame: the filter's frames first, then every frame rendered
-  // (the filter off) for the numbers and the profile below.
+  // With --skip-similar, the filter's frames first (of the fixed image all but the first are skipped, of the pan
+  // none), then every frame rendered (the filter off) for the numbers and the profile below.
   double filtered_ms = 0, skipped_fraction = 0;
   if (s.skip_similar > 0) {
     int skipped = 0;  // of the timed frames
@@ -523,9 +529,12 @@ int bench_command(const std::vector<std::string>& args) {
   const std::vector<OpTypeRow> stages_alone = time_stages_alone(engine);  // before profiling's graphs go
   engine.backend().set_profiling(false);
   const Ceilings ceilings = engine.backend().measure_ceilings();
+  std::optional<CacheError> cache_error;  // after every timing: the same frames without the cache
+  if (s.cache_refresh > 0 && moving) cache_error = feature_cache_error(engine, s, *source, std::min(frames, 24));
 
   std::printf("%s\nmodel %s, %dx%d, %s, %d steps, batch %d\n", engine.backend().describe().c_str(),
-              engine.config().name.c_str(), engine.width(), engine.height(), img2img ? "img2img" : "from noise", s.steps,
+              engine.config().name.c_str(), engine.width(), engine.height(),
+              moving ? "img2img, moving source (a pan)" : img2img ? "img2img, one fixed image" : "from noise", s.steps,
               engine.plan().batch);
   std::printf("frame: %s ms median over %d frames = %s frames/s (including the RGBA8 read-back)\n",
               three_digits(plain_ms).c_str(), frames, three_digits(1e3 / plain_ms).c_str());
@@ -542,6 +551,7 @@ int bench_command(const std::vector<std::string>& args) {
   if (s.cache_refresh > 0)  // the median is a cached frame's where most are; the mean counts the full ones too
     std::printf("feature cache: a full frame every %d frames; mean %s ms per frame = %s frames/s (the profile below: "
                 "the full frames)\n", s.cache_refresh, three_digits(plain.mean).c_str(), three_digits(1e3 / plain.mean).c_str());
+  if (cache_error) std::printf("%s\n", cache_error->line().c_str());
   // Two medians of separate runs: where profiling costs less than they vary, the second can be the lower.
   const double difference = 100.0 * (profiled_ms / plain_ms - 1.0), overhead = std::max(0.0, difference);
   std::printf("with per-op profiling: %s ms (overhead %s)\n\n%s", three_digits(profiled_ms).c_str(),
@@ -566,8 +576,9 @@ int bench_command(const std::vector<std::string>& args) {
     nlohmann::json doc = {
         {"bench", "frames"}, {"date", utc_now()}, {"backend", engine.backend().describe()},
         {"model", engine.config().name}, {"width", engine.width()}, {"height", engine.height()}, {"steps", s.steps},
-        {"img2img", img2img}, {"stream_batch", s.stream_batch}, {"frames_per_call", engine.plan().group},
-        {"latency_frames", engine.latency()}, {"latency_ms", latency_ms}, {"feature_cache", s.cache_refresh},
+        {"img2img", img2img}, {"moving", moving}, {"stream_batch", s.stream_batch}, {"frames_per_call", engine.plan().group},
+        {"latency_frames", engine.latency()}, {"latency_ms", latency_ms},
+        {"feature_cache", cache_error ? cache_error->json(s.cache_refresh) : nlohmann::json{{"refresh", s.cache_refresh}}},
         {"batch", engine.plan().batch}, {"frames", frames}, {"frame_ms_median", plain_ms}, {"frame_ms_mean", plain.mean},
         {"frames_per_second", 1e3 / plain_ms}, {"profiled_frame_ms_median", profiled_ms},
         {"profiler_overhead_percent", overhead},

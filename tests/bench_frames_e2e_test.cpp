@@ -3,12 +3,15 @@
 // 112% of an sgemm "peak"), gets no "% peak" but the reason; the JSON says the same.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <numeric>
 #include <regex>
 #include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "app/bench_source.h"
 #include "support/process.h"
 #include "support/test_util.h"
 
@@ -70,6 +73,91 @@ TEST(BenchFramesE2E, SkipSimilarReportsTheSkippedFraction) {
   EXPECT_EQ(doc.at("skip_similar").at("skipped_fraction").get<double>(), 1.0);
   EXPECT_FLOAT_EQ(doc.at("skip_similar").at("threshold").get<float>(), 0.999f);
   EXPECT_GT(doc.at("skip_similar").at("frames_per_second").get<double>(), 0.0);
+}
+
+// --moving: each frame is the last one's window moved kPanX right and kPanY down over one picture (the rows and
+// columns the two share are equal), so no two consecutive frames are equal; a group of frames made in one call
+// is the same as one at a time, and rewind starts the pan over. Without --moving: one fixed image.
+TEST(BenchFramesE2E, TheMovingSourcePansAndTheStillOneStaysStill) {
+  const int w = 24, h = 16, c = 3;
+  BenchSource pan(w, h, c, true), still(w, h, c, false);
+  std::vector<std::vector<uint8_t>> frames;
+  for (int i = 0; i < 40; ++i) frames.push_back(*pan.next(1).front());  // past the picture's width: the wrap
+  for (size_t t = 1; t < frames.size(); ++t) {
+    const std::vector<uint8_t>& a = frames[t - 1];
+    const std::vector<uint8_t>& b = frames[t];
+    ASSERT_NE(a, b) << "frame " << t;
+    for (int y = 0; y + BenchSource::kPanY < h; ++y)
+      for (int x = 0; x + BenchSource::kPanX < w; ++x)
+        for (int k = 0; k < c; ++k)
+          ASSERT_EQ(b[(size_t(y) * w + x) * c + k],
+                    a[(size_t(y + BenchSource::kPanY) * w + x + BenchSource::kPanX) * c + k])
+              << "frame " << t << " at " << x << ", " << y;
+  }
+  pan.rewind();
+  const std::vector<const std::vector<uint8_t>*> group = pan.next(4);
+  for (size_t i = 0; i < group.size(); ++i) EXPECT_EQ(*group[i], frames[i]) << "frame " << i << " of a group";
+  const std::vector<uint8_t> fixed = *still.next(1).front();
+  EXPECT_EQ(*still.next(3).back(), fixed);
+  EXPECT_NE(fixed, std::vector<uint8_t>(fixed.size(), fixed.front()));
+}
+
+// --img2img --moving --feature-cache 2: after the timing, the same frames with and without the cache from the
+// same start, the error of each cached-run frame against the uncached one. The first frame is full and has no
+// history in both runs: equal (bit-exact on the CPU). The cached frames differ (and, through the blend with the
+// frame before, so may the later full ones). The summary is that of the list.
+TEST(BenchFramesE2E, OnAMovingSourceTheFeatureCacheReportsItsErrorPerFrame) {
+  const test::TempDir temp("rtvd_bench_frames_moving");
+  const std::string json = temp.path("frames.json");
+  const test::RunResult r = test::run_program(
+      test::rtvd_binary(), {"bench", "frames", "--device", "cpu", "--size", "32", "--steps", "1", "--frames", "4",
+                            "--img2img", "--moving", "--feature-cache", "2", "--json", json},
+      test::environment(), temp.dir(), 300);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("img2img, moving source (a pan)"), std::string::npos) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("feature cache error against the uncached frames, 4 frames of the "
+                                                  "moving source from the same start: RMS mean \\S+, worst \\S+ of 255 "
+                                                  "levels; PSNR \\S+ dB over all frames, worst \\S+ dB; per frame "
+                                                  "\\(RMS / PSNR dB\\): 0 / inf, ")))
+      << r.out;
+  const nlohmann::json doc = nlohmann::json::parse(test::read_file(json));
+  EXPECT_TRUE(doc.at("moving").get<bool>());
+  const nlohmann::json& fc = doc.at("feature_cache");
+  EXPECT_EQ(fc.at("refresh"), 2);
+  EXPECT_EQ(fc.at("error_frames"), 4);
+  const std::vector<double> rms = fc.at("rms_levels").get<std::vector<double>>();
+  const nlohmann::json& psnr = fc.at("psnr_db");
+  ASSERT_EQ(rms.size(), 4u);
+  ASSERT_EQ(psnr.size(), 4u);
+  EXPECT_EQ(rms[0], 0.0) << "the first frame is full in both runs";
+  EXPECT_TRUE(psnr[0].is_null()) << "equal frames: no finite PSNR";
+  double worst = 0;
+  for (size_t i = 0; i < rms.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(rms[i]) && rms[i] >= 0 && rms[i] <= 255) << "frame " << i << ": " << rms[i];
+    if (rms[i] > 0) EXPECT_NEAR(psnr[i].get<double>(), 20 * std::log10(255 / rms[i]), 1e-9) << "frame " << i;
+    worst = std::max(worst, rms[i]);
+  }
+  EXPECT_GT(rms[1], 0.0) << "frame 1 runs the cached U-Net";
+  EXPECT_DOUBLE_EQ(fc.at("rms_levels_worst").get<double>(), worst);
+  EXPECT_NEAR(fc.at("rms_levels_mean").get<double>(), std::accumulate(rms.begin(), rms.end(), 0.0) / 4, 1e-12);
+  EXPECT_NEAR(fc.at("psnr_db_worst").get<double>(), 20 * std::log10(255 / worst), 1e-9);
+}
+
+// --img2img --moving --skip-similar: a pan moves every pixel every frame, so the filter skips none.
+TEST(BenchFramesE2E, OnAMovingSourceSkipSimilarSkipsNothing) {
+  const test::TempDir temp("rtvd_bench_frames_moving_skip");
+  const std::string json = temp.path("frames.json");
+  const test::RunResult r = test::run_program(
+      test::rtvd_binary(), {"bench", "frames", "--device", "cpu", "--size", "32", "--steps", "1", "--frames", "3",
+                            "--img2img", "--moving", "--skip-similar", "0.999", "--json", json},
+      test::environment(), temp.dir(), 300);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("with --skip-similar 0.999: \\S+ ms median = \\S+ frames/s, 0% of "
+                                                  "the frames skipped\n")))
+      << r.out;
+  const nlohmann::json doc = nlohmann::json::parse(test::read_file(json));
+  EXPECT_EQ(doc.at("skip_similar").at("skipped_fraction").get<double>(), 0.0);
+  EXPECT_EQ(doc.at("feature_cache").at("refresh"), 0);
 }
 
 // A stream batch over several steps: its first calls bring no frame out (the groups before the first one that

@@ -83,6 +83,8 @@ TEST_F(RefusedFlags, TheOtherCommandsRefuseTheSameWay) {
   expect_refused({"bench", "frames", "--device", "cpu", "--frames", "3"},
                  {{"--skip-similar", "0.999"}, "flag '--skip-similar': only with --img2img"});
   expect_refused({"bench", "frames", "--device", "cpu", "--frames", "3"},
+                 {{"--moving"}, "flag '--moving': only with --img2img"});
+  expect_refused({"bench", "frames", "--device", "cpu", "--frames", "3"},
                  {{"--sampler", "ddim"}, "--sampler ddim: embedded default model is"});
   expect_refused({"bench", "text", "--model", sd_, "--device", "cpu"},
                  {{"--kernels", "custom"}, "--kernels custom: a choice of CUDA kernels, but the model runs on the CPU"});

@@ -11,9 +11,11 @@ tools/compare_unet.py does) and diffusers' source (../shared/reference/). Steps:
      kernels`, the embedded default model's `rtvd bench frames`, and PyTorch's SDPA backends at the same
      attention shapes (tools/reference/bench_torch_attention.py), each alone on the machine.
   2. rtvd on the checkpoint, `bench frames` with TAESD: the real-time frame (img2img, 1 step) one at a time
-     (latency mode), with --stream-batch 2 and 4 (throughput mode), with --feature-cache 3 and with --skip-similar
-     0.999 (one fixed source image: a static source); LCM's 4-step txt2img frame one at a time and with
-     --stream-batch 4; `bench unet` at batch 1 and 2. A flag the binary does not know makes its row "not built".
+     (latency mode), with --stream-batch 2 and 4 (throughput mode), with --feature-cache 3 on a moving source
+     (--moving: a pan over a picture; the run also gives the cached frames' error against the uncached ones), with
+     --skip-similar 0.999 on a static source (one fixed image) and on the moving one; LCM's 4-step txt2img frame
+     one at a time and with --stream-batch 4; `bench unet` at batch 1 and 2. A flag the binary does not know makes
+     its row "not built".
   3. PyTorch (tools/reference/bench_torch_sd.py), every piece in a process of its own, all started together so
      that torch.compile's minutes overlap, after rtvd's timings: each builds, compiles and warms up, then they
      are timed one at a time. torch.compile (mode "reduce-overhead") and eager in one CUDA graph, each for the
@@ -113,6 +115,18 @@ def kernel_row(kernels, case, impl_prefix):
     return None
 
 
+def cache_error(fc):
+    """The feature cache's error against the uncached frames from a bench frames --moving JSON, in words."""
+    e = (fc or {}).get("feature_cache")
+    if not isinstance(e, dict) or "rms_levels" not in e:
+        return "no error measured"
+    db = lambda v: "identical" if v is None else f"{v:.1f} dB"  # noqa: E731
+    return (f"error against the uncached frames over {e['error_frames']} frames from the same start: PSNR "
+            f"{db(e['psnr_db_all_frames'])} over all frames, worst frame {db(e['psnr_db_worst'])}; RMS "
+            f"{e['rms_levels_mean']:.2f} levels of 255 on average, worst {e['rms_levels_worst']:.2f}; random weights, "
+            "so it says nothing of real frames")
+
+
 def table_rows(raw):
     """Issue 27's rows: what, target, rtvd's number (its latency where it is a frame), PyTorch's, the unit, whether
     the target is met. raw[key] is None where the run failed, NOT_BUILT where the binary lacks the flag."""
@@ -180,10 +194,11 @@ def table_rows(raw):
         latency=batched and (batched.get("latency_ms"), batched.get("latency_frames")),
         detail=f"{b_fps:.0f} against {s_fps:.0f} frames/s" if ratio else "", note="guidance 1 (batch 1 per frame)")
 
-    # feature cache: the U-Net's time per frame, averaged over the full and the cached frames, against without the
-    # cache. A stage replayed alone times the full frame's U-Net only, so the average comes from the frames'
-    # mean times: the two frames differ in the U-Net alone (the same encode, sampler and decode ops), so the
-    # U-Net's average with the cache is its full time less the frame's mean saving.
+    # feature cache on the moving source: the U-Net's time per frame, averaged over the full and the cached frames,
+    # against without the cache. A stage replayed alone times the full frame's U-Net only, so the average comes
+    # from the frames' mean times: the two frames differ in the U-Net alone (the same encode, sampler and decode
+    # ops, whatever the pixels), so the U-Net's average with the cache is its full time less the frame's mean
+    # saving. The error: bench frames' pass over the same frames with and without the cache.
     cached = raw.get("rtvd_feature_cache")
     fc = got("rtvd_feature_cache")
     u_plain = stage_ms(frame, "U-Net")
@@ -195,18 +210,22 @@ def table_rows(raw):
         detail=(NOT_BUILT if cached == NOT_BUILT else
                 f"U-Net {u_plain:.3f} → {u_cached:.3f} ms per frame on average; frame mean {plain_mean:.3f} → "
                 f"{cached_mean:.3f} ms, a cached frame's (the median) {fc['frame_ms_median']:.3f} ms" if ratio else ""),
-        note="bench frames' source is one fixed image, so only the every-N refresh runs; the error against the "
-        "uncached frame on a moving source is feature_cache_test's (it prints it), and with random weights it says "
-        "nothing of real frames")
+        note="moving source (bench frames --moving: a pan, 2 px right and 1 down per frame); " + cache_error(fc))
 
-    # similarity filter on a static source (bench frames' one fixed image)
-    skip = raw.get("rtvd_skip_similar")
-    fraction = next(iter(find_keys(got("rtvd_skip_similar"), "skipped_fraction").values()), None)
+    # similarity filter on a static source (bench frames' one fixed image) and on the moving one (its pan)
+    skips = {k: raw.get(f"rtvd_skip_similar{k}") for k in ("", "_moving")}
+    static, moving = (next(iter(find_keys(got(f"rtvd_skip_similar{k}"), "skipped_fraction").values()), None)
+                      for k in skips)
+    both = static is not None and moving is not None
     row(f"similarity filter (--skip-similar {SKIP_SIMILAR}): static source / moving source",
-        "≥ 90% skipped / none skipped", fraction and 100 * fraction, unit="% skipped",
-        met=fraction >= 0.9 if fraction is not None else None, detail=NOT_BUILT if skip == NOT_BUILT else "",
-        note="static: bench frames' one fixed image; moving: not run here (bench frames has no moving source), "
-        "tests/similarity_filter_test.cpp's AMovingPatchIsNeverSkippedAndRendersAsWithoutTheFilter (CPU and CUDA)")
+        "≥ 90% skipped / none skipped", [100 * static, 100 * moving] if both else None, unit="% / % skipped",
+        met=static >= 0.9 and moving == 0 if both else None,
+        detail=NOT_BUILT if NOT_BUILT in skips.values() else "" if both else
+        " / ".join(f"{what} {'–' if f is None else f'{100 * f:.1f}%'}" for what, f in (("static", static),
+                                                                                    ("moving", moving)))
+        + " skipped (–: its run failed)",
+        note="static: bench frames' one fixed image; moving: bench frames --moving, a pan of 2 px right and 1 down "
+        "per frame (every source pixel moves every frame)")
 
     # host time outside the stages of the latency-mode frame
     alone = stages_ms(frame)
@@ -246,13 +265,13 @@ def table_rows(raw):
 
 
 FORMATS = {"ms": "{:.3f} ms", "frames/s": "{:.0f} frames/s", "TFLOP/s": "{:.0f} TFLOP/s", "×": "{:.2f}×",
-           "% skipped": "{:.1f}% skipped"}
+           "% / % skipped": "{:.1f}% / {:.1f}% skipped"}
 
 
 def markdown(rows):
     """The rows as the README's table: rtvd's number with its latency, PyTorch's beside it."""
     def fmt(v, unit):
-        return "–" if v is None else FORMATS[unit].format(v)
+        return "–" if v is None else FORMATS[unit].format(*v) if isinstance(v, list) else FORMATS[unit].format(v)
 
     def latency(r):
         if r["latency_ms"] is None:
@@ -360,8 +379,9 @@ def main():
     lcm = frames + ["--steps", "4", "--sampler", "lcm", "--guidance", "1"]
     rtvd_json("rtvd_lcm", lcm)
     rtvd_json("rtvd_lcm_stream_b4", lcm + ["--stream-batch", "4"])
-    rtvd_json("rtvd_feature_cache", realtime + ["--feature-cache", FEATURE_CACHE])
+    rtvd_json("rtvd_feature_cache", realtime + ["--moving", "--feature-cache", FEATURE_CACHE])
     rtvd_json("rtvd_skip_similar", realtime + ["--skip-similar", SKIP_SIMILAR])
+    rtvd_json("rtvd_skip_similar_moving", realtime + ["--moving", "--skip-similar", SKIP_SIMILAR])
     for b in (1, 2):
         rtvd_json(f"rtvd_unet_b{b}", ["bench", "unet", "--model", model, "--batch", str(b), "--runs",
                                       "300" if cuda else "1", "--profile"] + device)
