@@ -1,6 +1,7 @@
 // rtvd bench frames --feature-cache N --moving: the feature cache's error against the uncached frames, per frame,
 // on the moving source.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,8 @@ struct CacheError {
   double rms_mean = 0, rms_worst = 0;
   double psnr_all_db = 0;    // of the mean square over every frame's pixels (finite unless every frame is equal)
   double psnr_worst_db = 0;  // the worst frame's
+  int64_t full_frames = 0;       // of the cached run's frames, those that ran the full U-Net
+  int64_t source_refreshes = 0;  // of those, the ones whose source had moved too far (--cache-similarity)
 
   std::string line() const;                 // what bench frames prints
   nlohmann::json json(int refresh) const;  // bench frames' "feature_cache"; an equal frame's PSNR is null

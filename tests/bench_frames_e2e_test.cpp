@@ -111,12 +111,13 @@ TEST(BenchFramesE2E, OnAMovingSourceTheFeatureCacheReportsItsErrorPerFrame) {
   const std::string json = temp.path("frames.json");
   const test::RunResult r = test::run_program(
       test::rtvd_binary(), {"bench", "frames", "--device", "cpu", "--size", "32", "--steps", "1", "--frames", "4",
-                            "--img2img", "--moving", "--feature-cache", "2", "--json", json},
+                            "--img2img", "--moving", "--feature-cache", "2", "--cache-similarity", "0", "--json", json},
       test::environment(), temp.dir(), 300);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("img2img, moving source (a pan)"), std::string::npos) << r.out;
   EXPECT_TRUE(std::regex_search(r.out, std::regex("feature cache error against the uncached frames, 4 frames of the "
-                                                  "moving source from the same start: RMS mean \\S+, worst \\S+ of 255 "
+                                                  "moving source from the same start \\(2 of them full, 0 of those "
+                                                  "where the source had moved too far\\): RMS mean \\S+, worst \\S+ of 255 "
                                                   "levels; PSNR \\S+ dB over all frames, worst \\S+ dB; per frame "
                                                   "\\(RMS / PSNR dB\\): 0 / inf, ")))
       << r.out;
@@ -141,6 +142,19 @@ TEST(BenchFramesE2E, OnAMovingSourceTheFeatureCacheReportsItsErrorPerFrame) {
   EXPECT_DOUBLE_EQ(fc.at("rms_levels_worst").get<double>(), worst);
   EXPECT_NEAR(fc.at("rms_levels_mean").get<double>(), std::accumulate(rms.begin(), rms.end(), 0.0) / 4, 1e-12);
   EXPECT_NEAR(fc.at("psnr_db_worst").get<double>(), 20 * std::log10(255 / worst), 1e-9);
+  EXPECT_EQ(fc.at("full_frames"), 2);
+
+  // At the default --cache-similarity, this pan (2 px a frame at 32x32) moves too far for the cache every frame:
+  // every frame is full, the first by the start and the others by their source, and equal to the uncached one.
+  const test::RunResult d = test::run_program(
+      test::rtvd_binary(), {"bench", "frames", "--device", "cpu", "--size", "32", "--steps", "1", "--frames", "3",
+                            "--img2img", "--moving", "--feature-cache", "2", "--json", json},
+      test::environment(), temp.dir(), 300);
+  ASSERT_EQ(d.exit_code, 0) << d.out << d.err;
+  const nlohmann::json by_source = nlohmann::json::parse(test::read_file(json)).at("feature_cache");
+  EXPECT_EQ(by_source.at("full_frames"), 3);
+  EXPECT_EQ(by_source.at("source_refreshes"), 2);
+  EXPECT_EQ(by_source.at("rms_levels_worst").get<double>(), 0.0);
 }
 
 // --img2img --moving --skip-similar: a pan moves every pixel every frame, so the filter skips none.
