@@ -20,6 +20,28 @@ std::vector<LinearCase> make_cases() {
       {.name = "sd21_ff_out_64x64", .m = 8192, .n = 320, .k = 1280, .bias = true, .residual = kSeparate,
        .production = true},
       {.name = "sd21_cross_kv", .m = 154, .n = 640, .k = 1024, .production = true},
+      // The same U-Net at batch 1 (the real-time case), where most outputs' 128 x 128 tiles (in brackets) fill
+      // less than a wave of an H100's 132 SMs: the top level's 4096 x 320 feed-forward out, 32x32 latents
+      // (1024 tokens, d 640), 16x16 (256, d 1280) and the mid block's 8x8 (64, d 1280).
+      {.name = "sd21_b1_ff_out_64x64", .m = 4096, .n = 320, .k = 1280, .bias = true, .residual = kSeparate,
+       .production = true},  // [96]
+      {.name = "sd21_b1_qkv_32x32", .m = 1024, .n = 1920, .k = 640, .production = true},  // [120]
+      {.name = "sd21_b1_to_out_32x32", .m = 1024, .n = 640, .k = 640, .bias = true, .residual = kSeparate,
+       .production = true},  // [40]
+      {.name = "sd21_b1_ff_out_32x32", .m = 1024, .n = 640, .k = 2560, .bias = true, .residual = kSeparate,
+       .production = true},  // [40]
+      {.name = "sd21_b1_qkv_16x16", .m = 256, .n = 3840, .k = 1280, .production = true},  // [60]
+      {.name = "sd21_b1_proj_in_16x16", .m = 256, .n = 1280, .k = 1280, .bias = true, .production = true},  // [20]
+      {.name = "sd21_b1_to_out_16x16", .m = 256, .n = 1280, .k = 1280, .bias = true, .residual = kSeparate,
+       .production = true},  // [20]
+      {.name = "sd21_b1_geglu_proj_16x16", .m = 256, .n = 10240, .k = 1280, .bias = true, .production = true},  // [160]
+      {.name = "sd21_b1_ff_out_16x16", .m = 256, .n = 1280, .k = 5120, .bias = true, .residual = kSeparate,
+       .production = true},  // [20]
+      {.name = "sd21_b1_to_q_8x8", .m = 64, .n = 1280, .k = 1280, .production = true},  // [10]
+      {.name = "sd21_b1_to_out_8x8", .m = 64, .n = 1280, .k = 1280, .bias = true, .residual = kSeparate,
+       .production = true},  // [10]
+      {.name = "sd21_b1_ff_out_8x8", .m = 64, .n = 1280, .k = 5120, .bias = true, .residual = kSeparate,
+       .production = true},  // [10]
       {.name = "sd21_time_embedding_1", .m = 2, .n = 1280, .k = 320, .bias = true, .act = kSilu, .production = true,
        .hostile = "2 rows: the fallback kernel"},
       // The CLIP text encoders' MLP up-projections (77 tokens per prompt): OpenAI's ViT-L/14 (SD 1.5, width
