@@ -42,9 +42,7 @@ void time_candidates(Table& t, const char* op, const std::string& name, double f
   for (const C* c : timed) {
     fs.push_back([&, c](int i) { run(*c, params(i), ctx); });
     const auto rank = c - all.data();
-    const size_t split = c->name.find(" split-K ");  // a cuBLASLt name's hex is long; its split stays visible
-    impls.push_back(c->name.size() > 40 ? cat("cuBLASLt #", rank + 1, split == std::string::npos ? "" : c->name.substr(split))
-                                        : c->name);
+    impls.push_back(c->name.size() > 40 ? cat("cuBLASLt #", rank + 1) : c->name);
   }
   const std::vector<double> ms = t.medians_ms(ctx, fs);
   for (size_t k = 0; k < fs.size(); ++k) t.row(op, name, impls[k], ms[k], flops, 0);

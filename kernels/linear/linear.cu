@@ -6,11 +6,9 @@
 // D's rows, as CUBLASLT_EPILOGUE_BIAS wants.
 #include <cuda_fp16.h>
 
-#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -132,14 +130,6 @@ __global__ void __launch_bounds__(256)
 
 constexpr int kPlanCapacity = 128;
 constexpr int kAlgoCandidates = 8;  // cuBLASLt's best-ranked algorithms, offered by linear_algorithms()
-// Split-K: fp32 partial sums in the workspace, reduced by cuBLASLt's second kernel, which also applies the
-// bias and beta * C. The other schemes sum the parts in fp16 (in D, or in fp16 partials), which would break
-// the fp32 accumulation every candidate promises; the heuristic is held to the same.
-constexpr uint32_t kReductionSchemes = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
-constexpr int kSplitKBases = 2;     // of the heuristic's algorithms that can split K, the best-ranked ones
-constexpr int kSplitKVariants = 6;  // kSplitKBases x (half a wave, a wave, two waves)
-constexpr int kSplitKMinDepth = 128;  // k per part: shallower parts spend more on the reduction than they win
-constexpr int kWaveTile = 128;        // the output tile the wave estimate assumes (cuBLASLt's usual for fp16)
 constexpr uint32_t kHasBias = 1, kHasResidual = 2, kActivation = 4;  // any activation: the same GEMM
 constexpr size_t kStagingAlign = 256;
 
@@ -147,7 +137,7 @@ struct PlanKey {
   int m = 0, n = 0, k = 0;
   uint32_t flags = 0;
   size_t workspace_bytes = 0;
-  int sm_version = 0, sm_count = 0;
+  int sm_version = 0;
   bool operator==(const PlanKey&) const = default;
 };
 
@@ -155,12 +145,6 @@ enum class BiasPath : uint8_t {
   None,      // no bias
   Float,     // fp32 bias straight into the epilogue
   Staged16,  // fp16 copy at the start of the workspace
-};
-
-// A configured algorithm and the workspace it needs.
-struct Algorithm {
-  cublasLtMatmulAlgo_t algo{};
-  size_t workspace_bytes = 0;
 };
 
 // Everything cublasLtMatmul needs besides the pointers. The descriptors are cuBLASLt's semi-opaque
@@ -174,8 +158,7 @@ struct Plan {
   cublasLtMatmulDescOpaque_t desc{};
   cublasLtMatrixLayoutOpaque_t a{}, b{}, d{};  // d serves as C's layout too
   cublasLtMatmulAlgo_t algo{};
-  // cuBLASLt's ranking (algo = the first), then split-K variants where the output fills less than a wave.
-  std::array<Algorithm, kAlgoCandidates + kSplitKVariants> candidates{};
+  std::array<cublasLtMatmulAlgo_t, kAlgoCandidates> candidates{};  // cuBLASLt's ranking; algo = the first
   int candidate_count = 0;
   // The last algorithm a caller named, and whether it runs here (checked once, not on every call).
   std::string named;
@@ -204,69 +187,6 @@ CublasltPlans& plan_cache() {
 // launcher checks on every call.
 const void* const kAlignmentProbe = reinterpret_cast<const void*>(uintptr_t{16});
 
-// The workspace `algo` needs for this plan (its bias staging included), or false when it can't run the
-// plan's GEMM within the plan's workspace.
-bool check_algo(Plan& plan, const cublasLtMatmulAlgo_t& algo, const CudaContext& ctx, size_t& workspace_bytes) {
-  cublasLtMatmulHeuristicResult_t check{};
-  if (cublasLtMatmulAlgoCheck(ctx.cublaslt, &plan.desc, &plan.a, &plan.b, &plan.d, &plan.d, &algo, &check) !=
-      CUBLAS_STATUS_SUCCESS)
-    return false;
-  workspace_bytes = check.workspaceSize + plan.staging_bytes;
-  return workspace_bytes <= plan.key.workspace_bytes;
-}
-
-bool offered(const Plan& plan, const cublasLtMatmulAlgo_t& algo) {
-  return std::any_of(plan.candidates.begin(), plan.candidates.begin() + plan.candidate_count,
-                     [&](const Algorithm& a) { return std::memcmp(&a.algo, &algo, sizeof algo) == 0; });
-}
-
-// At batch 1 the U-Net's GEMMs below 4096 rows cover a fraction of the SMs with output tiles (256 x 1280: 20
-// tiles of 128 x 128 on 132 SMs); whether the heuristic's own ranking splits K varies with the shape and the
-// library version. Where the tiles fill less than a wave, the best-ranked algorithms that can split K are offered again split into enough parts to fill
-// about half a wave, a wave and two waves of tiles, each part at least kSplitKMinDepth deep, for the tuner to
-// time. Two waves of 128 x 128 fp32 partials bound the workspace (17 MB on 132 SMs), and a variant is offered
-// only within the plan's workspace.
-void add_split_k_variants(Plan& plan, const CudaContext& ctx) {
-  const PlanKey& key = plan.key;
-  const int tiles = ((key.m + kWaveTile - 1) / kWaveTile) * ((key.n + kWaveTile - 1) / kWaveTile);
-  if (tiles >= key.sm_count) return;
-  const int wave = key.sm_count / tiles, deepest = key.k / kSplitKMinDepth;
-  std::array<int32_t, 3> splits{};
-  int split_count = 0;
-  for (const int s : {wave / 2, wave, 2 * wave}) {
-    const int32_t parts = std::min(std::max(s, 2), deepest);
-    if (parts >= 2 && parts * tiles <= 2 * key.sm_count &&
-        std::find(splits.begin(), splits.begin() + split_count, parts) == splits.begin() + split_count)
-      splits[split_count++] = parts;
-  }
-  const int heuristic = plan.candidate_count;
-  for (int i = 0, bases = 0; i < heuristic && bases < kSplitKBases; ++i) {
-    const cublasLtMatmulAlgo_t& base = plan.candidates[i].algo;
-    int32_t can_split = 0, parts = 1;
-    uint32_t schemes = 0;
-    size_t written = 0;
-    if (cublasLtMatmulAlgoCapGetAttribute(&base, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &can_split, sizeof can_split,
-                                          &written) != CUBLAS_STATUS_SUCCESS ||
-        cublasLtMatmulAlgoCapGetAttribute(&base, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK, &schemes, sizeof schemes,
-                                          &written) != CUBLAS_STATUS_SUCCESS ||
-        cublasLtMatmulAlgoConfigGetAttribute(&base, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &parts, sizeof parts,
-                                             &written) != CUBLAS_STATUS_SUCCESS)
-      continue;
-    if (!can_split || !(schemes & kReductionSchemes) || parts > 1) continue;
-    ++bases;
-    for (int j = 0; j < split_count; ++j) {
-      Algorithm variant{base, 0};
-      if (cublasLtMatmulAlgoConfigSetAttribute(&variant.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits[j],
-                                               sizeof splits[j]) != CUBLAS_STATUS_SUCCESS ||
-          cublasLtMatmulAlgoConfigSetAttribute(&variant.algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &kReductionSchemes,
-                                               sizeof kReductionSchemes) != CUBLAS_STATUS_SUCCESS)
-        continue;
-      if (check_algo(plan, variant.algo, ctx, variant.workspace_bytes) && !offered(plan, variant.algo))
-        plan.candidates[plan.candidate_count++] = variant;
-    }
-  }
-}
-
 // Tries one bias path; true when cuBLASLt returned an algorithm.
 bool try_configure(Plan& plan, const CudaContext& ctx, BiasPath bias) {
   const PlanKey& key = plan.key;
@@ -293,8 +213,6 @@ bool try_configure(Plan& plan, const CudaContext& ctx, BiasPath bias) {
 
   cublasLtMatmulPreferenceOpaque_t pref{};
   init_cublaslt_preference(pref, key.workspace_bytes - plan.staging_bytes);
-  RTVD_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(&pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
-                                                         &kReductionSchemes, sizeof(kReductionSchemes)));
 
   std::array<cublasLtMatmulHeuristicResult_t, kAlgoCandidates> results{};
   int returned = 0;
@@ -303,11 +221,9 @@ bool try_configure(Plan& plan, const CudaContext& ctx, BiasPath bias) {
   if (status != CUBLAS_STATUS_SUCCESS) return false;
   plan.candidate_count = 0;
   for (int i = 0; i < returned; ++i)
-    if (results[i].state == CUBLAS_STATUS_SUCCESS)
-      plan.candidates[plan.candidate_count++] = {results[i].algo, results[i].workspaceSize + plan.staging_bytes};
+    if (results[i].state == CUBLAS_STATUS_SUCCESS) plan.candidates[plan.candidate_count++] = results[i].algo;
   if (plan.candidate_count == 0) return false;
-  plan.algo = plan.candidates[0].algo;
-  add_split_k_variants(plan, ctx);
+  plan.algo = plan.candidates[0];
   return true;
 }
 
@@ -342,32 +258,25 @@ Plan& find_plan(CublasltPlans& cache, const PlanKey& key, const CudaContext& ctx
   return *slot;
 }
 
-// An algorithm as text and back: its opaque bytes in hex, and the number of parts when it splits K (for
-// whoever reads a profile; the bytes hold it too).
+// An algorithm as text and back: its opaque bytes in hex.
 std::string algo_name(const cublasLtMatmulAlgo_t& algo) {
   static const char* digits = "0123456789abcdef";
   const auto* bytes = reinterpret_cast<const uint8_t*>(&algo);
   std::string s = "cuBLASLt ";
   for (size_t i = 0; i < sizeof algo; ++i) s += digits[bytes[i] >> 4], s += digits[bytes[i] & 15];
-  int32_t parts = 1;
-  size_t written = 0;
-  if (cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &parts, sizeof parts, &written) ==
-          CUBLAS_STATUS_SUCCESS &&
-      parts > 1)
-    s += cat(" split-K ", parts);
   return s;
 }
 
 bool parse_algo(const std::string& name, cublasLtMatmulAlgo_t& algo) {
   const std::string prefix = "cuBLASLt ";
-  if (name.size() < prefix.size() + 2 * sizeof algo || name.compare(0, prefix.size(), prefix) != 0) return false;
+  if (name.size() != prefix.size() + 2 * sizeof algo || name.compare(0, prefix.size(), prefix) != 0) return false;
   auto* bytes = reinterpret_cast<uint8_t*>(&algo);
   for (size_t i = 0; i < sizeof algo; ++i) {
     unsigned v = 0;
     if (std::sscanf(name.c_str() + prefix.size() + 2 * i, "%2x", &v) != 1) return false;
     bytes[i] = uint8_t(v);
   }
-  return algo_name(algo) == name;
+  return true;
 }
 
 // The algorithm a call runs: the named one when it is valid for this plan and fits its workspace, else
@@ -376,8 +285,11 @@ const cublasLtMatmulAlgo_t& algo_for(Plan& plan, const std::string& name, const 
   if (name.empty()) return plan.algo;
   if (name != plan.named) {
     plan.named = name;
-    size_t workspace_bytes = 0;
-    plan.named_runs = parse_algo(name, plan.named_algo) && check_algo(plan, plan.named_algo, ctx, workspace_bytes);
+    cublasLtMatmulHeuristicResult_t check{};
+    plan.named_runs = parse_algo(name, plan.named_algo) &&
+                      cublasLtMatmulAlgoCheck(ctx.cublaslt, &plan.desc, &plan.a, &plan.b, &plan.d, &plan.d,
+                                              &plan.named_algo, &check) == CUBLAS_STATUS_SUCCESS &&
+                      check.workspaceSize + plan.staging_bytes <= plan.key.workspace_bytes;
   }
   return plan.named_runs ? plan.named_algo : plan.algo;
 }
@@ -426,22 +338,20 @@ bool cublaslt_key(const LinearParams& p, const CudaContext& ctx, PlanKey& key) {
   key.flags = (p.bias ? kHasBias : 0) | (p.residual ? kHasResidual : 0) | (p.act != Activation::None ? kActivation : 0);
   key.workspace_bytes = ctx.workspace ? ctx.workspace_bytes : 0;
   key.sm_version = ctx.sm_version;
-  key.sm_count = ctx.sm_count;
   return true;
 }
 
 }  // namespace
 
-std::vector<LinearAlgorithm> linear_algorithms(const LinearParams& p, const CudaContext& ctx) {
+std::vector<std::string> linear_algorithms(const LinearParams& p, const CudaContext& ctx) {
   PlanKey key;
   if (p.m <= 0 || p.n <= 0 || !cublaslt_key(p, ctx, key)) return {};
   CublasltPlans& cache = plan_cache();
   std::lock_guard lock(cache.mutex);
   const Plan& plan = find_plan(cache, key, ctx);
-  std::vector<LinearAlgorithm> algorithms;
-  for (int i = 0; plan.found && i < plan.candidate_count; ++i)
-    algorithms.push_back({algo_name(plan.candidates[i].algo), plan.candidates[i].workspace_bytes});
-  return algorithms;
+  std::vector<std::string> names;
+  for (int i = 0; plan.found && i < plan.candidate_count; ++i) names.push_back(algo_name(plan.candidates[i]));
+  return names;
 }
 
 namespace {

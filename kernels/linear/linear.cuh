@@ -28,19 +28,10 @@
 
 namespace rtvd {
 
-// A cuBLASLt algorithm for one GEMM: its name, which linear_cublaslt() takes back ("cuBLASLt ", the
-// algorithm's opaque bytes in hex, and " split-K <parts>" when it splits K; valid for this GPU and library
-// version), and the bytes of ctx.workspace it uses.
-struct LinearAlgorithm {
-  std::string name;
-  size_t workspace_bytes = 0;
-};
-
-// cuBLASLt's best-ranked algorithms for p's GEMM at ctx's workspace size (up to 8, its first choice first),
-// then, where the output's 128 x 128 tiles fill less than a wave of ctx's SMs, split-K variants of the best
-// two that can split K (up to 6: about half a wave, a wave and two waves of tiles). Every one accumulates in
-// fp32: a split K is summed from fp32 partials in the workspace. Empty when cuBLASLt can't run p.
-std::vector<LinearAlgorithm> linear_algorithms(const LinearParams& p, const CudaContext& ctx);
+// cuBLASLt's best-ranked algorithms for p's GEMM at ctx's workspace size (up to 8, its first choice
+// first), each named by a text that linear_cublaslt() takes back: "cuBLASLt " and the algorithm's opaque
+// bytes in hex, valid for this GPU and library version. Empty when cuBLASLt can't run p.
+std::vector<std::string> linear_algorithms(const LinearParams& p, const CudaContext& ctx);
 
 // y = linear.h's function of p on ctx.stream: the op's one entry point, which runs its default candidate
 // (linear_candidates.cuh: cuBLASLt's first choice where it can run p, else the fallback kernel).

@@ -11,25 +11,21 @@ std::string linear_shape_key(const LinearParams& p) {
 }
 
 std::vector<LinearCandidate> linear_candidates(const LinearParams& p, const CudaContext& ctx) {
-  // workspace: what a named algorithm needs, so that the scratch is never shrunk below it (the first choice
-  // uses what ctx has).
-  const auto cublaslt = [](std::string name, std::string algorithm, size_t workspace) {
+  const auto cublaslt = [](std::string name, std::string algorithm) {
     LinearCandidate c;
     c.name = std::move(name);
     c.provider = Provider::Cublaslt;
     c.can_implement = [](const LinearParams& q, const CudaContext& x, std::string* why) {
       return linear_cublaslt_can_implement(q, x, why);
     };
-    c.workspace_bytes = [workspace](const LinearParams&, const CudaContext&) { return workspace; };
+    c.workspace_bytes = [](const LinearParams&, const CudaContext&) { return size_t(0); };  // uses what ctx has
     c.run = [algorithm](const LinearParams& q, const CudaContext& x) { linear_cublaslt(q, x, algorithm); };
     return c;
   };
-  // cuBLASLt's first choice, then its other ranked algorithms (the first of which is that choice again) and
-  // their split-K variants.
-  std::vector<LinearCandidate> out = {cublaslt("cuBLASLt", "", 0)};
-  const std::vector<LinearAlgorithm> algorithms = linear_algorithms(p, ctx);
-  for (size_t i = 1; i < algorithms.size(); ++i)
-    out.push_back(cublaslt(algorithms[i].name, algorithms[i].name, algorithms[i].workspace_bytes));
+  // cuBLASLt's first choice, then its other ranked algorithms (the first of which is that choice again).
+  std::vector<LinearCandidate> out = {cublaslt("cuBLASLt", "")};
+  const std::vector<std::string> algorithms = linear_algorithms(p, ctx);
+  for (size_t i = 1; i < algorithms.size(); ++i) out.push_back(cublaslt(algorithms[i], algorithms[i]));
   LinearCandidate fallback;
   fallback.name = "custom fallback";
   fallback.can_implement = [](const LinearParams&, const CudaContext&, std::string*) { return true; };

@@ -1,9 +1,8 @@
 // linear's candidates (kernels/common/candidate.cuh): cuBLASLt's first choice ("cuBLASLt"), its other
 // best-ranked algorithms for the GEMM (up to 7 more, "cuBLASLt <hex>", timed by the tuner: on the H100 the
-// first choice is up to 50% slower than the best for the U-Net's 8192-row GEMMs), split-K variants of two of
-// them where the output's tiles fill less than a wave (up to 6, "cuBLASLt <hex> split-K <parts>": the
-// batch-1 U-Net's 256- and 64-row GEMMs cover a sixth of the SMs or less), and rtvd's FMA fallback kernel for
-// what cuBLASLt can't run (unaligned or ragged shapes). linear() (linear.cuh) runs the first that can.
+// first choice is up to 50% slower than the best for the U-Net's 8192-row GEMMs), and rtvd's FMA fallback
+// kernel for what cuBLASLt can't run (unaligned or ragged shapes). linear() (linear.cuh) runs the first that
+// can.
 #pragma once
 #include <string>
 #include <vector>

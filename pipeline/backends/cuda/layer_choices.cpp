@@ -150,8 +150,6 @@ size_t LayerChoices::workspace_bytes() const {
       need = std::max(need, convs_[i].chosen->workspace_bytes(c->p, ctx));
     if (auto* a = std::get_if<AttentionOp>(&body); a && attentions_[i].chosen && !attentions_[i].deferred)
       need = std::max(need, attentions_[i].chosen->workspace_bytes(a->p, ctx));
-    if (auto* l = std::get_if<LinearOp>(&body); l && linears_[i].chosen)  // a split-K choice's fp32 partials
-      need = std::max(need, linears_[i].chosen->workspace_bytes(l->p, ctx));
   }
   return need;
 }
