@@ -253,7 +253,7 @@ bool Engine::run_call(int64_t call, bool context_kept) {
 // written: the request stays, and the step that renders it again is full again.
 void Engine::run_frame() {
   bool full = plan_.graph.cached_frame.empty() || first_frame_ || refresh_requested_ ||
-              frames_since_refresh_ >= settings_.cache_refresh || (cache_source_.active() && !cache_source_.kept());
+              frames_since_refresh_ >= settings_.cache_refresh;
   if (!full && cache_source_.active() && cache_source_.similarity(*backend_) < settings_.cache_similarity) {
     full = true;
     ++source_refreshes_;

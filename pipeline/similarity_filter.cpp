@@ -19,7 +19,7 @@ double source_similarity(const std::vector<float>& sums, int64_t count) {
 }
 
 void SourceMonitor::add_to(FramePlan& plan, const std::string& name) {
-  active_ = kept_ = false;
+  active_ = false;
   if (!plan.image) return;
   active_ = true;
   Graph& g = plan.graph;
@@ -54,7 +54,6 @@ double SourceMonitor::similarity(Backend& backend) {
 
 void SourceMonitor::keep(Backend& backend) {
   backend.run_check(measure_op_ + 1);
-  kept_ = true;
 }
 
 void SimilarityFilter::add_to(FramePlan& plan, float threshold) {

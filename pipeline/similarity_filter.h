@@ -42,18 +42,17 @@ class SourceMonitor {
  public:
   // After the plan is built, before the backend prepares it, for plans with a source image: adds the kept
   // source (persistent, named `name`.kept_source), the sums, and two ops to the graph's check list (the
-  // measure, then the keep). Nothing is kept yet (kept() is false).
+  // measure, then the keep). Nothing is kept yet: the caller keeps a source before it measures one.
   void add_to(FramePlan& plan, const std::string& name);
-  void clear() { active_ = kept_ = false; }  // not added to the current plan
+  void clear() { active_ = false; }  // not added to the current plan
   bool active() const { return active_; }
-  bool kept() const { return kept_; }
   // The source written for this frame against the kept one, now (a wait for the device).
   double similarity(Backend& backend);
   // This frame's source becomes the kept one.
   void keep(Backend& backend);
 
  private:
-  bool active_ = false, kept_ = false;
+  bool active_ = false;
   size_t measure_op_ = 0;  // the measure's index in the check list; the keep's is the next
   Ref sums_;
   int64_t count_ = 0;

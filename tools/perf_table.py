@@ -121,8 +121,8 @@ def cache_error(fc):
     if not isinstance(e, dict) or "rms_levels" not in e:
         return "no error measured"
     db = lambda v: "identical" if v is None else f"{v:.1f} dB"  # noqa: E731
-    full = f" ({e['full_frames']} full, {e['source_refreshes']} of them by the source)" if "full_frames" in e else ""
-    return (f"error against the uncached frames over {e['error_frames']} frames from the same start{full}: PSNR "
+    return (f"error against the uncached frames over {e['error_frames']} frames from the same start "
+            f"({e['full_frames']} full, {e['source_refreshes']} of them by the source): PSNR "
             f"{db(e['psnr_db_all_frames'])} over all frames, worst frame {db(e['psnr_db_worst'])}; RMS "
             f"{e['rms_levels_mean']:.2f} levels of 255 on average, worst {e['rms_levels_worst']:.2f}; random weights, "
             "so it says nothing of real frames")
