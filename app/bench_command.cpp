@@ -297,7 +297,15 @@ int bench_unet_command(const std::vector<std::string>& args) {
   }
   std::vector<int32_t> class_ids;
   for (int i = 0; i < batch && cfg.num_class_embeds > 0; ++i) class_ids.push_back(i % 2 ? cfg.null_class() : 0);
-  runner.set_inputs(x, class_ids, context);
+  // SDXL's added conditioning: a random pooled text embedding; the time ids of an uncropped frame at this size.
+  std::vector<float> text_embeds, time_ids;
+  if (cfg.text_time()) {
+    text_embeds.resize(size_t(batch) * cfg.text_embeds_dim());
+    for (float& v : text_embeds) v = normal(rng);
+    const float side = float(size * model.pixels_per_latent());
+    for (int i = 0; i < batch; ++i) time_ids.insert(time_ids.end(), {side, side, 0.0f, 0.0f, side, side});
+  }
+  runner.set_inputs(x, class_ids, context, text_embeds, time_ids);
   steps.lap("inputs");
   runner.forward();
   const std::vector<float> v = runner.output();

@@ -126,6 +126,9 @@ void check_stream_batch(int stream_batch, int steps) {
 FramePlan build_frame_plan(const Model& model, const SamplerPlan& sp, const FrameSettings& s, bool img2img, int width,
                            int height, int act_bytes) {
   const ModelConfig& cfg = model.config;
+  if (cfg.text_time())
+    fail(model.source, ": an SDXL U-Net (addition_embed_type \"text_time\"), which rtvd loads but does not render "
+         "with yet");
   WeightStore& weights = *model.weights;
   // The autoencoder between the image and the sampler's latent; a pixel-space model's is the identity (no
   // autoencoder here): no ops, one latent per pixel, the image's channels the U-Net's.

@@ -30,8 +30,14 @@ UNetRunner::UNetRunner(const ModelConfig& cfg, WeightStore& weights, Backend& ba
   if (cfg.cross_attention_dim > 0)
     context_ = graph_.add_tensor("context", Elem::Act, {batch, cfg.context_length, cfg.cross_attention_dim}, true);
   UNetBuilder unet(cfg, weights, graph_, batch, int(backend.act_bytes()));
+  Ref added;
+  if (cfg.text_time()) {
+    text_embeds_ = graph_.add_tensor("text_embeds", Elem::Act, {batch, cfg.text_embeds_dim()}, true);
+    time_ids_ = graph_.add_tensor("time_ids", Elem::F32, {batch, ModelConfig::kTimeIds}, true);
+    added = unet.added_embedding(text_embeds_, time_ids_);
+  }
   const CrossContext cross = unet.cross_context(context_);
-  const StepConditioning cond = unet.conditioning(t, class_ids_, "step0");
+  const StepConditioning cond = unet.conditioning(t, class_ids_, "step0", added);
   v_ = unet.forward(x_, height, width, cond, cross, "step0");
   graph_.tensors[v_.id].persistent = true;  // read after the run
   load_times_.lap("build");
@@ -42,7 +48,8 @@ UNetRunner::UNetRunner(const ModelConfig& cfg, WeightStore& weights, Backend& ba
 }
 
 void UNetRunner::set_inputs(const std::vector<float>& x, const std::vector<int32_t>& class_ids,
-                            const std::vector<float>& context) {
+                            const std::vector<float>& context, const std::vector<float>& text_embeds,
+                            const std::vector<float>& time_ids) {
   const size_t nx = size_t(batch_) * height_ * width_ * cfg_.in_channels;
   if (x.size() != nx) fail("unet input x: expected ", nx, " values, got ", x.size());
   backend_.write(x_, x.data(), nx);
@@ -56,6 +63,13 @@ void UNetRunner::set_inputs(const std::vector<float>& x, const std::vector<int32
     const size_t nc = size_t(batch_) * cfg_.context_length * cfg_.cross_attention_dim;
     if (context.size() != nc) fail("unet input context: expected ", nc, " values, got ", context.size());
     backend_.write(context_, context.data(), nc);
+  }
+  if (text_embeds_) {
+    const size_t nt = size_t(batch_) * cfg_.text_embeds_dim(), ni = size_t(batch_) * ModelConfig::kTimeIds;
+    if (text_embeds.size() != nt) fail("unet input text_embeds: expected ", nt, " values, got ", text_embeds.size());
+    if (time_ids.size() != ni) fail("unet input time_ids: expected ", ni, " values, got ", time_ids.size());
+    backend_.write(text_embeds_, text_embeds.data(), nt);
+    backend_.write(time_ids_, time_ids.data(), ni);
   }
   backend_.run_setup();
 }

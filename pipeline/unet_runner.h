@@ -18,8 +18,10 @@ class UNetRunner {
   UNetRunner(const ModelConfig& cfg, WeightStore& weights, Backend& backend, int batch, int height, int width, float t);
 
   // x: (batch, height, width, in_channels); class_ids: (batch) when the model has classes;
-  // context: (batch, context_length, cross_attention_dim) when it has cross-attention.
-  void set_inputs(const std::vector<float>& x, const std::vector<int32_t>& class_ids, const std::vector<float>& context);
+  // context: (batch, context_length, cross_attention_dim) when it has cross-attention; text_embeds
+  // (batch, text_embeds_dim()) and time_ids (batch, 6) when it has SDXL's added conditioning.
+  void set_inputs(const std::vector<float>& x, const std::vector<int32_t>& class_ids, const std::vector<float>& context,
+                  const std::vector<float>& text_embeds = {}, const std::vector<float>& time_ids = {});
   void forward();                   // frame ops only: what a benchmark times
   std::vector<float> output();      // (batch, height, width, out_channels) as float; waits for the forward
   const Graph& graph() const { return graph_; }
@@ -41,7 +43,7 @@ class UNetRunner {
   Backend& backend_;
   Graph graph_;
   int batch_, height_, width_;
-  Ref x_, class_ids_, context_, v_;
+  Ref x_, class_ids_, context_, text_embeds_, time_ids_, v_;
   Laps load_times_;  // its clock starts as the object is made
 };
 

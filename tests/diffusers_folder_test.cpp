@@ -139,7 +139,7 @@ TEST(DiffusersFolder, TinySdMapsOntoModelConfig) {
   // attention_head_dim [1, 2] is heads: 1 of 32 channels at level 0, 2 of 64 in the mid block.
   EXPECT_EQ(c.attention_head_dim, 32);
   EXPECT_EQ(c.num_attention_heads, 0);
-  EXPECT_EQ(c.transformer_layers_per_block, 1);
+  EXPECT_EQ(c.transformer_layers_per_block, (std::vector<int>{1, 1}));
   EXPECT_EQ(c.cross_attention_dim, 32);
   EXPECT_EQ(c.context_length, 77);
   EXPECT_TRUE(c.use_linear_projection);

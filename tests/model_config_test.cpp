@@ -64,7 +64,7 @@ TEST(ModelConfig, FullConfigLandsInTheStruct) {
   EXPECT_EQ(c.attention_head_dim, 0);
   EXPECT_EQ(c.num_attention_heads, 8);
   EXPECT_EQ(c.heads_for(640), 8);
-  EXPECT_EQ(c.transformer_layers_per_block, 2);
+  EXPECT_EQ(c.transformer_layers_per_block, (std::vector<int>{2, 2, 2, 2}));  // one per level
   EXPECT_EQ(c.cross_attention_dim, 768);
   EXPECT_EQ(c.context_length, 77);
   EXPECT_FALSE(c.use_linear_projection);
@@ -86,7 +86,7 @@ TEST(ModelConfig, OptionalKeysTakeTheStructDefaults) {
   EXPECT_EQ(c.heads_for(64), 2);
   EXPECT_EQ(c.norm_eps, defaults.norm_eps);
   EXPECT_EQ(c.mid_attention, defaults.mid_attention);
-  EXPECT_EQ(c.transformer_layers_per_block, defaults.transformer_layers_per_block);
+  EXPECT_EQ(c.transformer_layers_per_block, std::vector<int>(c.levels(), 1));
   EXPECT_EQ(c.cross_attention_dim, 0);
   EXPECT_EQ(c.context_length, 0);
   EXPECT_EQ(c.use_linear_projection, defaults.use_linear_projection);

@@ -20,10 +20,11 @@ constexpr int kThreads = 256;
 unsigned blocks_for(int64_t items) { return unsigned((items + kThreads - 1) / kThreads); }
 
 // y (n, dim): [sin | cos] (or [cos | sin]) of t * exp(log_max_period * i / denominator), zero-padded
-// when dim is odd; every image gets the same row.
+// when dim is odd; t is timestep for every row, or the row's own from timesteps (n) when it is set.
 __global__ void __launch_bounds__(kThreads)
-    timestep_embedding_kernel(__half* __restrict__ y, int n, int dim, float timestep, float neg_log_max_period,
-                              float denominator, bool flip_sin_to_cos) {
+    timestep_embedding_kernel(__half* __restrict__ y, int n, int dim, float timestep,
+                              const float* __restrict__ timesteps, float neg_log_max_period, float denominator,
+                              bool flip_sin_to_cos) {
   start_after_prior_kernels();
   const int i = blockIdx.x * kThreads + threadIdx.x;
   if (i >= n * dim) return;
@@ -32,7 +33,8 @@ __global__ void __launch_bounds__(kThreads)
   if (col < 2 * half) {
     const bool first_half = col < half;
     const int k = first_half ? col : col - half;
-    const float arg = timestep * expf(neg_log_max_period * float(k) / denominator);
+    const float t = timesteps ? timesteps[i / dim] : timestep;
+    const float arg = t * expf(neg_log_max_period * float(k) / denominator);
     value = (first_half != flip_sin_to_cos) ? sinf(arg) : cosf(arg);
   }
   y[i] = __float2half_rn(value);
@@ -112,8 +114,8 @@ void timestep_embedding(const TimestepEmbeddingParams& p, const CudaContext& ctx
   const float neg_log_max_period = -float(std::log(double(p.max_period)));
   const float denominator = float(double(half) - double(p.freq_shift));
   launch_kernel("timestep_embedding", timestep_embedding_kernel, blocks_for(int64_t(p.n) * p.dim), kThreads, 0,
-                ctx.stream, static_cast<__half*>(p.y), p.n, p.dim, p.timestep, neg_log_max_period, denominator,
-                p.flip_sin_to_cos);
+                ctx.stream, static_cast<__half*>(p.y), p.n, p.dim, p.timestep, p.timesteps, neg_log_max_period,
+                denominator, p.flip_sin_to_cos);
 }
 
 void embedding(const EmbeddingParams& p, const CudaContext& ctx) {

@@ -6,11 +6,13 @@
 namespace rtvd {
 
 // diffusers get_timestep_embedding: half = dim / 2, freq[i] = exp(-ln(max_period) * i / (half - freq_shift)),
-// y = [sin(t freq) | cos(t freq)], or [cos | sin] when flip_sin_to_cos. Every image gets the same t.
+// y = [sin(t freq) | cos(t freq)], or [cos | sin] when flip_sin_to_cos. Every row gets the same t, or its own
+// from timesteps (SDXL's time ids: sizes and crops, one embedding each).
 struct TimestepEmbeddingParams {
   void* y = nullptr;  // (n, dim)
   int n = 0, dim = 0;
   float timestep = 0.0f;
+  const float* timesteps = nullptr;  // (n): each row's t in place of timestep, or null
   bool flip_sin_to_cos = true;
   float freq_shift = 0.0f;
   float max_period = 10000.0f;

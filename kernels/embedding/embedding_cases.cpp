@@ -9,6 +9,7 @@ const std::vector<TimestepEmbeddingCase>& timestep_embedding_cases() {
       {.name = "sd_320", .dim = 320, .production = true},
       {.name = "default_32", .dim = 32, .production = true},
       {.name = "n3_256", .n = 3, .dim = 256},
+      {.name = "sdxl_time_ids_256", .n = 12, .dim = 256, .production = true},  // 2 images x 6 time ids
       {.name = "noflip_shift1_1280", .dim = 1280, .flip_sin_to_cos = false, .freq_shift = 1.0f},
       {.name = "odd_dim_33", .dim = 33, .flip_sin_to_cos = false, .freq_shift = 1.0f,
        .hostile = "odd dim: the last element is zero"},

@@ -15,16 +15,23 @@ void timestep_embedding_cpu(const TimestepEmbeddingParams& p) {
   // ~1000 rad) round exactly as PyTorch's do.
   const float log_max_period = -float(std::log(double(p.max_period)));
   const float denominator = float(double(half) - double(p.freq_shift));
-  float* row = y;
-  for (int i = 0; i < half; ++i) {
-    const float arg = p.timestep * std::exp(log_max_period * float(i) / denominator);
-    const float s = std::sin(arg), c = std::cos(arg);
-    row[i] = p.flip_sin_to_cos ? c : s;
-    row[half + i] = p.flip_sin_to_cos ? s : c;
+  const auto embed = [&](float t, float* row) {
+    for (int i = 0; i < half; ++i) {
+      const float arg = t * std::exp(log_max_period * float(i) / denominator);
+      const float s = std::sin(arg), c = std::cos(arg);
+      row[i] = p.flip_sin_to_cos ? c : s;
+      row[half + i] = p.flip_sin_to_cos ? s : c;
+    }
+    if (p.dim % 2) row[p.dim - 1] = 0.0f;  // diffusers pads an odd width with one zero
+  };
+  if (p.timesteps) {
+    for (int image = 0; image < p.n; ++image) embed(p.timesteps[image], y + int64_t(image) * p.dim);
+    return;
   }
-  if (p.dim % 2) row[p.dim - 1] = 0.0f;  // diffusers pads an odd width with one zero
+  if (p.n == 0) return;
+  embed(p.timestep, y);
   for (int image = 1; image < p.n; ++image)
-    std::memcpy(y + int64_t(image) * p.dim, row, sizeof(float) * p.dim);
+    std::memcpy(y + int64_t(image) * p.dim, y, sizeof(float) * p.dim);
 }
 
 void embedding_cpu(const EmbeddingParams& p) {

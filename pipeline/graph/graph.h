@@ -97,8 +97,8 @@ struct ConcatOp {
 };
 struct TimestepEmbeddingOp {
   TimestepEmbeddingParams p;
-  Ref y;
-  template <class F> void refs(F&& f) { RTVD_BIND(y, y); }
+  Ref timesteps, y;
+  template <class F> void refs(F&& f) { RTVD_BIND(timesteps, timesteps); RTVD_BIND(y, y); }
 };
 struct EmbeddingOp {
   EmbeddingParams p;

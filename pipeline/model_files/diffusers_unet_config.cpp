@@ -19,13 +19,14 @@ namespace {
 using nlohmann::json;
 
 // Read into ModelConfig below.
-constexpr std::array<std::string_view, 16> kMappedKeys = {
+constexpr std::array<std::string_view, 19> kMappedKeys = {
     "sample_size",         "in_channels",          "out_channels",
     "flip_sin_to_cos",     "freq_shift",           "block_out_channels",
     "layers_per_block",    "down_block_types",     "up_block_types",
     "norm_num_groups",     "norm_eps",             "cross_attention_dim",
     "attention_head_dim",  "num_attention_heads",  "use_linear_projection",
-    "transformer_layers_per_block",
+    "transformer_layers_per_block",                "addition_embed_type",
+    "addition_time_embed_dim",                     "projection_class_embeddings_input_dim",
 };
 
 // Keys that select a variant of the architecture rtvd does not build: accepted only at diffusers' default,
@@ -52,10 +53,7 @@ constexpr FixedKey kFixedKeys[] = {
     {"attention_type", R"("default")", "gated (GLIGEN) attention"},
     {"num_class_embeds", "null", "class labels"},
     {"class_embed_type", "null", "a class embedding"},
-    {"projection_class_embeddings_input_dim", "null", "a class embedding"},
     {"class_embeddings_concat", "false", "class embeddings concatenated to the time embedding"},
-    {"addition_embed_type", "null", "an added embedding (SDXL's text_time)"},
-    {"addition_time_embed_dim", "null", "an added time embedding"},
     {"time_embedding_type", R"("positional")", "another time embedding"},
     {"time_embedding_dim", "null", "a time embedding width other than 4 x block_out_channels[0]"},
     {"time_embedding_act_fn", "null", "an activation after the time embedding"},
@@ -66,6 +64,13 @@ constexpr FixedKey kFixedKeys[] = {
     {"resnet_out_scale_factor", "1.0", "scaled ResNet outputs"},
     {"conv_in_kernel", "3", "another conv_in kernel"},
     {"conv_out_kernel", "3", "another conv_out kernel"},
+};
+
+// The sizes of SDXL's added embedding (addition_embed_type "text_time"), which without it select variants
+// rtvd does not build (a class embedding's projection, another added embedding).
+constexpr FixedKey kTextTimeKeys[] = {
+    {"projection_class_embeddings_input_dim", "null", "a class embedding"},
+    {"addition_time_embed_dim", "null", "an added time embedding"},
 };
 
 // Keys that change nothing rtvd computes, checked for type only (below), and metadata.
@@ -88,6 +93,31 @@ const std::vector<std::string> kDefaultDownBlocks = {"CrossAttnDownBlock2D", "Cr
                                                      "CrossAttnDownBlock2D", "DownBlock2D"};
 const std::vector<std::string> kDefaultUpBlocks = {"UpBlock2D", "CrossAttnUpBlock2D", "CrossAttnUpBlock2D",
                                                    "CrossAttnUpBlock2D"};
+
+// A key that must hold diffusers' default (a missing key does).
+void check_fixed(const ConfigReader& r, const FixedKey& f) {
+  if (!r.has(f.key)) return;
+  const json& v = r.required(f.key, "");
+  if (v != json::parse(f.value))
+    fail(r.label(), ": key '", f.key, "': ", f.what, " is not supported by rtvd: expected ", f.value, ", got ",
+         describe_json(v));
+}
+
+// diffusers' get_aug_embed for "text_time" (SDXL): add_time_proj embeds each time id at
+// addition_time_embed_dim; add_embedding maps [text_embeds | those] from projection_class_embeddings_input_dim
+// to the time embedding. The other added embeddings (Kandinsky's, IP-Adapter's) are not built.
+void read_added_embedding(const ConfigReader& r, ModelConfig& c) {
+  if (r.is_null("addition_embed_type")) {
+    for (const FixedKey& f : kTextTimeKeys) check_fixed(r, f);
+    return;
+  }
+  const json& type = r.required("addition_embed_type", "");
+  if (type != "text_time")
+    fail(r.label(), ": key 'addition_embed_type': an added embedding other than SDXL's is not supported by rtvd: "
+         "expected null or \"text_time\", got ", describe_json(type));
+  c.addition_time_embed_dim = r.integer("addition_time_embed_dim", 1, kMaxChannels);
+  c.projection_class_embeddings_input_dim = r.integer("projection_class_embeddings_input_dim", 1, kMaxChannels);
+}
 
 // key's value, or fallback (diffusers' default) when the config has none: for describing either in errors.
 json value_or(const ConfigReader& r, const char* key, json fallback) {
@@ -184,17 +214,12 @@ ModelConfig parse_diffusers_unet_config(const std::string& json_text, const std:
   const ConfigReader r(root, label);
   r.choice("_class_name", {"UNet2DConditionModel"});
   r.reject_unknown_keys(known_keys(), kMetadataKeys);
-  for (const FixedKey& f : kFixedKeys) {
-    if (!r.has(f.key)) continue;
-    const json& v = r.required(f.key, "");
-    if (v != json::parse(f.value))
-      fail(label, ": key '", f.key, "': ", f.what, " is not supported by rtvd: expected ", f.value, ", got ",
-           describe_json(v));
-  }
+  for (const FixedKey& f : kFixedKeys) check_fixed(r, f);
   // diffusers computes attention scores and softmax in fp32 with upcast_attention (SD 2.1 at 768 overflows
-  // fp16 without): rtvd's attention does both in fp32 on every backend, so either value runs the same.
+  // fp16 without): rtvd's attention does both in fp32 on every backend, so any value runs the same (SDXL's
+  // configs have null, which diffusers takes as false).
   bool ignored_bool = false;
-  r.optional_bool("upcast_attention", ignored_bool);
+  if (!r.is_null("upcast_attention")) r.optional_bool("upcast_attention", ignored_bool);
   // Training only, or read only by variants refused above (addition_embed_type "text", the
   // UNetMidBlock2DSimpleCrossAttn mid block).
   float ignored_number = 0;
@@ -224,8 +249,10 @@ ModelConfig parse_diffusers_unet_config(const std::string& json_text, const std:
   c.attention_levels = attention_levels(r, c.levels());
   c.mid_attention = true;  // mid_block_type "UNetMidBlock2DCrossAttn", checked above
   read_heads(r, c);
-  c.transformer_layers_per_block =
-      same_at_every_level(r, "transformer_layers_per_block", c.levels(), 1, 1, kMaxTransformerLayers);
+  // Level i's depth, its down and up blocks' alike (diffusers reverses the list for the up blocks, which run
+  // the levels in reverse), the mid block's the last level's. Nested lists (asymmetric depths) need
+  // reverse_transformer_layers_per_block, refused above.
+  c.transformer_layers_per_block = per_level(r, "transformer_layers_per_block", c.levels(), 1, 1, kMaxTransformerLayers);
   c.cross_attention_dim = 1280;
   r.optional_integer("cross_attention_dim", 1, kMaxChannels, c.cross_attention_dim);
   c.context_length = 77;  // CLIP's 77 tokens: the context diffusers' Stable Diffusion pipelines give the U-Net
@@ -237,6 +264,7 @@ ModelConfig parse_diffusers_unet_config(const std::string& json_text, const std:
   c.freq_shift = 0.0f;
   r.optional_number("freq_shift", false, c.freq_shift);
   c.timestep_scale = 1000.0f;  // diffusers' schedulers run t in [0, 1000)
+  read_added_embedding(r, c);
 
   check_model_config(c, r);
   return c;

@@ -83,12 +83,18 @@ void check_model_config(const ModelConfig& c, const ConfigReader& r) {
                    : std::string("no names without num_class_embeds"),
                cat(c.class_names.size(), " names"));
 
+  if (c.text_time() && c.text_embeds_dim() < 1)
+    r.fail_key("projection_class_embeddings_input_dim",
+               cat("more than 6 x addition_time_embed_dim = ", ModelConfig::kTimeIds * c.addition_time_embed_dim,
+                   " (the pooled text embedding's width, then the 6 time ids' embeddings)"),
+               cat(c.projection_class_embeddings_input_dim));
+
   // Every block is in the graph once per step: the graph's size and the time to plan it follow this count.
   const int resnets = c.levels() * (2 * c.layers_per_block + 1) + 2;
-  int attention_sites = c.mid_attention ? 1 : 0;
+  int transformer_blocks = c.mid_attention ? c.transformer_depth(c.levels() - 1) : 0;
   for (int i = 0; i < c.levels(); ++i)
-    if (c.attention_levels[i]) attention_sites += 2 * c.layers_per_block + 1;  // down and up ResNets
-  const int transformer_blocks = attention_sites * c.transformer_layers_per_block;
+    if (c.attention_levels[i])
+      transformer_blocks += (2 * c.layers_per_block + 1) * c.transformer_depth(i);  // after down and up ResNets
   if (resnets + transformer_blocks > kMaxBlocks)
     fail(r.label(), ": the U-Net has ", resnets, " ResNets and ", transformer_blocks,
          " transformer blocks, expected at most ", kMaxBlocks,
@@ -130,7 +136,9 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   if (by_dim) c.attention_head_dim = r.integer("attention_head_dim", 1, kMaxChannels);
   if (by_heads) c.num_attention_heads = r.integer("num_attention_heads", 1, kMaxChannels);
 
-  r.optional_integer("transformer_layers_per_block", 1, kMaxTransformerLayers, c.transformer_layers_per_block);
+  int transformer_layers = 1;  // the same at every level in this format
+  r.optional_integer("transformer_layers_per_block", 1, kMaxTransformerLayers, transformer_layers);
+  c.transformer_layers_per_block.assign(c.block_out_channels.size(), transformer_layers);
   r.optional_integer("cross_attention_dim", 0, kMaxChannels, c.cross_attention_dim);
   r.optional_integer("context_length", 0, kMaxContextLength, c.context_length);
   r.optional_bool("use_linear_projection", c.use_linear_projection);

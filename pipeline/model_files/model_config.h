@@ -43,7 +43,7 @@ struct ModelConfig {
   bool mid_attention = true;
   int attention_head_dim = 0;   // exactly one of these two is > 0
   int num_attention_heads = 0;
-  int transformer_layers_per_block = 1;
+  std::vector<int> transformer_layers_per_block;  // per level (the mid block: the last level's)
   int cross_attention_dim = 0;  // 0: no cross-attention
   int context_length = 0;
   bool use_linear_projection = true;
@@ -52,9 +52,20 @@ struct ModelConfig {
   bool flip_sin_to_cos = true;
   float freq_shift = 0.0f;
   float timestep_scale = 1000.0f;
+  // SDXL's added conditioning (diffusers' addition_embed_type "text_time"), 0 for none: the 6 time ids
+  // (original height and width, crop top and left, target height and width) each embedded sinusoidally at
+  // addition_time_embed_dim, after the pooled text embedding: add_embedding's input of
+  // projection_class_embeddings_input_dim, added to the time embedding.
+  int addition_time_embed_dim = 0;
+  int projection_class_embeddings_input_dim = 0;
+  static constexpr int kTimeIds = 6;
 
   int levels() const { return static_cast<int>(block_out_channels.size()); }
   int time_embed_dim() const { return 4 * block_out_channels.at(0); }
+  int transformer_depth(int level) const { return transformer_layers_per_block.at(level); }
+  bool text_time() const { return addition_time_embed_dim > 0; }
+  // The width of the pooled text embedding that text_time models take (SDXL: 2816 - 6 x 256 = 1280).
+  int text_embeds_dim() const { return projection_class_embeddings_input_dim - kTimeIds * addition_time_embed_dim; }
   int heads_for(int channels) const {
     return num_attention_heads > 0 ? num_attention_heads : channels / attention_head_dim;
   }

@@ -81,25 +81,29 @@ Ref UNetBuilder::attention(const std::string& layer, Ref q, Ref k, Ref v, int q_
 // ---- conditioning (setup ops) ----
 
 // Shapes: n = batch, c0 = block_out_channels[0], T = time_embed_dim() = 4 c0.
-StepConditioning UNetBuilder::conditioning(const std::vector<double>& t, Ref class_ids, const std::string& tag) {
+StepConditioning UNetBuilder::conditioning(const std::vector<double>& t, Ref class_ids, const std::string& tag,
+                                           Ref added) {
   ops_ = &g_.setup;
   tag_ = tag;
   const int C0 = cfg_.block_out_channels[0], T = cfg_.time_embed_dim(), groups = int(t.size());
   if (groups < 1 || batch_ % groups) fail("internal: ", groups, " timestep groups in a batch of ", batch_);
+  if (bool(added) != cfg_.text_time()) fail("internal: the added embedding of ", cfg_.name, " is ", added ? "" : "not ", "given");
   const int rows = batch_ / groups;
 
   const Ref temb = new_act("time_proj", {batch_, C0});
   for (int g = 0; g < groups; ++g) {
     TimestepEmbeddingOp te;
-    te.p = {nullptr, rows, C0, float(t[g] * cfg_.timestep_scale), cfg_.flip_sin_to_cos, cfg_.freq_shift, 10000.0f};
+    te.p = {.n = rows, .dim = C0, .timestep = float(t[g] * cfg_.timestep_scale), .flip_sin_to_cos = cfg_.flip_sin_to_cos,
+            .freq_shift = cfg_.freq_shift};
     te.y = temb.at(int64_t(g) * rows * C0);
     emit(groups == 1 ? "time_proj" : cat("time_proj.", g), std::move(te), 0, 0);  // (n / groups, c0) sinusoidal
   }
 
   Ref e1 = linear("time_embedding.linear_1", temb, batch_, C0, T, matrix("time_embedding.linear_1.weight", T, C0),
                   vector("time_embedding.linear_1.bias", T), {}, Activation::Silu);  // (n, T)
-  Ref class_emb;
+  Ref class_emb = added;  // diffusers adds the class embedding or the added one (configs have at most one)
   if (cfg_.num_class_embeds > 0) {
+    if (added) fail("internal: ", cfg_.name, " has classes and an added embedding");
     EmbeddingOp eo;
     eo.p.n = batch_;
     eo.p.rows = cfg_.num_class_embeds;
@@ -149,14 +153,47 @@ StepConditioning UNetBuilder::conditioning(const std::vector<double>& t, Ref cla
   return cond;
 }
 
+// Shapes: n = batch, A = addition_time_embed_dim, P = projection_class_embeddings_input_dim = text_embeds_dim()
+// + 6 A, T = time_embed_dim().
+Ref UNetBuilder::added_embedding(Ref text_embeds, Ref time_ids) {
+  ops_ = &g_.setup;
+  tag_ = "added";
+  const int A = cfg_.addition_time_embed_dim, P = cfg_.projection_class_embeddings_input_dim, T = cfg_.time_embed_dim();
+  const int ids = batch_ * ModelConfig::kTimeIds, text = cfg_.text_embeds_dim();
+  TimestepEmbeddingOp te;
+  te.p = {.n = ids, .dim = A, .flip_sin_to_cos = cfg_.flip_sin_to_cos, .freq_shift = cfg_.freq_shift};
+  te.timesteps = time_ids;
+  te.y = new_act("add_time_proj", {batch_, ModelConfig::kTimeIds * A});
+  Ref time_embeds = te.y;
+  emit("add_time_proj", std::move(te), 0, 0);  // (n*6, A) = (n, 6A): each id's own sinusoidal embedding
+
+  ConcatOp co;
+  co.p.pixels = batch_;
+  co.p.ca = text;
+  co.p.cb = ModelConfig::kTimeIds * A;
+  co.a = text_embeds;
+  co.b = time_embeds;
+  co.y = new_act("add_embeds", {batch_, P});
+  Ref add_embeds = co.y;
+  emit("add_embeds", std::move(co), 0, 2.0 * act_bytes_ * elems(int64_t(batch_) * P));  // (n, P) [text | time ids]
+
+  Ref e1 = linear("add_embedding.linear_1", add_embeds, batch_, P, T, matrix("add_embedding.linear_1.weight", T, P),
+                  vector("add_embedding.linear_1.bias", T), {}, Activation::Silu);  // (n, T)
+  Ref aug = linear("add_embedding.linear_2", e1, batch_, T, T, matrix("add_embedding.linear_2.weight", T, T),
+                   vector("add_embedding.linear_2.bias", T), {});  // (n, T)
+  g_.tensors[aug.id].persistent = true;  // read by every step's conditioning, which may run later
+  return aug;
+}
+
 CrossContext UNetBuilder::cross_context(Ref context) {
   ops_ = &g_.setup;
   tag_ = "context";
   CrossContext cross;
   if (cfg_.cross_attention_dim == 0) return cross;
   const int L = cfg_.levels(), D = cfg_.cross_attention_dim, rows = batch_ * cfg_.context_length;
-  auto add_block = [&](const std::string& attn_prefix, int c) {
-    for (int k = 0; k < cfg_.transformer_layers_per_block; ++k) {
+  auto add_block = [&](const std::string& attn_prefix, int level) {
+    const int c = cfg_.block_out_channels[level];
+    for (int k = 0; k < cfg_.transformer_depth(level); ++k) {
       const std::string p = cat(attn_prefix, ".transformer_blocks.", k, ".attn2");
       Ref w = weights_.get(p + ".to_kv.weight", Elem::Act, [&] {
         return WeightTensor::stacked({2 * c, D}, {weights_.view(p + ".to_k.weight", {c, D}), weights_.view(p + ".to_v.weight", {c, D})});
@@ -168,11 +205,11 @@ CrossContext UNetBuilder::cross_context(Ref context) {
   };
   for (int i = 0; i < L; ++i)
     if (cfg_.attention_levels[i])
-      for (int j = 0; j < cfg_.layers_per_block; ++j) add_block(cat("down_blocks.", i, ".attentions.", j), cfg_.block_out_channels[i]);
-  if (cfg_.mid_attention) add_block("mid_block.attentions.0", cfg_.block_out_channels[L - 1]);
+      for (int j = 0; j < cfg_.layers_per_block; ++j) add_block(cat("down_blocks.", i, ".attentions.", j), i);
+  if (cfg_.mid_attention) add_block("mid_block.attentions.0", L - 1);
   for (int i = 0; i < L; ++i)
     if (cfg_.attention_levels[L - 1 - i])
-      for (int j = 0; j <= cfg_.layers_per_block; ++j) add_block(cat("up_blocks.", i, ".attentions.", j), cfg_.block_out_channels[L - 1 - i]);
+      for (int j = 0; j <= cfg_.layers_per_block; ++j) add_block(cat("up_blocks.", i, ".attentions.", j), L - 1 - i);
   return cross;
 }
 
@@ -238,7 +275,8 @@ UNetBuilder::Act4 UNetBuilder::resnet(const std::string& prefix, const Act4& x, 
 }
 
 // diffusers' Transformer2DModel with its BasicTransformerBlocks: x (n, h, w, c) -> (n, h, w, c).
-UNetBuilder::Act4 UNetBuilder::transformer(const std::string& prefix, const Act4& x, const CrossContext& cross) {
+UNetBuilder::Act4 UNetBuilder::transformer(const std::string& prefix, const Act4& x, int depth,
+                                           const CrossContext& cross) {
   const int C = x.c, rows = batch_ * x.h * x.w, seq = x.h * x.w;
   // Projections are Linear (SD 2.1) or 1x1 conv (SD 1.5): the same matrix on NHWC tokens.
   auto projection = [&](const std::string& name) {
@@ -252,7 +290,7 @@ UNetBuilder::Act4 UNetBuilder::transformer(const std::string& prefix, const Act4
 
   Ref h = linear(prefix + ".proj_in", normed, rows, C, C, projection(prefix + ".proj_in"),
                  vector(prefix + ".proj_in.bias", C), {});  // (n*h*w, c)
-  for (int k = 0; k < cfg_.transformer_layers_per_block; ++k) {
+  for (int k = 0; k < depth; ++k) {
     const std::string b = cat(prefix, ".transformer_blocks.", k);
     // self-attention: one fused QKV projection, read in place by the attention op
     Ref n1 = layer_norm(b + ".norm1", h, rows, C);  // (n*h*w, c)
@@ -322,7 +360,7 @@ Ref UNetBuilder::forward(Ref x_in, int h, int w, const StepConditioning& cond, c
 
   // mid_block: the bottom level, l = L-1.
   x = resnet("mid_block.resnets.0", x, ch[L - 1], cond);                      // (n, h/2^l, w/2^l, c_l)
-  if (cfg_.mid_attention) x = transformer("mid_block.attentions.0", x, cross);  // (n, h/2^l, w/2^l, c_l)
+  if (cfg_.mid_attention) x = transformer("mid_block.attentions.0", x, cfg_.transformer_depth(L - 1), cross);  // (n, h/2^l, w/2^l, c_l)
   x = resnet("mid_block.resnets.1", x, ch[L - 1], cond);                      // (n, h/2^l, w/2^l, c_l)
 
   for (int i = 0; i < L; ++i) {
@@ -362,7 +400,7 @@ UNetBuilder::Act4 UNetBuilder::down_level(int i, Act4 x, std::vector<Act4>& skip
   for (int j = 0; j < cfg_.layers_per_block; ++j) {
     x = resnet(cat("down_blocks.", i, ".resnets.", j), x, cfg_.block_out_channels[i], cond);  // (n, h/2^i, w/2^i, c_i)
     if (cfg_.attention_levels[i])
-      x = transformer(cat("down_blocks.", i, ".attentions.", j), x, cross);  // (n, h/2^i, w/2^i, c_i)
+      x = transformer(cat("down_blocks.", i, ".attentions.", j), x, cfg_.transformer_depth(i), cross);  // (n, h/2^i, w/2^i, c_i)
     skips.push_back(x);
   }
   return x;
@@ -389,7 +427,7 @@ UNetBuilder::Act4 UNetBuilder::up_level(int i, Act4 x, std::vector<Act4>& skips,
     emit(name + ".concat", std::move(co), 0, 2.0 * act_bytes_ * elems(int64_t(batch_) * x.h * x.w * joined.c));
     x = resnet(name, joined, out, cond);  // (n, h/2^l, w/2^l, c_l)
     if (cfg_.attention_levels[level])
-      x = transformer(cat("up_blocks.", i, ".attentions.", j), x, cross);  // (n, h/2^l, w/2^l, c_l)
+      x = transformer(cat("up_blocks.", i, ".attentions.", j), x, cfg_.transformer_depth(level), cross);  // (n, h/2^l, w/2^l, c_l)
   }
   if (i == L - 1) return x;
   const std::string p = cat("up_blocks.", i, ".upsamplers.0");

@@ -29,15 +29,21 @@ class UNetBuilder : GraphEmitter {
   // act_bytes: size of one activation element on the backend (4 CPU, 2 CUDA), for the cost model.
   UNetBuilder(const ModelConfig& cfg, WeightStore& weights, Graph& graph, int batch, int act_bytes);
 
-  // Setup ops: time (+ class) embedding at time t in [0, 1] (embedded as t * timestep_scale: rectified flow's t,
-  // or a DDPM timestep / 1000 for diffusers' U-Nets) and the FiLM of every ResNet.
-  // class_ids: I32 (batch) tensor, or none for models without classes.
-  StepConditioning conditioning(double t, Ref class_ids, const std::string& tag) {
-    return conditioning(std::vector<double>{t}, class_ids, tag);
+  // Setup ops: time (+ class, + added) embedding at time t in [0, 1] (embedded as t * timestep_scale: rectified
+  // flow's t, or a DDPM timestep / 1000 for diffusers' U-Nets) and the FiLM of every ResNet.
+  // class_ids: I32 (batch) tensor, or none for models without classes; added: added_embedding()'s, or none
+  // for models without.
+  StepConditioning conditioning(double t, Ref class_ids, const std::string& tag, Ref added = {}) {
+    return conditioning(std::vector<double>{t}, class_ids, tag, added);
   }
   // The same for a batch of groups at times of their own (a stream batch: each group of frames at its own
   // step): group g, rows [g batch / groups, (g + 1) batch / groups), at t[g]. batch must divide evenly.
-  StepConditioning conditioning(const std::vector<double>& t, Ref class_ids, const std::string& tag);
+  StepConditioning conditioning(const std::vector<double>& t, Ref class_ids, const std::string& tag, Ref added = {});
+  // Setup ops of a text_time model (SDXL), independent of the step: diffusers' get_aug_embed, the (batch, T)
+  // term that conditioning() adds to the time embedding, from text_embeds (Act (batch, text_embeds_dim()), the
+  // pooled text embedding) and time_ids (F32 (batch, 6): original height, width, crop top, left, target
+  // height, width).
+  Ref added_embedding(Ref text_embeds, Ref time_ids);
   // Setup ops: cross-attention K/V from the context (Act (batch, context_length, cross_attention_dim)).
   CrossContext cross_context(Ref context);
 
@@ -66,7 +72,7 @@ class UNetBuilder : GraphEmitter {
 
   // Blocks, mirroring the PyTorch modules.
   Act4 resnet(const std::string& prefix, const Act4& x, int out, const StepConditioning& cond);
-  Act4 transformer(const std::string& prefix, const Act4& x, const CrossContext& cross);
+  Act4 transformer(const std::string& prefix, const Act4& x, int depth, const CrossContext& cross);
   int resnet_proj_width(int out) const;
 
   // The U-Net's parts, in forward order: forward() runs them all, forward_cached() the top level's.

@@ -45,12 +45,12 @@ std::vector<TensorSpec> unet_parameters(const ModelConfig& cfg) {
     }
     if (in != c) with_bias(p + ".conv_shortcut", {c, in, 1, 1});
   };
-  auto transformer = [&](const std::string& p, int c) {
+  auto transformer = [&](const std::string& p, int c, int depth) {
     const std::vector<int64_t> proj = cfg.use_linear_projection ? std::vector<int64_t>{c, c} : std::vector<int64_t>{c, c, 1, 1};
     with_bias(p + ".norm", {c});
     with_bias(p + ".proj_in", proj);
     with_bias(p + ".proj_out", proj);
-    for (int k = 0; k < cfg.transformer_layers_per_block; ++k) {
+    for (int k = 0; k < depth; ++k) {
       const std::string b = cat(p, ".transformer_blocks.", k);
       for (const auto& [norm, attn, kv] : {std::tuple{".norm1", ".attn1", c}, std::tuple{".norm2", ".attn2", D}}) {
         if (kv == 0) continue;  // no cross-attention
@@ -69,6 +69,10 @@ std::vector<TensorSpec> unet_parameters(const ModelConfig& cfg) {
   with_bias("time_embedding.linear_1", {T, ch[0]});
   with_bias("time_embedding.linear_2", {T, T});
   if (cfg.num_class_embeds > 0) add("class_embedding.weight", {cfg.num_class_embeds, T});
+  if (cfg.text_time()) {
+    with_bias("add_embedding.linear_1", {T, cfg.projection_class_embeddings_input_dim});
+    with_bias("add_embedding.linear_2", {T, T});
+  }
   with_bias("conv_in", {ch[0], cfg.in_channels, 3, 3});
   // The channel count h walks through the net; skips holds the channels of what the down path pushed.
   int h = ch[0];
@@ -77,7 +81,7 @@ std::vector<TensorSpec> unet_parameters(const ModelConfig& cfg) {
     for (int j = 0; j < cfg.layers_per_block; ++j) {
       resnet(cat("down_blocks.", i, ".resnets.", j), h, ch[i]);
       h = ch[i];
-      if (cfg.attention_levels[i]) transformer(cat("down_blocks.", i, ".attentions.", j), h);
+      if (cfg.attention_levels[i]) transformer(cat("down_blocks.", i, ".attentions.", j), h, cfg.transformer_depth(i));
       skips.push_back(h);
     }
     if (i < L - 1) {
@@ -87,14 +91,14 @@ std::vector<TensorSpec> unet_parameters(const ModelConfig& cfg) {
   }
   resnet("mid_block.resnets.0", h, h);
   resnet("mid_block.resnets.1", h, h);
-  if (cfg.mid_attention) transformer("mid_block.attentions.0", h);
+  if (cfg.mid_attention) transformer("mid_block.attentions.0", h, cfg.transformer_depth(L - 1));
   for (int i = 0; i < L; ++i) {
     const int level = L - 1 - i;
     for (int j = 0; j <= cfg.layers_per_block; ++j) {
       resnet(cat("up_blocks.", i, ".resnets.", j), h + skips.back(), ch[level]);
       skips.pop_back();
       h = ch[level];
-      if (cfg.attention_levels[level]) transformer(cat("up_blocks.", i, ".attentions.", j), h);
+      if (cfg.attention_levels[level]) transformer(cat("up_blocks.", i, ".attentions.", j), h, cfg.transformer_depth(level));
     }
     if (i < L - 1) with_bias(cat("up_blocks.", i, ".upsamplers.0.conv"), {h, h, 3, 3});
   }

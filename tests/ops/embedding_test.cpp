@@ -48,29 +48,59 @@ class TimestepEmbeddingCpu : public testing::TestWithParam<TimestepEmbeddingCase
 class EmbeddingCpu : public testing::TestWithParam<EmbeddingCase> {};
 class FilmCpu : public testing::TestWithParam<FilmCase> {};
 
+// diffusers' embedding of t, one row: diffusers computes exponent, frequency and argument in fp32 tensors; at
+// t ~ 1000 the argument's rounding is ~6e-5 rad, so this rounds them alike and takes sin/cos in float64.
+std::vector<float> diffusers_row(const TimestepEmbeddingCase& c, float t) {
+  const int half = c.dim / 2;
+  std::vector<float> row(c.dim, 0.0f);
+  for (int i = 0; i < half; ++i) {
+    const float log_period = float(-std::log(double(c.max_period)));
+    const float exponent = log_period * float(i) / float(half - double(c.freq_shift));
+    const float arg = t * float(std::exp(double(exponent)));
+    row[c.flip_sin_to_cos ? half + i : i] = float(std::sin(double(arg)));
+    row[c.flip_sin_to_cos ? i : half + i] = float(std::cos(double(arg)));
+  }
+  return row;
+}
+
+// Every row at its own timestep (SDXL's time ids), drawn afresh, 0 and 999 among them.
+std::vector<float> row_timesteps(const TimestepEmbeddingCase& c, test::Rng& rng) {
+  std::vector<float> t = rng.vector(c.n, 0.0f, 1000.0f);
+  t.front() = 0.0f;
+  t.back() = 999.0f;
+  return t;
+}
+
 TEST_P(TimestepEmbeddingCpu, MatchesDiffusers) {
   test::Rng rng;
   SCOPED_TRACE(test::seed_trace(rng));
   const TimestepEmbeddingCase& c = GetParam();
   for (float t : timesteps(rng)) {
     SCOPED_TRACE(cat("dim ", c.dim, " flip ", c.flip_sin_to_cos, " shift ", c.freq_shift, " t ", t));
-    const int half = c.dim / 2;
-    // diffusers computes exponent, frequency and argument in fp32 tensors; at t ~ 1000 the argument's
-    // rounding is ~6e-5 rad, so the reference rounds them alike and takes sin/cos in float64.
-    std::vector<float> row(c.dim, 0.0f);
-    for (int i = 0; i < half; ++i) {
-      const float log_period = float(-std::log(double(c.max_period)));
-      const float exponent = log_period * float(i) / float(half - double(c.freq_shift));
-      const float arg = t * float(std::exp(double(exponent)));
-      row[c.flip_sin_to_cos ? half + i : i] = float(std::sin(double(arg)));
-      row[c.flip_sin_to_cos ? i : half + i] = float(std::cos(double(arg)));
-    }
+    const std::vector<float> row = diffusers_row(c, t);
     std::vector<float> expected;
     for (int img = 0; img < c.n; ++img) expected.insert(expected.end(), row.begin(), row.end());
     std::vector<float> y = test::poisoned(expected.size());
     timestep_embedding_cpu(timestep_embedding_params(c, t, y.data()));
     EXPECT_LE(rel_l2(y, expected), kTolerance);
   }
+}
+
+TEST_P(TimestepEmbeddingCpu, RowsAtTheirOwnTimesteps) {
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  const TimestepEmbeddingCase& c = GetParam();
+  const std::vector<float> t = row_timesteps(c, rng);
+  std::vector<float> expected;
+  for (float ti : t) {
+    const std::vector<float> row = diffusers_row(c, ti);
+    expected.insert(expected.end(), row.begin(), row.end());
+  }
+  std::vector<float> y = test::poisoned(expected.size());
+  TimestepEmbeddingParams p = timestep_embedding_params(c, 500.0f, y.data());
+  p.timesteps = t.data();
+  timestep_embedding_cpu(p);
+  EXPECT_LE(rel_l2(y, expected), kTolerance);
 }
 
 TEST_P(EmbeddingCpu, LooksUpAndAccumulates) {
@@ -143,6 +173,24 @@ TEST_P(TimestepEmbeddingCuda, MatchesCpu) {
     timestep_embedding_cpu(timestep_embedding_params(c, t, y_ref.data()));
     EXPECT_LE(rel_l2(test::from_device_half(y, size), y_ref), 2e-3);
   }
+}
+
+TEST_P(TimestepEmbeddingCuda, RowsAtTheirOwnTimestepsMatchCpu) {
+  SCOPED_TRACE(test::seed_trace(rng));
+  const TimestepEmbeddingCase& c = GetParam();
+  const size_t size = size_t(c.n) * c.dim;
+  const std::vector<float> t = row_timesteps(c, rng);
+  const DeviceMemory t_d = test::to_device_float(t);
+  const DeviceMemory y = test::poisoned_half(size);
+  TimestepEmbeddingParams p = timestep_embedding_params(c, 500.0f, y.get());
+  p.timesteps = t_d.as<float>();
+  timestep_embedding(p, ctx());
+  sync();
+  std::vector<float> y_ref(size);
+  p.y = y_ref.data();
+  p.timesteps = t.data();
+  timestep_embedding_cpu(p);
+  EXPECT_LE(rel_l2(test::from_device_half(y, size), y_ref), 2e-3);
 }
 
 TEST_P(EmbeddingCuda, MatchesCpu) {
