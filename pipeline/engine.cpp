@@ -190,7 +190,11 @@ void Engine::step_from(const void* image, size_t values, Backend::InputFormat fo
   write_context(travel_position());
   const int slot = int(stepped() % plan_.group);
   gather_source(image, values, format, slot);
-  if (slot + 1 == plan_.group && !run_call(stepped() / plan_.group, context_kept)) return;  // see Engine::skipped()
+  if (slot + 1 == plan_.group) {
+    const int64_t call = stepped() / plan_.group;
+    if (!run_call(call, context_kept)) return;  // see Engine::skipped()
+    make_noise(call + 1);                       // while the GPU runs this call
+  }
   ++frame_;
   image_current_ = false;
 }
@@ -267,32 +271,50 @@ void Engine::run_frame() {
   if (full) refresh_requested_ = false, ++full_frames_;
 }
 
-// A call's host inputs, the same for every model: the noise walk at the sample's size (the sampler's start) for
-// each frame that enters, each noise-adding step's own walk (seeded apart, so that consecutive frames stay close
-// at every step) for the frames at that step, and the source images for img2img (the sampler's start mixes or
-// encodes them on the device). Frames are numbered from the engine's start (the noise walk's index).
-void Engine::write_inputs(int64_t call) {
-  using Format = Backend::InputFormat;
-  const size_t count = size_t(plan_.latent_width) * plan_.latent_height * model_.config.in_channels;
+// A call's noise, the same for every model: the noise walk at the sample's size (the sampler's start) for each
+// frame that enters, and each noise-adding step's own walk (seeded apart, so that consecutive frames stay close at
+// every step) for the frames at that step. Frames are numbered from the engine's start (the noise walk's index),
+// so a call's noise is known before its source: step() makes the next call's while the GPU runs this one.
+std::vector<int64_t> Engine::noise_key(int64_t call) const {
+  std::vector<int64_t> key = {plan_start_ + call * plan_.group, plan_start_, int64_t(settings_.seed),
+                              settings_.noise_period, plan_.group, int64_t(noise_count()), plan_.pipelined()};
+  key.insert(key.end(), plan_.noise_steps.begin(), plan_.noise_steps.end());
+  return key;
+}
+
+void Engine::make_noise(int64_t call) {
+  const size_t count = noise_count();
   const int group = plan_.group;
   const int64_t entering = plan_start_ + call * group;  // the first frame of the group that enters
-  float* sample = static_cast<float*>(backend_->input_buffer(plan_.sample, count * group, Format::F32));
+  CallNoise& n = noise_ahead_;
+  n.sample.resize(count * group);
   for (int i = 0; i < group; ++i)
-    noise_walk(settings_.seed, entering + i, settings_.noise_period, sample + i * count, count);
-  if (!plan_.noise_steps.empty()) {
-    const size_t noise_count = count * group * plan_.noise_steps.size();
-    float* noise = static_cast<float*>(backend_->input_buffer(plan_.noise, noise_count, Format::F32));
-    std::fill(noise, noise + noise_count, 0.0f);  // zeros for slots no frame has reached yet
-    for (size_t j = 0; j < plan_.noise_steps.size(); ++j) {
-      const int step = plan_.noise_steps[j];
-      const int64_t at_step = entering - (plan_.pipelined() ? int64_t(step) * group : 0);
-      for (int i = 0; i < group; ++i)
-        if (at_step + i >= plan_start_)
-          noise_walk(settings_.seed + 1 + uint64_t(step), at_step + i, settings_.noise_period,
-                     noise + (j * group + i) * count, count);
-    }
+    noise_walk(settings_.seed, entering + i, settings_.noise_period, n.sample.data() + i * count, count);
+  n.steps.assign(count * group * plan_.noise_steps.size(), 0.0f);  // zeros for slots no frame has reached yet
+  for (size_t j = 0; j < plan_.noise_steps.size(); ++j) {
+    const int step = plan_.noise_steps[j];
+    const int64_t at_step = entering - (plan_.pipelined() ? int64_t(step) * group : 0);
+    for (int i = 0; i < group; ++i)
+      if (at_step + i >= plan_start_)
+        noise_walk(settings_.seed + 1 + uint64_t(step), at_step + i, settings_.noise_period,
+                   n.steps.data() + (j * group + i) * count, count);
   }
+  n.key = noise_key(call);
+}
+
+// A call's host inputs: its noise and the source images for img2img (the sampler's start mixes or encodes them
+// on the device).
+void Engine::write_inputs(int64_t call) {
+  using Format = Backend::InputFormat;
+  if (noise_ahead_.key != noise_key(call)) make_noise(call);
+  const CallNoise& n = noise_ahead_;
+  std::memcpy(backend_->input_buffer(plan_.sample, n.sample.size(), Format::F32), n.sample.data(),
+              n.sample.size() * sizeof(float));
+  if (!n.steps.empty())
+    std::memcpy(backend_->input_buffer(plan_.noise, n.steps.size(), Format::F32), n.steps.data(),
+                n.steps.size() * sizeof(float));
   if (img2img_) {
+    const int group = plan_.group;
     const size_t values = size_t(width_) * height_ * model_.image_channels() * group;
     void* image = backend_->input_buffer(plan_.image, values, source_format_);
     std::memcpy(image, group == 1 ? source_ : sources_.data(), values * source_value_bytes());
@@ -320,8 +342,11 @@ void Engine::read_image() {
   const size_t bytes = pixel_bytes();
   image_.width = width_;
   image_.height = height_;
-  image_.pixels.resize(bytes + sizeof(int32_t));  // the flag follows the pixels (add_frame_output)
-  backend_->read(output_rgba(), image_.pixels.data(), image_.pixels.size());
+  const size_t read = bytes + sizeof(int32_t);  // the flag follows the pixels (add_frame_output)
+  if (image_.pixels.capacity() < read) image_pin_.reset();  // unpinned before the vector frees it
+  image_.pixels.resize(read);
+  if (!image_pin_) image_pin_ = backend_->pin_host(image_.pixels.data(), image_.pixels.capacity());
+  backend_->read(output_rgba(), image_.pixels.data(), read);
   int32_t flag = 0;
   std::memcpy(&flag, image_.pixels.data() + bytes, sizeof flag);
   image_.pixels.resize(bytes);

@@ -149,6 +149,7 @@ class Engine {
   std::vector<float> kept_history_;  // a stream batch's blend history kept across a re-plan, written back when
                                      // its first frame comes out (the calls before it present nothing)
   ImageRgba8 image_, taken_;
+  std::unique_ptr<Backend::HostPin> image_pin_;  // image_.pixels' buffer page-locked (after image_: freed first)
   int64_t image_frame_ = 0;  // image_'s frame
   struct Queued {
     int64_t frame;
@@ -168,6 +169,17 @@ class Engine {
   size_t source_value_bytes() const { return source_format_ == Backend::InputFormat::Rgb8 ? 1 : sizeof(float); }
   bool run_call(int64_t call, bool context_kept);
   void write_inputs(int64_t call);
+  // A call's noise (write_inputs) and what it was made for: the call's frame numbers and the plan's shape.
+  struct CallNoise {
+    std::vector<int64_t> key;
+    std::vector<float> sample, steps;  // (group, noise_count()); (noise steps, group, noise_count())
+  };
+  CallNoise noise_ahead_;
+  size_t noise_count() const {
+    return size_t(plan_.latent_width) * plan_.latent_height * model_.config.in_channels;
+  }
+  std::vector<int64_t> noise_key(int64_t call) const;
+  void make_noise(int64_t call);
   void run_frame();
   float travel_position() const;
   void write_context(float t);

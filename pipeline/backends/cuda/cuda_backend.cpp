@@ -39,6 +39,20 @@ struct Overloaded : F... {
   using F::operator()...;
 };
 
+// Host memory the caller owns, page-locked in place while this lives (Backend::pin_host).
+class RegisteredHost final : public Backend::HostPin {
+ public:
+  RegisteredHost(void* host, size_t bytes) : host_(host) {
+    RTVD_CUDA_CHECK(cudaHostRegister(host, bytes, cudaHostRegisterDefault));
+  }
+  RegisteredHost(const RegisteredHost&) = delete;
+  RegisteredHost& operator=(const RegisteredHost&) = delete;
+  ~RegisteredHost() override { cudaHostUnregister(host_); }  // destructor: nothing to report to
+
+ private:
+  void* host_;
+};
+
 class CudaBackend final : public Backend {
  public:
   CudaBackend(const GpuInfo& gpu, KernelFamily kernels)
@@ -169,6 +183,10 @@ class CudaBackend final : public Backend {
   void read(Ref tensor, void* host, size_t count) override {
     read_tensor(resolve(graph(), memory_, tensor), graph().tensors.at(tensor.id).elem, host, count, host_.stream(),
                 read_scratch_);
+  }
+
+  std::unique_ptr<HostPin> pin_host(void* host, size_t bytes) override {
+    return std::make_unique<RegisteredHost>(host, bytes);
   }
 
   void begin_readback(Ref tensor, size_t bytes) override {
