@@ -531,6 +531,21 @@ TEST(AttentionCudaRequirements, RejectsWhatTheKernelCannotDo) {
   std::string reason;
   EXPECT_FALSE(attention_fallback_can_implement(bad, &reason));
   EXPECT_NE(reason.find("q_len == kv_len"), std::string::npos) << reason;
+
+  // Causal at the VAE's head dim and 16,384 tokens: the flash kernels can't hold the head dim, the GEMM path has
+  // no causal mask, the fallback's scores stop at 12288 keys. One line says each reason.
+  AttentionParams vae = p;
+  vae.batch = vae.heads = 1;
+  vae.head_dim = 512;
+  vae.q_len = vae.kv_len = 16384;
+  vae.q_stride = vae.k_stride = vae.v_stride = 3 * 512;
+  vae.o_stride = 512;
+  vae.causal = true;
+  const std::string message = test::error_of([&] { attention(vae, CudaContext{}); });
+  EXPECT_NE(message.find("attention: no implementation can run these params ("), std::string::npos) << message;
+  EXPECT_NE(message.find("cuBLASLt GEMM softmax GEMM: no causal mask"), std::string::npos) << message;
+  EXPECT_NE(message.find("kv_len <= 12288"), std::string::npos) << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
 }
 
 #endif  // RTVD_HAS_CUDA
