@@ -20,7 +20,8 @@ namespace {
 // latent, a mid-block attention of width 512.
 Model sd_vae_model() {
   Model m;
-  m.config = parse_diffusers_unet_config(R"({"_class_name": "UNet2DConditionModel", "sample_size": 64})", "sd", DType::F16);
+  m.config =
+      parse_diffusers_unet_config(R"({"_class_name": "UNet2DConditionModel", "sample_size": 64})", "sd", DType::F16);
   AutoencoderKLConfig kl;
   kl.block_out_channels = {128, 256, 512, 512};
   kl.layers_per_block = 2;

@@ -26,7 +26,6 @@
 namespace rtvd {
 namespace {
 
-constexpr size_t kCublasWorkspace = kAttentionGemmCublasScratch;
 constexpr int kSoftmaxThreads = 256;
 
 // One matmul: descriptors in place (never copied once initialised) and cuBLASLt's first-ranked algorithm.
@@ -60,7 +59,7 @@ bool init_matmul(Matmul& m, cublasOperation_t transa, const CudaContext& ctx) {
   RTVD_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(&m.desc, CUBLASLT_MATMUL_DESC_TRANSA, &transa, sizeof(transa)));
   RTVD_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(&m.desc, CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof(transb)));
   cublasLtMatmulPreferenceOpaque_t pref{};
-  init_cublaslt_preference(pref, kCublasWorkspace);
+  init_cublaslt_preference(pref, kAttentionGemmCublasScratch);
   cublasLtMatmulHeuristicResult_t result{};
   int returned = 0;
   const cublasStatus_t status =
@@ -188,12 +187,12 @@ void attention_gemm(const AttentionParams& p, const CudaContext& ctx) {
       auto* o = static_cast<__half*>(p.o) + r0 * p.o_stride;
       Matmul& sm = c.scores;
       RTVD_CUBLAS_CHECK(cublasLtMatmul(ctx.cublaslt, &sm.desc, &scale, k, &sm.a, q, &sm.b, &zero, s, &sm.d, s, &sm.d,
-                                       &sm.algo, scratch, kCublasWorkspace, ctx.stream));
+                                       &sm.algo, scratch, kAttentionGemmCublasScratch, ctx.stream));
       launch_kernel("attention_gemm softmax", softmax_kernel, unsigned(p.heads * rows), kSoftmaxThreads, 0, ctx.stream,
                     s, probs, p.kv_len, int(chunks.kv_pitch));
       Matmul& om = c.output;
       RTVD_CUBLAS_CHECK(cublasLtMatmul(ctx.cublaslt, &om.desc, &one, v, &om.a, probs, &om.b, &zero, o, &om.d, o, &om.d,
-                                       &om.algo, scratch, kCublasWorkspace, ctx.stream));
+                                       &om.algo, scratch, kAttentionGemmCublasScratch, ctx.stream));
     }
   }
 }

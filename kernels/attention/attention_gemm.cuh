@@ -19,8 +19,8 @@ namespace rtvd {
 
 // Whether the GEMM path runs p: not causal, head_dim and the q/k/v/o strides multiples of 8, the pointers
 // 16-byte aligned (cuBLASLt's fp16 tensor-core layouts), S and P of one query row (every head) within the
-// chunk budget, a cuBLASLt handle and plan cache in ctx, and algorithms for both products. If not and why is given, *why
-// names the unmet requirement.
+// chunk budget, a cuBLASLt handle and plan cache in ctx, and algorithms for both products. If not and why is
+// given, *why names the unmet requirement.
 bool attention_gemm_can_implement(const AttentionParams& p, const CudaContext& ctx, std::string* why = nullptr);
 
 // Bytes of ctx.workspace it uses: S and P of one chunk (chunks and images run one after another) and cuBLASLt's
