@@ -100,9 +100,9 @@ int info_command(const std::vector<std::string>& args) {
   if (c.cross_attention_dim > 0) std::printf("  context      %dx%d\n", c.context_length, c.cross_attention_dim);
   print_parameters(m.components);
   std::printf("backend: %s\n", engine.backend().describe().c_str());
-  std::printf("  memory       weights %.1f MiB, activations %.1f MiB at %dx%d, batch %d\n",
-              engine.backend().weight_bytes() / 1048576.0, engine.backend().arena_bytes() / 1048576.0, engine.width(),
-              engine.height(), engine.plan().batch);
+  std::printf("  memory       weights %.1f MiB, activations %.1f MiB, workspace %.1f MiB at %dx%d, batch %d\n",
+              engine.backend().weight_bytes() / 1048576.0, engine.backend().arena_bytes() / 1048576.0,
+              engine.backend().workspace_bytes() / 1048576.0, engine.width(), engine.height(), engine.plan().batch);
   std::printf("  ops/frame    %zu (%d steps), setup ops %zu\n", engine.plan().graph.frame.size(),
               engine.settings().steps, engine.plan().graph.setup.size());
   return 0;

@@ -123,7 +123,8 @@ void Engine::check_memory(const SamplerPlan& sampler, const FrameSettings& s) co
   const int batch = sampler.batch(s.guidance) * (s.stream_batch > 1 ? s.stream_batch : 1);
   const FrameMemory need = frame_memory(model_, width_, height_, batch, steps, act_bytes);
   MemoryAvailable available = backend_->memory_available();
-  available.bytes += int64_t(backend_->arena_bytes() + backend_->weight_bytes());  // the new plan reuses them
+  // the new plan reuses them
+  available.bytes += int64_t(backend_->arena_bytes() + backend_->weight_bytes() + backend_->workspace_bytes());
   require_memory(cat(model_.config.name, " at --size ", width_, "x", height_), need.total(),
                  cat(need.describe(), "; batch ", batch, ", ", act_bytes == 4 ? "fp32" : "fp16"), available);
 }

@@ -5,6 +5,8 @@
 
 #include "base/checked_math.h"
 #include "base/error.h"
+#include "kernels/attention/attention.h"
+#include "kernels/attention/attention_gemm_chunks.h"
 #include "pipeline/graph/memory_budget.h"
 #include "pipeline/models/autoencoder.h"
 #include "pipeline/models/model.h"
@@ -23,12 +25,31 @@ int widest_image_channels(const AutoencoderConfig& c) {
   return std::get<AutoencoderKLConfig>(c.model).block_out_channels.front();
 }
 
+// The scratch of the VAE's mid-block attention (one head of the deepest level's width over every latent) as
+// the backend runs it: on the GPU (fp16 activations) the GEMM path's, which flash kernels can't replace at
+// head dim 512 (1024²: 264 MiB); on the CPU the reference's block of scores.
+int64_t mid_attention_workspace(const AutoencoderConfig& c, int64_t latent_h, int64_t latent_w, int act_bytes,
+                                const std::string& what) {
+  const auto* kl = std::get_if<AutoencoderKLConfig>(&c.model);
+  if (!kl || !kl->mid_block_attention) return 0;
+  const int64_t tokens = checked_mul(latent_h, latent_w, what);
+  if (tokens > INT32_MAX) fail(what, ": ", tokens, " latent tokens, expected at most ", INT32_MAX);
+  AttentionParams p;
+  p.batch = p.heads = 1;
+  p.head_dim = kl->block_out_channels.back();
+  p.q_len = p.kv_len = int(tokens);
+  return int64_t(act_bytes == 2 ? attention_gemm_chunks(p).workspace_bytes : attention_cpu_workspace_bytes(p));
+}
+
 }  // namespace
 
-int64_t FrameMemory::total() const { return checked_add(weights, activations, "frame memory"); }
+int64_t FrameMemory::total() const {
+  return checked_add(checked_add(weights, activations, "frame memory"), workspace, "frame memory");
+}
 
 std::string FrameMemory::describe() const {
-  return cat("weights ", byte_size(weights), ", activations ", byte_size(activations));
+  return cat("weights ", byte_size(weights), ", activations ", byte_size(activations),
+             workspace ? cat(", workspace ", byte_size(workspace)) : "");
 }
 
 FrameMemory frame_memory(const Model& model, int width, int height, int batch, int steps, int act_bytes) {
@@ -59,6 +80,7 @@ FrameMemory frame_memory(const Model& model, int width, int height, int batch, i
     // output), and the decoded image.
     add({3, height, width, widest_image_channels(*model.autoencoder), act_bytes});
     add({height, width, 3, act_bytes});
+    m.workspace = mid_attention_workspace(*model.autoencoder, h0, w0, act_bytes, what);
   }
 
   add({batch, h0, w0, C, act_bytes});  // model_input, read by every step

@@ -15,8 +15,10 @@ struct FrameMemory {
   int64_t activations = 0;  // what is alive at once: the U-Net's at the bottom of its down path, at the sample's
                             // size (the frame's model input, the conditioning of every step, every skip
                             // connection); the autoencoder's widest at the image's size; the frame's buffers
+  int64_t workspace = 0;    // the autoencoder's mid-block attention's scratch (its scores, one chunk of queries
+                            // at a time on the GPU: attention_gemm_chunks.h), beside the activations
   int64_t total() const;
-  std::string describe() const;  // "weights 13.5 MiB, activations 20.3 GiB"
+  std::string describe() const;  // "weights 13.5 MiB, activations 20.3 GiB, workspace 264.0 MiB"
 };
 
 // width x height: the image; batch and steps: the U-Net's images per pass and the steps that run; act_bytes:

@@ -32,6 +32,9 @@ std::vector<AttentionCase> make_cases() {
       // The SD VAE's mid-block attention at 512x512, batch 1: one head of dim 512 over the 64x64 latent.
       {.name = "sd_vae_mid_64x64_d512", .batch = 1, .heads = 1, .head_dim = 512, .q_len = 4096, .kv_len = 4096,
        .fused_qkv = true, .production = true},
+      // The same at 1024x1024 (SD's VAE and SDXL's): 16,384 tokens, scores the GEMM path takes in chunks.
+      {.name = "sd_vae_mid_128x128_d512", .batch = 1, .heads = 1, .head_dim = 512, .q_len = 16384, .kv_len = 16384,
+       .fused_qkv = true, .production = true},
 
       // ---- the production shapes scaled down
       {.name = "sd21_64x64_scaled", .heads = 5, .q_len = 512, .kv_len = 512, .fused_qkv = true},
@@ -61,6 +64,11 @@ std::vector<AttentionCase> make_cases() {
        .fused_qkv = true, .o_pad = 8, .hostile = "head dim 136, padded output rows"},
       {.name = "d512_len150", .batch = 1, .heads = 1, .head_dim = 512, .q_len = 150, .kv_len = 150,
        .fused_qkv = true, .hostile = "head dim 512 (the SD VAE's mid block)"},
+      {.name = "d512_q16421_kv16389_pad", .heads = 1, .head_dim = 512, .q_len = 16421, .kv_len = 16389, .o_pad = 8,
+       .hostile = "head dim 512 past one chunk of scores: two images, a last chunk of other length, keys not a "
+                  "multiple of 8, padded output rows"},
+      {.name = "heads8_len6000_chunks", .batch = 1, .heads = 8, .q_len = 6000, .kv_len = 6000, .fused_qkv = true,
+       .hostile = "8 heads past one chunk of scores of the GEMM path"},
       {.name = "fused_d64_len45", .heads = 2, .q_len = 45, .kv_len = 45, .fused_qkv = true, .hostile = "45 tokens"},
       {.name = "self_d64_len37", .heads = 2, .q_len = 37, .kv_len = 37,
        .hostile = "self-attention in the cross layout, 37 tokens"},

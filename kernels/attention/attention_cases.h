@@ -1,9 +1,10 @@
 // attention's cases: the one table that the correctness tests (tests/ops/attention_test.cpp) and the kernel
 // benchmark both run. Production shapes (SD 2.1's self-attention at 4096 and 1024 tokens and its
 // cross-attention over 77 context tokens; SD 1.5's head dims 40/80/160; the default model's; the CLIP text
-// encoders' causal self-attention over 77 tokens; the SD VAE's one head of 512) and hostile ones (odd lengths, a single key or query, every
-// head dim the kernels switch on, head dims the flash kernels can't load, padded output rows, peaked softmax
-// rows, scores that overflow exp without the max shift, the causal mask across tile edges). Plain C++.
+// encoders' causal self-attention over 77 tokens; the SD VAE's one head of 512 at 512² and 1024²) and hostile
+// ones (odd lengths, a single key or query, every head dim the kernels switch on, head dims the flash kernels
+// can't load, padded output rows, peaked softmax rows, scores that overflow exp without the max shift, the
+// causal mask across tile edges, scores past one chunk of the GEMM path). Plain C++.
 #pragma once
 #include <cstddef>
 #include <string>

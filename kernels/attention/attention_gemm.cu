@@ -1,11 +1,13 @@
 // attention as cuBLASLt GEMM, softmax, cuBLASLt GEMM: see attention_gemm.cuh.
 //
-// cuBLASLt is column-major; attention.h's row-major (tokens, stride) matrices are its transposes:
-//   S = scale q kᵀ is, per head, column-major Sᵀ (kv_len x q_len, ld kv_len) = op_T(k) (kv_len x d) * q (d x q_len),
-//     with k and q read in place as column-major (d x tokens) matrices of ld k_stride and q_stride;
-//   o = P v is column-major oᵀ (d x q_len, ld o_stride) = v (d x kv_len, ld v_stride) * Pᵀ (kv_len x q_len).
+// cuBLASLt is column-major; attention.h's row-major (tokens, stride) matrices are its transposes. Per chunk of
+// n query rows starting at row r0 (attention_gemm_chunks.h):
+//   S = scale q kᵀ is, per head, column-major Sᵀ (kv_len x n, ld kv_pitch) = op_T(k) (kv_len x d) * q (d x n),
+//     with k and the chunk's q read in place as column-major (d x tokens) matrices of ld k_stride and q_stride;
+//   o = P v is column-major oᵀ (d x n, ld o_stride) = v (d x kv_len, ld v_stride) * Pᵀ (kv_len x n).
 // Heads are cuBLASLt's batch: the next head's q, k, v and o start head_dim elements on, its S and P a whole
-// matrix on. Images run one after another through the same S and P.
+// chunk on. Chunks and images run one after another through the same S and P; every chunk but the last has
+// the same n, so a plan holds the products for two row counts.
 #include "kernels/attention/attention_gemm.cuh"
 
 #include <cfloat>
@@ -14,6 +16,7 @@
 #include <memory>
 
 #include "kernels/attention/attention_candidates.cuh"
+#include "kernels/attention/attention_gemm_chunks.h"
 #include "kernels/common/alignment.h"
 #include "kernels/common/cublaslt_preference.cuh"
 #include "kernels/common/launch.cuh"
@@ -23,13 +26,7 @@
 namespace rtvd {
 namespace {
 
-constexpr size_t kCublasWorkspace = size_t(8) << 20;  // cuBLASLt's scratch, after S and P
-constexpr size_t kMaxScoreBytes = size_t(1) << 30;    // S and P of one image at most
 constexpr int kSoftmaxThreads = 256;
-
-size_t scores(const AttentionParams& p) { return size_t(p.heads) * p.q_len * p.kv_len; }
-size_t p_offset(const AttentionParams& p) { return align_up(scores(p) * sizeof(float)); }
-size_t cublas_offset(const AttentionParams& p) { return p_offset(p) + align_up(scores(p) * sizeof(__half)); }
 
 // One matmul: descriptors in place (never copied once initialised) and cuBLASLt's first-ranked algorithm.
 struct Matmul {
@@ -38,8 +35,14 @@ struct Matmul {
   cublasLtMatmulAlgo_t algo{};
 };
 
-struct AttentionGemmPlan {
+// The two products of a chunk of one row count.
+struct ChunkProducts {
   Matmul scores, output;
+};
+
+// Every chunk but the last, and the last (unset where it has as many rows as the others).
+struct AttentionGemmPlan {
+  ChunkProducts full, tail;
 };
 
 void set_batch(cublasLtMatrixLayoutOpaque_t& layout, int count, int64_t stride) {
@@ -56,7 +59,7 @@ bool init_matmul(Matmul& m, cublasOperation_t transa, const CudaContext& ctx) {
   RTVD_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(&m.desc, CUBLASLT_MATMUL_DESC_TRANSA, &transa, sizeof(transa)));
   RTVD_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(&m.desc, CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof(transb)));
   cublasLtMatmulPreferenceOpaque_t pref{};
-  init_cublaslt_preference(pref, kCublasWorkspace);
+  init_cublaslt_preference(pref, kAttentionGemmCublasScratch);
   cublasLtMatmulHeuristicResult_t result{};
   int returned = 0;
   const cublasStatus_t status =
@@ -66,24 +69,32 @@ bool init_matmul(Matmul& m, cublasOperation_t transa, const CudaContext& ctx) {
   return true;
 }
 
-std::unique_ptr<AttentionGemmPlan> make_plan(const AttentionParams& p, const CudaContext& ctx) {
-  auto plan = std::make_unique<AttentionGemmPlan>();
-  const int64_t q = p.q_len, kv = p.kv_len, d = p.head_dim;
-  Matmul& s = plan->scores;  // Sᵀ (kv x q) = op_T(k as d x kv) * q as (d x q), fp32 out
+// The products of a chunk of `rows` queries; false where cuBLASLt has no algorithm.
+bool init_products(ChunkProducts& c, const AttentionParams& p, int64_t kv_pitch, int64_t rows, const CudaContext& ctx) {
+  const int64_t kv = p.kv_len, d = p.head_dim;
+  Matmul& s = c.scores;  // Sᵀ (kv x rows) = op_T(k as d x kv) * q as (d x rows), fp32 out
   RTVD_CUBLAS_CHECK(cublasLtMatrixLayoutInit(&s.a, CUDA_R_16F, d, kv, p.k_stride));
-  RTVD_CUBLAS_CHECK(cublasLtMatrixLayoutInit(&s.b, CUDA_R_16F, d, q, p.q_stride));
-  RTVD_CUBLAS_CHECK(cublasLtMatrixLayoutInit(&s.d, CUDA_R_32F, kv, q, kv));
+  RTVD_CUBLAS_CHECK(cublasLtMatrixLayoutInit(&s.b, CUDA_R_16F, d, rows, p.q_stride));
+  RTVD_CUBLAS_CHECK(cublasLtMatrixLayoutInit(&s.d, CUDA_R_32F, kv, rows, kv_pitch));
   set_batch(s.a, p.heads, d);
   set_batch(s.b, p.heads, d);
-  set_batch(s.d, p.heads, kv * q);
-  Matmul& o = plan->output;  // oᵀ (d x q) = v as (d x kv) * Pᵀ (kv x q), fp16 out
+  set_batch(s.d, p.heads, kv_pitch * rows);
+  Matmul& o = c.output;  // oᵀ (d x rows) = v as (d x kv) * Pᵀ (kv x rows), fp16 out
   RTVD_CUBLAS_CHECK(cublasLtMatrixLayoutInit(&o.a, CUDA_R_16F, d, kv, p.v_stride));
-  RTVD_CUBLAS_CHECK(cublasLtMatrixLayoutInit(&o.b, CUDA_R_16F, kv, q, kv));
-  RTVD_CUBLAS_CHECK(cublasLtMatrixLayoutInit(&o.d, CUDA_R_16F, d, q, p.o_stride));
+  RTVD_CUBLAS_CHECK(cublasLtMatrixLayoutInit(&o.b, CUDA_R_16F, kv, rows, kv_pitch));
+  RTVD_CUBLAS_CHECK(cublasLtMatrixLayoutInit(&o.d, CUDA_R_16F, d, rows, p.o_stride));
   set_batch(o.a, p.heads, d);
-  set_batch(o.b, p.heads, kv * q);
+  set_batch(o.b, p.heads, kv_pitch * rows);
   set_batch(o.d, p.heads, d);
-  if (!init_matmul(s, CUBLAS_OP_T, ctx) || !init_matmul(o, CUBLAS_OP_N, ctx)) return nullptr;
+  return init_matmul(s, CUBLAS_OP_T, ctx) && init_matmul(o, CUBLAS_OP_N, ctx);
+}
+
+std::unique_ptr<AttentionGemmPlan> make_plan(const AttentionParams& p, const CudaContext& ctx) {
+  const AttentionGemmChunks chunks = attention_gemm_chunks(p);
+  auto plan = std::make_unique<AttentionGemmPlan>();
+  if (!init_products(plan->full, p, chunks.kv_pitch, chunks.rows, ctx)) return nullptr;
+  const int64_t tail = chunks.tail_rows(p.q_len);
+  if (tail != chunks.rows && !init_products(plan->tail, p, chunks.kv_pitch, tail, ctx)) return nullptr;
   return plan;
 }
 
@@ -93,13 +104,14 @@ AttentionGemmPlan* plan_for(const AttentionParams& p, const CudaContext& ctx) {
   return ctx.plans->get<AttentionGemmPlan>(cat("gemm ", attention_shape_key(p)), [&] { return make_plan(p, ctx); });
 }
 
-// P = softmax(S) over each row of kv_len scores: one block per row, the row's max and sum in one pass
-// (online: each thread rescales its sum when its max grows), then P in a second (S's row is still in L2).
-__global__ void softmax_kernel(const float* __restrict__ s, __half* __restrict__ p, int kv_len) {
+// P = softmax(S) over each row of kv_len scores (rows kv_pitch apart): one block per row, the row's max and
+// sum in one pass (online: each thread rescales its sum when its max grows), then P in a second (S's row is
+// still in L2).
+__global__ void softmax_kernel(const float* __restrict__ s, __half* __restrict__ p, int kv_len, int kv_pitch) {
   start_after_prior_kernels();
   const int64_t row = blockIdx.x;
-  const float* in = s + row * kv_len;
-  __half* out = p + row * kv_len;
+  const float* in = s + row * kv_pitch;
+  __half* out = p + row * kv_pitch;
   float m = -FLT_MAX, sum = 0.0f;
   for (int j = threadIdx.x; j < kv_len; j += kSoftmaxThreads) {
     const float x = in[j];
@@ -126,7 +138,7 @@ __global__ void softmax_kernel(const float* __restrict__ s, __half* __restrict__
 
 }  // namespace
 
-size_t attention_gemm_workspace_bytes(const AttentionParams& p) { return cublas_offset(p) + kCublasWorkspace; }
+size_t attention_gemm_workspace_bytes(const AttentionParams& p) { return attention_gemm_chunks(p).workspace_bytes; }
 
 bool attention_gemm_can_implement(const AttentionParams& p, const CudaContext& ctx, std::string* why) {
   const int c = p.heads * p.head_dim;
@@ -139,11 +151,12 @@ bool attention_gemm_can_implement(const AttentionParams& p, const CudaContext& c
   else if (!(p.scale > 0.0f) || !std::isfinite(p.scale)) unmet = "scale must be positive and finite";
   else if (p.causal) unmet = "no causal mask in the GEMM path";
   else if (!ctx.cublaslt || !ctx.plans) unmet = "no cuBLASLt handle and plan cache in the context";
-  else if (p.head_dim % 8 || p.kv_len % 8 || p.q_stride % 8 || p.k_stride % 8 || p.v_stride % 8 || p.o_stride % 8)
-    unmet = "head_dim, kv_len and the strides must be multiples of 8";
+  else if (p.head_dim % 8 || p.q_stride % 8 || p.k_stride % 8 || p.v_stride % 8 || p.o_stride % 8)
+    unmet = "head_dim and the strides must be multiples of 8";
   else if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.v) || !aligned16(p.o))
     unmet = "q, k, v and o must be 16-byte aligned";
-  else if (p.heads > 65535 || cublas_offset(p) > kMaxScoreBytes) unmet = "the scores of one image must fit 1 GiB";
+  else if (p.heads > 65535) unmet = "heads must be at most 65535";
+  else if (attention_gemm_chunks(p).rows == 0) unmet = "the scores of one query over every head must fit 256 MiB";
   else if (!plan_for(p, ctx)) unmet = "cuBLASLt has no algorithm for its products";
   if (unmet && why) *why = unmet;
   return unmet == nullptr;
@@ -156,24 +169,31 @@ void attention_gemm(const AttentionParams& p, const CudaContext& ctx) {
     fail("attention_gemm: needs ", attention_gemm_workspace_bytes(p), " bytes of ctx.workspace, has ", ctx.workspace_bytes);
   const NvtxRange range("attention_gemm");
   AttentionGemmPlan& plan = *plan_for(p, ctx);  // cuBLASLt takes its descriptors non-const
+  const AttentionGemmChunks chunks = attention_gemm_chunks(p);
   auto* base = static_cast<uint8_t*>(ctx.workspace);
   auto* s = reinterpret_cast<float*>(base);
-  auto* probs = reinterpret_cast<__half*>(base + p_offset(p));
-  void* scratch = base + cublas_offset(p);
+  auto* probs = reinterpret_cast<__half*>(base + chunks.probs_offset);
+  void* scratch = base + chunks.scratch_offset;
   const float scale = p.scale, one = 1.0f, zero = 0.0f;
   for (int b = 0; b < p.batch; ++b) {
-    const auto* q = static_cast<const __half*>(p.q) + int64_t(b) * p.q_len * p.q_stride;
     const auto* k = static_cast<const __half*>(p.k) + int64_t(b) * p.kv_len * p.k_stride;
     const auto* v = static_cast<const __half*>(p.v) + int64_t(b) * p.kv_len * p.v_stride;
-    auto* o = static_cast<__half*>(p.o) + int64_t(b) * p.q_len * p.o_stride;
-    Matmul& sm = plan.scores;
-    RTVD_CUBLAS_CHECK(cublasLtMatmul(ctx.cublaslt, &sm.desc, &scale, k, &sm.a, q, &sm.b, &zero, s, &sm.d, s, &sm.d,
-                                     &sm.algo, scratch, kCublasWorkspace, ctx.stream));
-    launch_kernel("attention_gemm softmax", softmax_kernel, unsigned(int64_t(p.heads) * p.q_len), kSoftmaxThreads, 0,
-                  ctx.stream, s, probs, p.kv_len);
-    Matmul& om = plan.output;
-    RTVD_CUBLAS_CHECK(cublasLtMatmul(ctx.cublaslt, &om.desc, &one, v, &om.a, probs, &om.b, &zero, o, &om.d, o, &om.d,
-                                     &om.algo, scratch, kCublasWorkspace, ctx.stream));
+    for (int64_t chunk = 0; chunk < chunks.count; ++chunk) {
+      const int64_t r0 = int64_t(b) * p.q_len + chunk * chunks.rows;  // the chunk's first token of q and o
+      const bool last = chunk + 1 == chunks.count;
+      const int64_t rows = last ? chunks.tail_rows(p.q_len) : chunks.rows;
+      ChunkProducts& c = rows == chunks.rows ? plan.full : plan.tail;
+      const auto* q = static_cast<const __half*>(p.q) + r0 * p.q_stride;
+      auto* o = static_cast<__half*>(p.o) + r0 * p.o_stride;
+      Matmul& sm = c.scores;
+      RTVD_CUBLAS_CHECK(cublasLtMatmul(ctx.cublaslt, &sm.desc, &scale, k, &sm.a, q, &sm.b, &zero, s, &sm.d, s, &sm.d,
+                                       &sm.algo, scratch, kAttentionGemmCublasScratch, ctx.stream));
+      launch_kernel("attention_gemm softmax", softmax_kernel, unsigned(p.heads * rows), kSoftmaxThreads, 0, ctx.stream,
+                    s, probs, p.kv_len, int(chunks.kv_pitch));
+      Matmul& om = c.output;
+      RTVD_CUBLAS_CHECK(cublasLtMatmul(ctx.cublaslt, &om.desc, &one, v, &om.a, probs, &om.b, &zero, o, &om.d, o, &om.d,
+                                       &om.algo, scratch, kAttentionGemmCublasScratch, ctx.stream));
+    }
   }
 }
 

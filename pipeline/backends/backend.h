@@ -100,6 +100,7 @@ class Backend {
 
   virtual size_t arena_bytes() const = 0;
   virtual size_t weight_bytes() const = 0;
+  virtual size_t workspace_bytes() const = 0;  // the ops' scratch held now (the GPU's ctx.workspace)
   // Memory this backend could still allocate (host memory on the CPU, free memory on the GPU), read before
   // a plan is built so that one too large is refused instead of allocated.
   virtual MemoryAvailable memory_available() const = 0;

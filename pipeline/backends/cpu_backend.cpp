@@ -188,6 +188,7 @@ class CpuBackend final : public Backend {
 
   size_t arena_bytes() const override { return arena_bytes_; }
   size_t weight_bytes() const override { return weight_bytes_; }
+  size_t workspace_bytes() const override { return scratch_bytes_; }
   MemoryAvailable memory_available() const override { return host_memory_available(); }
 
  private:

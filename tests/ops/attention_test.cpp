@@ -12,6 +12,9 @@
 //     point attention() (Default), against attention_cpu on the same fp16 values: rel L2 <= 2e-3 (fp16
 //     output, fp32 softmax and accumulation in another order). Each runs twice and must agree bit for bit.
 //     A candidate that can't apply the causal mask must refuse causal cases (the GEMM path and cuDNN's do).
+//     Beyond the flash kernels' head dims the GEMM path must run (the SD VAE's 512 at 1024²: 16,384 tokens, in
+//     chunks of query rows), also captured in a CUDA graph as a frame runs it (GemmCaptured).
+//   AttentionGemmChunks: the GEMM path's chunks of query rows (attention_gemm_chunks.h) on random shapes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -25,6 +28,7 @@
 #include "build_config.h"
 #include "kernels/attention/attention.h"
 #include "kernels/attention/attention_cases.h"
+#include "kernels/attention/attention_gemm_chunks.h"
 #include "support/test_util.h"
 #if RTVD_HAS_CUDA
 #include "kernels/attention/attention.cuh"
@@ -178,6 +182,52 @@ TEST(AttentionCpuRequirements, CausalNeedsSelfAttention) {
   }
 }
 
+// The GEMM path's chunks on random shapes: they cover the queries exactly, the last no longer than the others;
+// one chunk's S (fp32) and P (fp16) of every head fit the budget at rows kv_pitch apart (kv_len rounded up to
+// 8); as few chunks as the budget allows; the workspace holds S, then P, then cuBLASLt's scratch.
+TEST(AttentionGemmChunks, CoverTheQueriesWithinTheBudget) {
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  const int64_t budget = int64_t(kAttentionGemmScoreBudget);
+  for (int i = 0; i < 2000; ++i) {
+    AttentionParams p;
+    p.batch = 1;
+    p.heads = rng.integer(1, 16);
+    p.head_dim = 8 * rng.integer(1, 64);
+    p.q_len = rng.integer(1, 70000);
+    p.kv_len = rng.integer(1, 70000);
+    SCOPED_TRACE(cat("heads ", p.heads, " q_len ", p.q_len, " kv_len ", p.kv_len));
+    const AttentionGemmChunks c = attention_gemm_chunks(p);
+    ASSERT_EQ(c.kv_pitch % 8, 0);
+    ASSERT_GE(c.kv_pitch, p.kv_len);
+    ASSERT_LT(c.kv_pitch, p.kv_len + 8);
+    const int64_t row_bytes = int64_t(p.heads) * c.kv_pitch * 6;
+    ASSERT_GE(c.rows, 1);
+    ASSERT_LE(row_bytes * c.rows, budget);
+    ASSERT_LT((c.count - 1) * c.rows, p.q_len);
+    ASSERT_GE(c.count * c.rows, p.q_len);
+    ASSERT_GE(c.tail_rows(p.q_len), 1);
+    ASSERT_LE(c.tail_rows(p.q_len), c.rows);
+    if (c.count > 1) ASSERT_GT(row_bytes * ((p.q_len + c.count - 2) / (c.count - 1)), budget) << "one chunk fewer fits";
+    const int64_t scores = int64_t(p.heads) * c.rows * c.kv_pitch;
+    ASSERT_GE(int64_t(c.probs_offset), scores * 4);
+    ASSERT_GE(int64_t(c.scratch_offset), int64_t(c.probs_offset) + scores * 2);
+    ASSERT_EQ(c.workspace_bytes, c.scratch_offset + kAttentionGemmCublasScratch);
+  }
+  // The VAE at 1024²: several chunks; at 512²: the whole image's scores at once, as before chunking.
+  AttentionParams vae;
+  vae.batch = vae.heads = 1;
+  vae.head_dim = 512;
+  vae.q_len = vae.kv_len = 16384;
+  EXPECT_GT(attention_gemm_chunks(vae).count, 1);
+  EXPECT_LE(attention_gemm_chunks(vae).workspace_bytes, kAttentionGemmScoreBudget + kAttentionGemmCublasScratch + 512);
+  vae.q_len = vae.kv_len = 4096;
+  EXPECT_EQ(attention_gemm_chunks(vae).count, 1);
+  // Not even one query row of scores fits: no chunks.
+  vae.kv_len = 50'000'000;
+  EXPECT_EQ(attention_gemm_chunks(vae).rows, 0);
+}
+
 #if RTVD_HAS_CUDA
 // ---------------------------------------------------------------------------------------------------
 // GPU: every candidate and the entry point against attention_cpu
@@ -315,11 +365,46 @@ TEST_P(AttentionCuda, Gemm) {
     EXPECT_TRUE(mine.empty()) << "the GEMM path must refuse a causal case";
     EXPECT_NE(refused_.find("causal"), std::string::npos) << refused_;
   }
+  const AttentionParams p = pr.params(nullptr);
+  if (!GetParam().causal && p.head_dim % 8 == 0 && !attention_can_implement(p)) {
+    ASSERT_FALSE(mine.empty()) << "beyond the flash kernels' head dims the GEMM path must run: " << refused_;
+  }
   if (mine.empty()) GTEST_SKIP() << refused_;
+  const AttentionGemmChunks chunks = attention_gemm_chunks(p);
+  SCOPED_TRACE(cat(chunks.count, " chunks of ", chunks.rows, " query rows, the last ", chunks.tail_rows(p.q_len)));
   for (const AttentionCandidate* cand : mine) {
-    const CudaContext& ctx = host_->with_workspace(cand->workspace_bytes(pr.params(nullptr), host_->ctx()));
+    const CudaContext& ctx = host_->with_workspace(cand->workspace_bytes(p, host_->ctx()));
     check_twice(pr, *cand, ctx);
   }
+}
+
+// The GEMM path where its scores take several chunks, captured in a CUDA graph as a frame runs it (its plan
+// made before, eagerly): no sync and no allocation inside the op. The replay matches the CPU.
+TEST_P(AttentionCuda, GemmCaptured) {
+  SCOPED_TRACE(test::seed_trace(rng));
+  const AttentionCase& c = GetParam();
+  AttentionParams shape;
+  shape.heads = c.heads, shape.q_len = c.q_len, shape.kv_len = c.kv_len;
+  if (attention_gemm_chunks(shape).count < 2) GTEST_SKIP() << "the scores fit one chunk";
+  const GpuAttention pr(c, rng);
+  const auto mine = candidates(pr, is_gemm, "GEMM");
+  ASSERT_EQ(mine.size(), 1u) << refused_;
+  const AttentionCandidate& gemm = *mine.front();
+  const CudaContext& ctx = host_->with_workspace(gemm.workspace_bytes(pr.params(nullptr), host_->ctx()));
+  const std::vector<float> got = pr.run(ctx.stream, [&](const AttentionParams& p) {
+    ASSERT_TRUE(gemm.can_implement(p, ctx, nullptr));  // the plan, outside the capture
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    RTVD_CUDA_CHECK(cudaStreamBeginCapture(ctx.stream, cudaStreamCaptureModeGlobal));
+    gemm.run(p, ctx);
+    RTVD_CUDA_CHECK(cudaStreamEndCapture(ctx.stream, &graph));
+    RTVD_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    RTVD_CUDA_CHECK(cudaGraphLaunch(exec, ctx.stream));
+    RTVD_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+    RTVD_CUDA_CHECK(cudaGraphExecDestroy(exec));
+    RTVD_CUDA_CHECK(cudaGraphDestroy(graph));
+  });
+  pr.check(got);
 }
 
 #if RTVD_HAS_CUDNN
@@ -446,6 +531,21 @@ TEST(AttentionCudaRequirements, RejectsWhatTheKernelCannotDo) {
   std::string reason;
   EXPECT_FALSE(attention_fallback_can_implement(bad, &reason));
   EXPECT_NE(reason.find("q_len == kv_len"), std::string::npos) << reason;
+
+  // Causal at the VAE's head dim and 16,384 tokens: the flash kernels can't hold the head dim, the GEMM path has
+  // no causal mask, the fallback's scores stop at 12288 keys. One line says each reason.
+  AttentionParams vae = p;
+  vae.batch = vae.heads = 1;
+  vae.head_dim = 512;
+  vae.q_len = vae.kv_len = 16384;
+  vae.q_stride = vae.k_stride = vae.v_stride = 3 * 512;
+  vae.o_stride = 512;
+  vae.causal = true;
+  const std::string message = test::error_of([&] { attention(vae, CudaContext{}); });
+  EXPECT_NE(message.find("attention: no implementation can run these params ("), std::string::npos) << message;
+  EXPECT_NE(message.find("cuBLASLt GEMM softmax GEMM: no causal mask"), std::string::npos) << message;
+  EXPECT_NE(message.find("kv_len <= 12288"), std::string::npos) << message;
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
 }
 
 #endif  // RTVD_HAS_CUDA

@@ -202,6 +202,7 @@ class CudaBackend final : public Backend {
 
   size_t arena_bytes() const override { return arena_.bytes(); }
   size_t weight_bytes() const override { return weights_.bytes(); }
+  size_t workspace_bytes() const override { return host_.ctx().workspace_bytes; }
   MemoryAvailable memory_available() const override {
     size_t free_bytes = 0, total = 0;
     RTVD_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total));
