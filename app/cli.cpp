@@ -279,7 +279,7 @@ const std::vector<FlagSpec>& generation_flags() {
       {"vae", 0, K::String, "latent models: the checkpoint's autoencoder (full), TAESD (tiny: a taesd/ folder beside "
        "the model or in the cache folder), or a diffusers AutoencoderKL or AutoencoderTiny folder", "full",
        "full|tiny|DIR"},
-      {"sampler", 0, K::String, "latent models: the sampler", "the checkpoint's scheduler", "euler|lcm|ddim"},
+      {"sampler", 0, K::String, "latent models: the sampler", "the checkpoint's scheduler", "euler|euler_a|lcm|ddim"},
       {"lora", 0, K::String, "merge a LoRA (diffusers/PEFT or kohya .safetensors) into the weights at load, "
        "scaled; repeatable", "", "FILE[:SCALE]", true},
       {"prediction-type", 0, K::String, "latent models: epsilon or v_prediction, what the U-Net predicts, for "

@@ -163,7 +163,8 @@ FramePlan build_frame_plan(const Model& model, const SamplerPlan& sp, const Fram
   if (cfg.num_class_embeds > 0) plan.class_ids = g.add_tensor("class_ids", Elem::I32, {B}, true);
   if (cfg.cross_attention_dim > 0)
     plan.context = g.add_tensor("context", Elem::Act, {B, cfg.context_length, cfg.cross_attention_dim}, true);
-  // Fresh noise for the steps that add it (LCM's), one (group, h, w, C) slice per such step, written by the host.
+  // Fresh noise for the steps that add it (LCM's, Euler ancestral's), one (group, h, w, C) slice per such step,
+  // written by the host.
   for (int i = 0; i < steps; ++i)
     if (sp.steps[i].noise_coef != 0.0f) plan.noise_steps.push_back(i);
   if (!plan.noise_steps.empty())

@@ -4,7 +4,7 @@
 //   start      x = start_noise_coef noise (+ start_latent_coef latent), the first model input  [noise: the host's walk]
 //   condition  setup ops, run once per plan or prompt: the cross-attention K/V, each step's time embedding and FiLM
 //   k steps    the models of the step on the same model input (the U-Net), then the sampler's linear update
-//              x <- x_coef x + out_coef guided(out) (+ noise_coef noise_i, LCM) (pipeline/samplers/)
+//              x <- x_coef x + out_coef guided(out) (+ noise_coef noise_i: LCM, Euler ancestral) (pipeline/samplers/)
 //   decode     the last latent to an image (nothing for the identity)
 //   present    prev = blend(image, prev); rgba = to_rgba8(prev), one op; with nothing to decode, the last
 //              step's update too (one pass: the default model's frame)
@@ -106,8 +106,8 @@ struct FramePlan {
   Ref sample;                  // (slots x group, latent_height, latent_width, C) fp32: slot 0's group gets its noise
                                // walk from the host, then each slot holds its frames' x
   Ref image;                   // img2img: the source images (group, height, width, image channels) fp32
-  Ref noise;                   // fresh noise of the steps in noise_steps, one (group, ...) sample each (LCM): for the
-                               // frames at that step
+  Ref noise;                   // fresh noise of the steps in noise_steps, one (group, ...) sample each (LCM, Euler
+                               // ancestral): for the frames at that step
   std::vector<int> noise_steps;
   // Written when the settings or the prompt change:
   Ref class_ids, context;      // per slot: [cond x group | uncond x group]

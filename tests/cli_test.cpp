@@ -138,7 +138,8 @@ TEST(Cli, ReadsTheModelFlags) {
   EXPECT_FALSE(d.engine.model.vae.has_value()) << "the checkpoint's";
   EXPECT_FALSE(d.engine.model.prediction_type.has_value()) << "the checkpoint's";
   EXPECT_FALSE(d.engine.model.timestep_spacing.has_value()) << "the checkpoint's";
-  EXPECT_EQ(error_of({"--sampler", "heun"}), "flag '--sampler': expected euler, lcm or ddim, got 'heun'");
+  EXPECT_EQ(error_of({"--sampler", "heun"}), "flag '--sampler': expected euler, euler_a, lcm or ddim, got 'heun'");
+  EXPECT_EQ(parse_render_options({"--sampler", "euler_a"}).frame.sampler, SamplerKind::EulerAncestral);
   EXPECT_EQ(error_of({"--prediction-type", "sample"}),
             "flag '--prediction-type': expected epsilon or v_prediction, got 'sample'");
   EXPECT_EQ(error_of({"--timestep-spacing", "middle"}),

@@ -89,7 +89,8 @@ TEST(FramePlan, DefaultModelFusesTheLastStepWithTheBlend) {
 
 TEST(FramePlan, SdModelDecodesBeforeTheBlend) {
   const Model model = load_model({.path = test::test_data("tiny_sd")});
-  for (const SamplerKind sampler : {SamplerKind::Euler, SamplerKind::Lcm, SamplerKind::Ddim}) {
+  for (const SamplerKind sampler :
+       {SamplerKind::Euler, SamplerKind::EulerAncestral, SamplerKind::Lcm, SamplerKind::Ddim}) {
     for (const bool img2img : {false, true}) {
       for (const float guidance : {1.0f, 3.0f}) {
         SCOPED_TRACE(cat(sampler_name(sampler), img2img ? " img2img" : " txt2img", ", guidance ", guidance));
@@ -106,7 +107,11 @@ TEST(FramePlan, SdModelDecodesBeforeTheBlend) {
         const DenoiseBlendOp& present = plan.present_op();
         EXPECT_FALSE(present.x);
         EXPECT_EQ(present.p.batch, 1);
-        EXPECT_EQ(plan.noise_steps.empty(), sampler != SamplerKind::Lcm || plan.sampler.steps.size() == 1);
+        // LCM and Euler ancestral add fresh noise after every step but the last.
+        const bool adds_noise = sampler == SamplerKind::Lcm || sampler == SamplerKind::EulerAncestral;
+        std::vector<int> noisy;
+        for (int i = 0; adds_noise && i + 1 < int(plan.sampler.steps.size()); ++i) noisy.push_back(i);
+        EXPECT_EQ(plan.noise_steps, noisy);
       }
     }
   }

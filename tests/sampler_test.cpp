@@ -2,7 +2,9 @@
 // tests/data/sd_refs/schedulers.json is written by tools/reference/export_sd_references.py on the GPU machine:
 // for EulerDiscreteScheduler, LCMScheduler and DDIMScheduler under each spacing, prediction type, step count and
 // strength (1 and 0.5), diffusers' timesteps, start sample, and per step the U-Net input (scale_model_input), a
-// random model output, the injected noise (LCM) and prev_sample (copied unchanged from the export's output).
+// random model output, the injected noise (LCM) and prev_sample (copied unchanged from the export's output);
+// tests/data/sd_refs/euler_ancestral.json, by tools/reference/export_euler_ancestral.py, the same for
+// EulerAncestralDiscreteScheduler, with the noise each of its steps drew.
 // Each case's plan must give the same timesteps, and its coefficients applied to the trace's own inputs must give
 // the trace's outputs; a case where img2img keeps no step (1 step at strength 0.5) must be refused.
 #include <gtest/gtest.h>
@@ -26,6 +28,9 @@ namespace {
 using nlohmann::json;
 using test::error_of;
 using testing::IsSubstring;
+
+constexpr SamplerKind kSdSamplers[] = {SamplerKind::Euler, SamplerKind::EulerAncestral, SamplerKind::Lcm,
+                                       SamplerKind::Ddim};
 
 // Relative L2 allowed between a plan's step and diffusers'. Both sides are fp32 arithmetic over fp32 inputs;
 // rtvd's coefficients come from a double-precision schedule rounded once to fp32, diffusers' from fp32 tensors
@@ -57,18 +62,19 @@ std::vector<float> combine(float a, const std::vector<float>& x, float b, const 
   return out;
 }
 
-const json& traces() {
-  static const json j = [] {
-    const std::string path = test::test_data("sd_refs/schedulers.json");
-    std::ifstream f(path);
-    if (!f) fail(path, ": cannot open (written by tools/reference/export_sd_references.py)");
-    return json::parse(f);
-  }();
-  return j;
+// A trace file of tests/data; its writer (a script of tools/reference/) named when it is missing.
+json read_traces(const std::string& name, const char* writer) {
+  const std::string path = test::test_data(name);
+  std::ifstream f(path);
+  if (!f) fail(path, ": cannot open (written by ", writer, " on the GPU machine, PYTHONPATH=<diffusers>/src)");
+  return json::parse(f);
 }
 
 const char* class_of(const std::string& sampler) {
-  return sampler == "euler" ? "EulerDiscreteScheduler" : sampler == "lcm" ? "LCMScheduler" : "DDIMScheduler";
+  return sampler == "euler"     ? "EulerDiscreteScheduler"
+         : sampler == "euler_a" ? "EulerAncestralDiscreteScheduler"
+         : sampler == "lcm"     ? "LCMScheduler"
+                                : "DDIMScheduler";
 }
 
 // The config diffusers ran the case with, as the scheduler_config.json it would save (the export drops the
@@ -83,67 +89,91 @@ struct Worst {
   double start = 0, input = 0, step = 0, chained = 0;
 };
 
+// One case of a trace file: the plan's timesteps, its start applied to the case's noise (and image latent), and
+// each step's input scale and update applied to diffusers' own sample, model output and noise must give
+// diffusers' numbers, and so must the whole chain of steps from rtvd's start. Returns false for a case whose
+// img2img keeps no step (diffusers runs none), which must be refused naming --strength.
+bool check_trace_case(const json& c, Worst& w) {
+  const std::string sampler = c["sampler"];
+  const float strength = c["strength"].get<float>();
+  const int steps = c["steps"].get<int>();
+  const SchedulerConfig cfg = case_config(c, "the case's config");
+  const std::vector<double> timesteps = c["timesteps"].get<std::vector<double>>();
+  if (timesteps.empty()) {
+    EXPECT_PRED_FORMAT2(IsSubstring, "--strength",
+                        error_of([&] { make_sampler_plan(cfg, sampler_named(sampler), steps, strength); }));
+    return false;
+  }
+  const SamplerPlan plan = make_sampler_plan(cfg, sampler_named(sampler), steps, strength);
+  const bool euler_family = sampler == "euler" || sampler == "euler_a";
+  const double tolerance = kStepTolerance + (euler_family ? euler_allowance(c["sigmas"]) : 0.0);
+
+  EXPECT_EQ(plan.steps.size(), timesteps.size());
+  if (plan.steps.size() != timesteps.size()) return true;
+  for (size_t i = 0; i < timesteps.size(); ++i) EXPECT_EQ(plan.steps[i].timestep, timesteps[i]) << "step " << i;
+
+  const std::vector<float> noise = floats(c["noise"]), start = floats(c["start"]);
+  const std::vector<float> latent = strength < 1 ? floats(c["image_latent"]) : std::vector<float>(noise.size(), 0.0f);
+  if (strength == 1) EXPECT_EQ(plan.start_latent_coef, 0.0f);
+  const double e_start = test::rel_l2(combine(plan.start_latent_coef, latent, plan.start_noise_coef, noise), start);
+  EXPECT_LE(e_start, tolerance);
+  w.start = std::max(w.start, e_start);
+
+  const json& trace = c["steps_trace"];
+  EXPECT_EQ(trace.size(), plan.steps.size());
+  if (trace.size() != plan.steps.size()) return true;
+  std::vector<float> x = start, chained = start;
+  for (size_t i = 0; i < trace.size(); ++i) {
+    SCOPED_TRACE(cat("step ", i, " t ", timesteps[i]));
+    const SamplerStep& p = plan.steps[i];
+    const json& t = trace[i];
+    const std::vector<float> out = floats(t["model_output"]), prev = floats(t["prev_sample"]);
+    const bool injects = t.contains("injected_noise");
+    // Euler ancestral draws noise at every step, and at the last one (sigma' = 0) scales it by sigma_up = 0.
+    const bool adds = injects && !(sampler == "euler_a" && i + 1 == trace.size());
+    EXPECT_EQ(adds, p.noise_coef != 0.0f);
+    const std::vector<float> fresh = injects ? floats(t["injected_noise"]) : std::vector<float>{};
+    const double e_in = test::rel_l2(combine(p.input_scale, x, 0.0f, x), floats(t["model_input"]));
+    const double e_step = test::rel_l2(combine(p.x_coef, x, p.out_coef, out, p.noise_coef, fresh), prev);
+    EXPECT_LE(e_in, tolerance);
+    EXPECT_LE(e_step, tolerance);
+    w.input = std::max(w.input, e_in);
+    w.step = std::max(w.step, e_step);
+    // The whole run from the start, as the engine makes it: rtvd's own samples, diffusers' outputs and noise.
+    chained = combine(p.x_coef, chained, p.out_coef, out, p.noise_coef, fresh);
+    x = prev;
+  }
+  const double e_chain = test::rel_l2(chained, x);
+  EXPECT_LE(e_chain, tolerance);
+  w.chained = std::max(w.chained, e_chain);
+  return true;
+}
+
+std::string case_name(const json& c) {
+  return cat(c["sampler"].get<std::string>(), " ", c["timestep_spacing"].get<std::string>(), " ",
+             c["prediction_type"].get<std::string>(), " steps ", c["steps"].get<int>(), " strength ",
+             c["strength"].get<double>());
+}
+
+void record_worst(const std::map<std::string, Worst>& worst) {
+  for (const auto& [sampler, w] : worst)
+    testing::Test::RecordProperty(cat("worst_rel_l2_", sampler),
+                                  cat("start ", w.start, " input ", w.input, " step ", w.step, " chained ", w.chained));
+}
+
 TEST(SamplerTraces, EveryDiffusersCaseGivesItsTimestepsAndSteps) {
-  const json& cases = traces()["cases"];
+  const json cases = read_traces("sd_refs/schedulers.json", "tools/reference/export_sd_references.py")["cases"];
   ASSERT_FALSE(cases.empty());
   std::map<std::string, Worst> worst;                            // by sampler
   std::set<std::tuple<std::string, std::string, bool>> covered;  // sampler, prediction, img2img
   int refused = 0;                                               // cases that leave no step
   for (const json& c : cases) {
-    const std::string sampler = c["sampler"],
-                      name = cat(sampler, " ", c["timestep_spacing"].get<std::string>(), " ",
-                                 c["prediction_type"].get<std::string>(), " steps ", c["steps"].get<int>(),
-                                 " strength ", c["strength"].get<double>());
-    SCOPED_TRACE(name);
-    const float strength = c["strength"].get<float>();
-    const SchedulerConfig cfg = case_config(c, name);
-    const std::vector<double> timesteps = c["timesteps"].get<std::vector<double>>();
-    if (timesteps.empty()) {  // diffusers' img2img keeps int(steps * strength) = 0 steps and runs none
-      const std::string e =
-          error_of([&] { make_sampler_plan(cfg, sampler_named(sampler), c["steps"].get<int>(), strength); });
-      EXPECT_PRED_FORMAT2(IsSubstring, "--strength", e);
+    SCOPED_TRACE(case_name(c));
+    const std::string sampler = c["sampler"];
+    if (check_trace_case(c, worst[sampler]))
+      covered.insert({sampler, c["prediction_type"].get<std::string>(), c["strength"] < 1});
+    else
       ++refused;
-      continue;
-    }
-    const SamplerPlan plan = make_sampler_plan(cfg, sampler_named(sampler), c["steps"].get<int>(), strength);
-    covered.insert({sampler, c["prediction_type"], strength < 1});
-    Worst& w = worst[sampler];
-    const double tolerance = kStepTolerance + (sampler == "euler" ? euler_allowance(c["sigmas"]) : 0.0);
-
-    ASSERT_EQ(plan.steps.size(), timesteps.size());
-    for (size_t i = 0; i < timesteps.size(); ++i) EXPECT_EQ(plan.steps[i].timestep, timesteps[i]) << "step " << i;
-
-    const std::vector<float> noise = floats(c["noise"]), start = floats(c["start"]);
-    const std::vector<float> latent = strength < 1 ? floats(c["image_latent"]) : std::vector<float>(noise.size(), 0.0f);
-    if (strength == 1) EXPECT_EQ(plan.start_latent_coef, 0.0f);
-    const double e_start = test::rel_l2(combine(plan.start_latent_coef, latent, plan.start_noise_coef, noise), start);
-    EXPECT_LE(e_start, tolerance);
-    w.start = std::max(w.start, e_start);
-
-    const json& trace = c["steps_trace"];
-    ASSERT_EQ(trace.size(), plan.steps.size());
-    std::vector<float> x = start, chained = start;
-    for (size_t i = 0; i < trace.size(); ++i) {
-      SCOPED_TRACE(cat("step ", i, " t ", timesteps[i]));
-      const SamplerStep& p = plan.steps[i];
-      const json& t = trace[i];
-      const std::vector<float> out = floats(t["model_output"]), prev = floats(t["prev_sample"]);
-      const bool injects = t.contains("injected_noise");
-      EXPECT_EQ(injects, p.noise_coef != 0.0f);
-      const std::vector<float> fresh = injects ? floats(t["injected_noise"]) : std::vector<float>{};
-      const double e_in = test::rel_l2(combine(p.input_scale, x, 0.0f, x), floats(t["model_input"]));
-      const double e_step = test::rel_l2(combine(p.x_coef, x, p.out_coef, out, p.noise_coef, fresh), prev);
-      EXPECT_LE(e_in, tolerance);
-      EXPECT_LE(e_step, tolerance);
-      w.input = std::max(w.input, e_in);
-      w.step = std::max(w.step, e_step);
-      // The whole run from the start, as the engine makes it: rtvd's own samples, diffusers' outputs and noise.
-      chained = combine(p.x_coef, chained, p.out_coef, out, p.noise_coef, fresh);
-      x = prev;
-    }
-    const double e_chain = test::rel_l2(chained, x);
-    EXPECT_LE(e_chain, tolerance);
-    w.chained = std::max(w.chained, e_chain);
   }
   for (const char* sampler : {"euler", "lcm", "ddim"})
     for (const char* prediction : {"epsilon", "v_prediction"})
@@ -152,9 +182,36 @@ TEST(SamplerTraces, EveryDiffusersCaseGivesItsTimestepsAndSteps) {
             << "no case of " << sampler << " " << prediction << (img2img ? " img2img" : " txt2img");
   RecordProperty("cases", int(cases.size()));
   RecordProperty("cases_without_steps", refused);
-  for (const auto& [sampler, w] : worst)
-    RecordProperty(cat("worst_rel_l2_", sampler),
-                   cat("start ", w.start, " input ", w.input, " step ", w.step, " chained ", w.chained));
+  record_worst(worst);
+}
+
+// tests/data/sd_refs/euler_ancestral.json, written by tools/reference/export_euler_ancestral.py: diffusers'
+// EulerAncestralDiscreteScheduler under each spacing and prediction type, at 1, 2 and 4 steps, txt2img and
+// img2img, with the noise its steps drew. Every spacing, prediction type and mode must be there, and some
+// step must add noise (a file of 1-step cases alone would test Euler's step only).
+TEST(SamplerTraces, EulerAncestralGivesDiffusersSteps) {
+  const json cases = read_traces("sd_refs/euler_ancestral.json", "tools/reference/export_euler_ancestral.py")["cases"];
+  ASSERT_FALSE(cases.empty());
+  std::map<std::string, Worst> worst;
+  std::set<std::tuple<std::string, std::string, bool>> covered;  // spacing, prediction, img2img
+  int noisy_steps = 0;
+  for (const json& c : cases) {
+    SCOPED_TRACE(case_name(c));
+    ASSERT_EQ(c["sampler"], "euler_a");
+    if (!check_trace_case(c, worst["euler_a"])) continue;
+    covered.insert(
+        {c["timestep_spacing"].get<std::string>(), c["prediction_type"].get<std::string>(), c["strength"] < 1});
+    noisy_steps += int(c["steps_trace"].size()) - 1;
+  }
+  for (const char* spacing : {"leading", "trailing", "linspace"})
+    for (const char* prediction : {"epsilon", "v_prediction"})
+      for (bool img2img : {false, true})
+        EXPECT_TRUE(covered.count({spacing, prediction, img2img}))
+            << "no case of " << spacing << " " << prediction << (img2img ? " img2img" : " txt2img");
+  EXPECT_GT(noisy_steps, 0);
+  RecordProperty("cases", int(cases.size()));
+  RecordProperty("noisy_steps", noisy_steps);
+  record_worst(worst);
 }
 
 // ------------------------------------------------------------------------------------------------ configs
@@ -234,7 +291,7 @@ TEST(SchedulerConfig, TinySdConfigLoads) {
 // whatever the config says.
 TEST(SchedulerConfig, PipelinesSetStepsOffsetAndClipSample) {
   const json base = base_config("DDIMScheduler");
-  for (SamplerKind k : {SamplerKind::Euler, SamplerKind::Lcm, SamplerKind::Ddim}) {
+  for (SamplerKind k : kSdSamplers) {
     SCOPED_TRACE(sampler_name(k));
     json bare = base;
     bare.erase("steps_offset");
@@ -254,6 +311,8 @@ TEST(SchedulerConfig, MissingKeysTakeTheDefaultsOfTheSamplersClass) {
   EXPECT_EQ(parse_scheduler_config(sd15.dump(), "sd15").native_sampler(), SamplerKind::Ddim);
   expect_same_plan(plan_of(sd15, SamplerKind::Euler, 4),
                    plan_of(with(sd15, "timestep_spacing", "linspace"), SamplerKind::Euler, 4));
+  expect_same_plan(plan_of(sd15, SamplerKind::EulerAncestral, 4),
+                   plan_of(with(sd15, "timestep_spacing", "linspace"), SamplerKind::EulerAncestral, 4));
   expect_same_plan(plan_of(sd15, SamplerKind::Ddim, 4),
                    plan_of(with(sd15, "timestep_spacing", "leading"), SamplerKind::Ddim, 4));
   // Betas: Euler's and DDIM's defaults are linear 0.0001 to 0.02, LCM's SD's own.
@@ -295,14 +354,14 @@ TEST(SchedulerConfig, DefaultConfigIsSdsSchedule) {
     EXPECT_EQ(cfg.native_sampler(), SamplerKind::Ddim);
     const json same = with(with(base_config("PNDMScheduler"), "timestep_spacing", "leading"), "prediction_type",
                            prediction_type_name(p));
-    for (SamplerKind k : {SamplerKind::Euler, SamplerKind::Lcm, SamplerKind::Ddim})
+    for (SamplerKind k : kSdSamplers)
       expect_same_plan(make_sampler_plan(cfg, k, 4, 1.0f), plan_of(same, k, 4));
   }
 }
 
 TEST(SchedulerConfig, NativeSamplers) {
   const std::pair<const char*, SamplerKind> expected[] = {
-      {"EulerDiscreteScheduler", SamplerKind::Euler}, {"EulerAncestralDiscreteScheduler", SamplerKind::Euler},
+      {"EulerDiscreteScheduler", SamplerKind::Euler}, {"EulerAncestralDiscreteScheduler", SamplerKind::EulerAncestral},
       {"LMSDiscreteScheduler", SamplerKind::Euler},   {"LCMScheduler", SamplerKind::Lcm},
       {"DDIMScheduler", SamplerKind::Ddim},           {"PNDMScheduler", SamplerKind::Ddim},
       {"DDPMScheduler", SamplerKind::Ddim},           {"DPMSolverMultistepScheduler", SamplerKind::Ddim}};
@@ -367,7 +426,14 @@ TEST(SchedulerConfig, VariantsAreRefusedForTheSamplersThatReadThem) {
     const json config = with(base, key, true);
     plan_error(config.dump(), SamplerKind::Euler, key);
     EXPECT_NO_THROW(plan_of(config, SamplerKind::Ddim, 4)) << key;  // DDIMScheduler does not read it
+    // Nor does EulerAncestralDiscreteScheduler: its from_config drops the key and runs its usual sigmas.
+    expect_same_plan(plan_of(config, SamplerKind::EulerAncestral, 4), plan_of(base, SamplerKind::EulerAncestral, 4));
   }
+  for (const auto& [key, value] : {std::pair<const char*, json>{"interpolation_type", "log_linear"},
+                                   {"final_sigmas_type", "sigma_min"}, {"timestep_type", "continuous"},
+                                   {"thresholding", true}})
+    expect_same_plan(plan_of(with(base, key, value), SamplerKind::EulerAncestral, 4),
+                     plan_of(base, SamplerKind::EulerAncestral, 4));
   plan_error(with(base, "interpolation_type", "log_linear").dump(), SamplerKind::Euler, "interpolation_type");
   plan_error(with(base, "final_sigmas_type", "sigma_min").dump(), SamplerKind::Euler, "final_sigmas_type");
   plan_error(with(base, "timestep_type", "continuous").dump(), SamplerKind::Euler, "timestep_type");
@@ -376,9 +442,110 @@ TEST(SchedulerConfig, VariantsAreRefusedForTheSamplersThatReadThem) {
   EXPECT_NO_THROW(plan_of(with(base, "thresholding", true), SamplerKind::Euler, 4));
 }
 
+// Euler ancestral's step to sigma' is Euler's step to sigma_down = sigma'^2 / sigma plus fresh noise of standard
+// deviation sigma_up = sigma' sqrt(1 - sigma'^2 / sigma^2), so that sigma_down^2 + sigma_up^2 = sigma'^2: checked
+// against the sigmas of Euler's own plan (epsilon: x' = x + (sigma' - sigma) out), under every spacing, txt2img
+// and img2img; the start, timesteps and input scales are Euler's. At a step to sigma' = 0 (every schedule's
+// last) both are 0 and the step is Euler's: one step of "trailing" (SD-Turbo's and SDXL-Turbo's real-time
+// frame) is Euler's plan exactly, and so is img2img's single last step.
+TEST(EulerAncestral, SplitsEulersStepIntoADeterministicPartAndFreshNoise) {
+  const json base = base_config("EulerAncestralDiscreteScheduler");
+  for (const char* spacing : {"trailing", "leading", "linspace"}) {
+    for (int steps : {1, 2, 4, 7}) {
+      for (float strength : {1.0f, 0.5f}) {
+        if (int(steps * strength) == 0) continue;
+        SCOPED_TRACE(cat(spacing, ", ", steps, " steps at strength ", strength));
+        const json config = with(base, "timestep_spacing", spacing);
+        const SamplerPlan euler = plan_of(config, SamplerKind::Euler, steps, strength),
+                          ancestral = plan_of(config, SamplerKind::EulerAncestral, steps, strength);
+        ASSERT_EQ(ancestral.steps.size(), euler.steps.size());
+        EXPECT_EQ(ancestral.start_noise_coef, euler.start_noise_coef);
+        EXPECT_EQ(ancestral.start_latent_coef, euler.start_latent_coef);
+        // Euler's sigmas from its steps, back from the last one's sigma' = 0 (epsilon: out_coef = sigma' - sigma).
+        const size_t n = euler.steps.size();
+        std::vector<double> sigmas(n + 1, 0.0);
+        for (size_t i = n; i-- > 0;) sigmas[i] = sigmas[i + 1] - euler.steps[i].out_coef;
+        for (size_t i = 0; i < n; ++i) {
+          SCOPED_TRACE(cat("step ", i));
+          const SamplerStep &e = euler.steps[i], &a = ancestral.steps[i];
+          const double sigma = sigmas[i], to = sigmas[i + 1];
+          EXPECT_EQ(a.timestep, e.timestep);
+          EXPECT_EQ(a.input_scale, e.input_scale);
+          EXPECT_EQ(a.x_coef, 1.0f);
+          const double up = a.noise_coef, down = sigma + a.out_coef;
+          if (i + 1 == n) {
+            EXPECT_EQ(a.noise_coef, 0.0f);
+            EXPECT_EQ(a.out_coef, e.out_coef);
+          } else {
+            EXPECT_NEAR(down, to * to / sigma, 1e-6 * sigma);
+            EXPECT_NEAR(up, to * std::sqrt(1 - to * to / (sigma * sigma)), 1e-6 * sigma);
+            EXPECT_NEAR(down * down + up * up, to * to, 1e-6 * sigma * sigma);
+            EXPECT_GT(up, 0.0);
+          }
+        }
+        if (euler.steps.size() == 1) expect_same_plan(ancestral, euler);
+      }
+    }
+  }
+}
+
+// v_prediction's step is epsilon's step of the same model, written in v: with x0 = x / (sigma^2 + 1) -
+// v sigma / sqrt(sigma^2 + 1), the epsilon the U-Net would have given is (x - x0) / sigma. So the v plan applied to
+// (x, v) must equal the epsilon plan applied to (x, that epsilon), the fresh noise included, for fresh x, v and
+// noise at every step (the sigma from the plan's input scale).
+TEST(EulerAncestral, VPredictionIsEpsilonsStepInV) {
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  const json base = with(base_config("EulerAncestralDiscreteScheduler"), "timestep_spacing", "trailing");
+  for (int steps : {2, 4}) {
+    const SamplerPlan eps = plan_of(base, SamplerKind::EulerAncestral, steps),
+                      v = plan_of(with(base, "prediction_type", "v_prediction"), SamplerKind::EulerAncestral, steps);
+    ASSERT_EQ(v.steps.size(), eps.steps.size());
+    for (size_t i = 0; i < v.steps.size(); ++i) {
+      SCOPED_TRACE(cat(steps, " steps, step ", i));
+      const SamplerStep &e = eps.steps[i], &p = v.steps[i];
+      EXPECT_EQ(p.noise_coef, e.noise_coef);
+      EXPECT_EQ(p.input_scale, e.input_scale);
+      const double s2 = 1.0 / (double(e.input_scale) * e.input_scale) - 1, sigma = std::sqrt(s2);
+      const std::vector<float> x = rng.normal_vector(16, float(sigma)), out = rng.normal_vector(16),
+                               noise = rng.normal_vector(16);
+      std::vector<float> epsilon(x.size());
+      for (size_t k = 0; k < x.size(); ++k) {
+        const double x0 = x[k] / (s2 + 1) - out[k] * sigma / std::sqrt(s2 + 1);
+        epsilon[k] = float((x[k] - x0) / sigma);
+      }
+      EXPECT_LE(test::rel_l2(combine(p.x_coef, x, p.out_coef, out, p.noise_coef, noise),
+                             combine(e.x_coef, x, e.out_coef, epsilon, e.noise_coef, noise)),
+                1e-5);
+    }
+  }
+}
+
+// SDXL-Turbo's scheduler_config.json names EulerAncestralDiscreteScheduler at "trailing" spacing: rtvd runs
+// euler_a by default (unless --sampler says otherwise), its single real-time step from t = 999 with no noise,
+// and its 4 steps adding noise after every step but the last.
+TEST(EulerAncestral, SdxlTurbosSchedulerConfigPicksIt) {
+  const json turbo = R"({"_class_name": "EulerAncestralDiscreteScheduler", "_diffusers_version": "0.24.0.dev0",
+    "beta_end": 0.012, "beta_schedule": "scaled_linear", "beta_start": 0.00085, "clip_sample": false,
+    "interpolation_type": "linear", "num_train_timesteps": 1000, "prediction_type": "epsilon",
+    "sample_max_value": 1.0, "set_alpha_to_one": false, "skip_prk_steps": true, "steps_offset": 1,
+    "timestep_spacing": "trailing", "trained_betas": null, "use_karras_sigmas": false})"_json;
+  const SchedulerConfig cfg = parse_scheduler_config(turbo.dump(), "sdxl-turbo/scheduler/scheduler_config.json");
+  EXPECT_EQ(cfg.native_sampler(), SamplerKind::EulerAncestral);
+  EXPECT_EQ(cfg.sampler_for(std::nullopt), SamplerKind::EulerAncestral) << "no --sampler: the scheduler's own";
+  EXPECT_EQ(cfg.sampler_for(SamplerKind::Euler), SamplerKind::Euler) << "--sampler wins";
+  const SamplerPlan one = make_sampler_plan(cfg, cfg.sampler_for(std::nullopt), 1, 1.0f);
+  ASSERT_EQ(one.steps.size(), 1u);
+  EXPECT_EQ(one.steps[0].timestep, 999.0);
+  EXPECT_EQ(one.steps[0].noise_coef, 0.0f);
+  const SamplerPlan four = make_sampler_plan(cfg, cfg.sampler_for(std::nullopt), 4, 1.0f);
+  ASSERT_EQ(four.steps.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(four.steps[i].noise_coef > 0.0f, i < 3) << "step " << i;
+}
+
 TEST(SamplerPlan, StepsAndStrengthOutOfRange) {
   const SchedulerConfig cfg = parse_scheduler_config(base_config("DDIMScheduler").dump(), "config");
-  for (SamplerKind k : {SamplerKind::Euler, SamplerKind::Lcm, SamplerKind::Ddim}) {
+  for (SamplerKind k : kSdSamplers) {
     SCOPED_TRACE(sampler_name(k));
     // img2img keeps int(steps * strength) steps: 4 * 0.2 leaves none.
     const std::string none = error_of([&] { make_sampler_plan(cfg, k, 4, 0.2f); });
@@ -445,7 +612,7 @@ TEST(FlowSampler, StepsCarryTheStartToTheImageOnTheShiftedGrid) {
 TEST(SamplerPlan, GuidanceRuleDecidesTheBatch) {
   const SchedulerConfig cfg = parse_scheduler_config(base_config("DDIMScheduler").dump(), "config");
   const SamplerPlan flow = flow_sampler_plan(4, 1.0f, 1000.0f);
-  for (SamplerKind k : {SamplerKind::Euler, SamplerKind::Lcm, SamplerKind::Ddim}) {
+  for (SamplerKind k : kSdSamplers) {
     const SamplerPlan ddpm = make_sampler_plan(cfg, k, 4, 1.0f);
     for (float g : {0.0f, 0.5f, 1.0f, 1.01f, 3.0f, 30.0f}) {
       EXPECT_EQ(ddpm.batch(g), g > 1.0f ? 2 : 1) << sampler_name(k) << " at guidance " << g;
@@ -456,7 +623,7 @@ TEST(SamplerPlan, GuidanceRuleDecidesTheBatch) {
 
 TEST(SamplerNames, RoundTripAndRefusal) {
   for (const std::string& name : sampler_names()) EXPECT_EQ(sampler_name(sampler_named(name)), name);
-  EXPECT_EQ(sampler_names(), (std::vector<std::string>{"euler", "lcm", "ddim"}));
+  EXPECT_EQ(sampler_names(), (std::vector<std::string>{"euler", "euler_a", "lcm", "ddim"}));
   const std::string e = error_of([] { sampler_named("dpm++"); });
   EXPECT_PRED_FORMAT2(IsSubstring, "--sampler", e);
   EXPECT_PRED_FORMAT2(IsSubstring, "dpm++", e);

@@ -98,6 +98,8 @@ INSTANTIATE_TEST_SUITE_P(
                                   .guidance = 1.0f, .sampler = SamplerKind::Lcm, .img2img = false},
                     GpuStreamCase{.name = "sd_euler_img2img_guided", .model = "tiny_sd", .steps = 3, .stream = 2,
                                   .sampler = SamplerKind::Euler},
+                    GpuStreamCase{.name = "sd_euler_a_txt2img_guided", .model = "tiny_sd", .steps = 3, .stream = 3,
+                                  .sampler = SamplerKind::EulerAncestral, .img2img = false},
                     GpuStreamCase{.name = "sd_taesd_img2img_1step", .model = "tiny_sd", .taesd = true, .steps = 2,
                                   .stream = 4, .guidance = 1.0f}),
     [](const testing::TestParamInfo<GpuStreamCase>& i) { return i.param.name; });

@@ -2,8 +2,9 @@
 // steps of successive frames batched into one call of the U-Net. Each frame that comes out equals the frame
 // the same settings render one at a time (stream batch 1) from the same source, latency() steps after its
 // source went in: the embedded pixel model (the fused last step and blend) and the tiny SD pipeline (text
-// encoder, guidance, VAE or TAESD encode and decode; Euler and LCM, whose steps add noise of their own), over
-// a source that moves every frame, with the blend history carried through. Fresh seeds and sources every run.
+// encoder, guidance, VAE or TAESD encode and decode; Euler, and LCM and Euler ancestral, whose steps add noise
+// of their own), over a source that moves every frame, with the blend history carried through. Fresh seeds and
+// sources every run.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -114,6 +115,11 @@ INSTANTIATE_TEST_SUITE_P(
                                .sampler = SamplerKind::Euler, .streams = {4}},
                     StreamCase{.name = "sd_lcm_txt2img_4steps", .model = "tiny_sd", .img2img = false, .steps = 4,
                                .guidance = 1.0f, .sampler = SamplerKind::Lcm, .streams = {8}},
+                    StreamCase{.name = "sd_euler_a_txt2img_3steps", .model = "tiny_sd", .img2img = false, .steps = 3,
+                               .sampler = SamplerKind::EulerAncestral, .streams = {3}},
+                    // --steps 4 at --strength 0.7: the last 2 steps run, the first adding noise.
+                    StreamCase{.name = "sd_euler_a_img2img_2steps", .model = "tiny_sd", .steps = 4, .guidance = 1.0f,
+                               .sampler = SamplerKind::EulerAncestral, .streams = {4}},
                     // --steps 2 at --strength 0.7: one step runs, as SD-Turbo's real-time img2img frame.
                     StreamCase{.name = "sd_taesd_img2img_1step", .model = "tiny_sd", .taesd = true, .steps = 2,
                                .guidance = 1.0f, .streams = {4}}),

@@ -1,5 +1,6 @@
-// Euler, LCM and DDIM as per-step coefficients, from diffusers' EulerDiscreteScheduler, LCMScheduler and
-// DDIMScheduler (set_timesteps, scale_model_input, step, add_noise, init_noise_sigma) and the img2img
+// Euler, Euler ancestral, LCM and DDIM as per-step coefficients, from diffusers' EulerDiscreteScheduler,
+// EulerAncestralDiscreteScheduler, LCMScheduler and DDIMScheduler (set_timesteps, scale_model_input, step,
+// add_noise, init_noise_sigma) and the img2img
 // pipeline's get_timesteps. Notation: x the sample, out the U-Net's output, a = alphas_cumprod[t] of the
 // step's timestep, a' that of the timestep stepped to, sigma = sqrt((1 - a) / a).
 #include "pipeline/samplers/sampler_plan.h"
@@ -15,7 +16,7 @@ namespace rtvd {
 
 namespace {
 
-// The __init__ defaults that differ between the three classes, used where the config lacks the key.
+// The __init__ defaults that differ between the classes, used where the config lacks the key.
 struct ClassDefaults {
   const char* class_name;
   double beta_start, beta_end;
@@ -26,9 +27,17 @@ struct ClassDefaults {
 const ClassDefaults& class_defaults(SamplerKind kind) {
   static const ClassDefaults euler{"EulerDiscreteScheduler", 0.0001, 0.02, BetaSchedule::Linear,
                                    TimestepSpacing::Linspace};
+  static const ClassDefaults euler_a{"EulerAncestralDiscreteScheduler", 0.0001, 0.02, BetaSchedule::Linear,
+                                     TimestepSpacing::Linspace};
   static const ClassDefaults lcm{"LCMScheduler", 0.00085, 0.012, BetaSchedule::ScaledLinear, TimestepSpacing::Leading};
   static const ClassDefaults ddim{"DDIMScheduler", 0.0001, 0.02, BetaSchedule::Linear, TimestepSpacing::Leading};
-  return kind == SamplerKind::Euler ? euler : kind == SamplerKind::Lcm ? lcm : ddim;
+  switch (kind) {
+    case SamplerKind::Euler: return euler;
+    case SamplerKind::EulerAncestral: return euler_a;
+    case SamplerKind::Lcm: return lcm;
+    case SamplerKind::Ddim: break;
+  }
+  return ddim;
 }
 
 // StableDiffusionPipeline and StableDiffusionImg2ImgPipeline set every scheduler's steps_offset to 1 and its
@@ -49,8 +58,10 @@ void refuse(const SchedulerConfig& cfg, SamplerKind kind, const char* key, const
        sampler_name(kind), " sampler does not: expected ", expected, ", got ", got);
 }
 
-// Keys that make the sampler's class compute something rtvd does not.
+// Keys that make the sampler's class compute something rtvd does not. EulerAncestralDiscreteScheduler's
+// __init__ takes none of them, so from_config drops them all.
 void check_variants(const SchedulerConfig& cfg, SamplerKind kind) {
+  if (kind == SamplerKind::EulerAncestral) return;
   if (kind == SamplerKind::Euler) {
     if (cfg.use_karras_sigmas) refuse(cfg, kind, "use_karras_sigmas", "use Karras sigmas", "false", "true");
     if (cfg.use_exponential_sigmas)
@@ -128,7 +139,12 @@ std::vector<double> spaced_timesteps(const Schedule& s, int steps, bool round_li
 //            x sigma / (sigma^2 + 1) + out / sqrt(sigma^2 + 1), times dt = sigma' - sigma.
 // The U-Net sees x / sqrt(sigma^2 + 1); txt2img starts from init_noise_sigma * noise, img2img's add_noise is
 // latent + sigma noise at the first step that runs.
-SamplerPlan euler_plan(const Schedule& s, int steps, int first, bool txt2img) {
+// EulerAncestralDiscreteScheduler has the same sigmas, input scale and start, and splits the step to sigma'
+// into a deterministic part and fresh noise of the same total variance sigma'^2:
+//   sigma_up = sqrt(sigma'^2 (sigma^2 - sigma'^2) / sigma^2),  sigma_down = sqrt(sigma'^2 - sigma_up^2),
+// Euler's step to sigma_down (dt = sigma_down - sigma), then + sigma_up noise. At sigma' = 0 (the last step)
+// both are 0: Euler's last step.
+SamplerPlan euler_plan(const Schedule& s, int steps, int first, bool txt2img, bool ancestral) {
   const std::vector<double> t = spaced_timesteps(s, steps, false);
   std::vector<double> train_sigmas;
   for (double a : s.alphas_cumprod) train_sigmas.push_back(std::sqrt((1 - a) / a));
@@ -143,8 +159,11 @@ SamplerPlan euler_plan(const Schedule& s, int steps, int first, bool txt2img) {
   plan.start_latent_coef = txt2img ? 0.0f : 1.0f;
   plan.start_noise_coef = float(txt2img ? init_noise_sigma : sigma[first]);
   for (int i = first; i < steps; ++i) {
-    const double sg = sigma[i], dt = sigma[i + 1] - sg, norm = std::sqrt(sg * sg + 1);
-    SamplerStep step{t[i], float(1 / norm), 1.0f, float(dt), 0.0f};
+    const double sg = sigma[i], to = sigma[i + 1];
+    const double up = ancestral ? std::sqrt(to * to * (sg * sg - to * to) / (sg * sg)) : 0.0;
+    const double down = ancestral ? std::sqrt(to * to - up * up) : to;
+    const double dt = down - sg, norm = std::sqrt(sg * sg + 1);
+    SamplerStep step{t[i], float(1 / norm), 1.0f, float(dt), float(up)};
     if (s.cfg.prediction == PredictionType::VPrediction) {
       step.x_coef = float(1 + dt * sg / (norm * norm));
       step.out_coef = float(dt / norm);
@@ -233,8 +252,8 @@ SamplerPlan make_sampler_plan(const SchedulerConfig& cfg, SamplerKind kind, int 
                                   cfg.beta_end.value_or(d.beta_end), n)};
 
   SamplerPlan plan;
-  if (kind == SamplerKind::Euler) {
-    plan = euler_plan(s, steps, first, txt2img);
+  if (kind == SamplerKind::Euler || kind == SamplerKind::EulerAncestral) {
+    plan = euler_plan(s, steps, first, txt2img, kind == SamplerKind::EulerAncestral);
   } else {
     plan = kind == SamplerKind::Lcm ? lcm_plan(s, steps, first) : ddim_plan(s, steps, first);
     // DDPM's add_noise at the first timestep that runs; txt2img starts from noise (init_noise_sigma 1).

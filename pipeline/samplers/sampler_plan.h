@@ -1,9 +1,9 @@
 // Every sampler rtvd runs, reduced to numbers: each step is linear in the sample x, the U-Net's output and
-// (LCM) fresh noise, so the frame runs each step as one elementwise op with the coefficients of a SamplerPlan,
-// made once per settings change. Here the samplers of DDPM-trained models (SD 1.x, SD 2.x, SD-Turbo, LCM) as
-// diffusers computes them: Euler (s_churn 0), LCM and DDIM (eta 0); rectified flow's Euler (rtvd's own
-// models) is flow_sampler.h. The schedule is computed in double precision and rounded to fp32 once, at the
-// end; the frame keeps x in fp32.
+// (LCM, Euler ancestral) fresh noise, so the frame runs each step as one elementwise op with the coefficients
+// of a SamplerPlan, made once per settings change. Here the samplers of DDPM-trained models (SD 1.x, SD 2.x,
+// SD-Turbo, SDXL-Turbo, LCM) as diffusers computes them: Euler (s_churn 0), Euler ancestral, LCM and DDIM
+// (eta 0); rectified flow's Euler (rtvd's own models) is flow_sampler.h. The schedule is computed in double
+// precision and rounded to fp32 once, at the end; the frame keeps x in fp32.
 #pragma once
 #include <vector>
 
@@ -16,7 +16,8 @@ struct SamplerStep {
                       // fractional, as its fp32 t), or a flow time times timestep_scale
   float input_scale;  // U-Net input = input_scale * x (Euler: 1/sqrt(sigma^2 + 1); LCM and DDIM: 1)
   // x_next = x_coef * x + out_coef * out + noise_coef * noise_i, where out is the (guided) U-Net output and
-  // noise_i fresh standard normal noise, drawn for this step; noise_coef is 0 for all but LCM's non-last steps.
+  // noise_i fresh standard normal noise, drawn for this step; noise_coef is 0 for all but LCM's non-last steps
+  // and Euler ancestral's (its sigma_up, 0 at the last step).
   float x_coef, out_coef, noise_coef;
 };
 
@@ -29,8 +30,8 @@ enum class GuidanceRule { AboveOne, AllButOne };
 struct SamplerPlan {
   std::vector<SamplerStep> steps;  // the steps that run, in order: img2img's already truncated by strength
   // x_start = start_latent_coef * image_latent + start_noise_coef * noise. txt2img: 0 and diffusers'
-  // init_noise_sigma (Euler: the largest sigma, with "leading" sqrt(sigma^2 + 1); LCM, DDIM: 1); img2img:
-  // the scheduler's add_noise at the first step that runs (Euler: 1 and its sigma; LCM, DDIM:
+  // init_noise_sigma (Euler, Euler ancestral: the largest sigma, with "leading" sqrt(sigma^2 + 1); LCM, DDIM:
+  // 1); img2img: the scheduler's add_noise at the first step that runs (both Eulers: 1 and its sigma; LCM, DDIM:
   // sqrt(alphas_cumprod[t]) and sqrt(1 - alphas_cumprod[t])).
   float start_latent_coef = 0.0f, start_noise_coef = 1.0f;
   GuidanceRule guidance = GuidanceRule::AboveOne;  // the pipeline family the sampler follows

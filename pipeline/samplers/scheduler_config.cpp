@@ -20,13 +20,17 @@ using nlohmann::json;
 
 constexpr int kMaxTrainTimesteps = 100000;
 
+// In the order --sampler lists them.
+constexpr SamplerKind kSamplers[] = {SamplerKind::Euler, SamplerKind::EulerAncestral, SamplerKind::Lcm,
+                                     SamplerKind::Ddim};
+
 struct SchedulerClass {
   const char* name;
   SamplerKind native;  // see SchedulerConfig::native_sampler
 };
 constexpr SchedulerClass kClasses[] = {
     {"EulerDiscreteScheduler", SamplerKind::Euler},
-    {"EulerAncestralDiscreteScheduler", SamplerKind::Euler},
+    {"EulerAncestralDiscreteScheduler", SamplerKind::EulerAncestral},
     {"LMSDiscreteScheduler", SamplerKind::Euler},
     {"HeunDiscreteScheduler", SamplerKind::Euler},
     {"KDPM2DiscreteScheduler", SamplerKind::Euler},
@@ -138,6 +142,7 @@ std::string choice_string(const ConfigReader& r, const char* key, std::initializ
 const char* sampler_name(SamplerKind k) {
   switch (k) {
     case SamplerKind::Euler: return "euler";
+    case SamplerKind::EulerAncestral: return "euler_a";
     case SamplerKind::Lcm: return "lcm";
     case SamplerKind::Ddim: return "ddim";
   }
@@ -145,13 +150,15 @@ const char* sampler_name(SamplerKind k) {
 }
 
 std::vector<std::string> sampler_names() {
-  return {sampler_name(SamplerKind::Euler), sampler_name(SamplerKind::Lcm), sampler_name(SamplerKind::Ddim)};
+  std::vector<std::string> names;
+  for (SamplerKind k : kSamplers) names.push_back(sampler_name(k));
+  return names;
 }
 
 SamplerKind sampler_named(const std::string& name) {
-  for (SamplerKind k : {SamplerKind::Euler, SamplerKind::Lcm, SamplerKind::Ddim})
+  for (SamplerKind k : kSamplers)
     if (name == sampler_name(k)) return k;
-  fail("--sampler ", printable(name), ": expected euler, lcm or ddim");
+  fail("--sampler ", printable(name), ": expected euler, euler_a, lcm or ddim");
 }
 
 const char* prediction_type_name(PredictionType p) {

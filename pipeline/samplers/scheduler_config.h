@@ -1,6 +1,6 @@
 // diffusers' scheduler/scheduler_config.json: which DDPM noise schedule a Stable Diffusion checkpoint was
 // trained with, how its timesteps are spaced and what its U-Net predicts. Read and checked key by key here;
-// make_sampler_plan (sampler_plan.h) turns it into per-step coefficients for one of rtvd's three samplers.
+// make_sampler_plan (sampler_plan.h) turns it into per-step coefficients for one of rtvd's four samplers.
 //
 // A config names one scheduler class, but any sampler may run from it, as diffusers' `XScheduler.from_config`
 // does: the keys the sampler's class takes come from the file, the ones the file lacks take *that class's*
@@ -15,9 +15,11 @@
 namespace rtvd {
 
 enum class SamplerKind {
-  Euler,  // diffusers' EulerDiscreteScheduler, s_churn 0 (deterministic): SD-Turbo at 1-4 steps
-  Lcm,    // LCMScheduler: LCM-distilled models and LCM-LoRA; fresh noise after every step but the last
-  Ddim,   // DDIMScheduler, eta 0 (deterministic)
+  Euler,           // diffusers' EulerDiscreteScheduler, s_churn 0 (deterministic): SD-Turbo at 1-4 steps
+  EulerAncestral,  // EulerAncestralDiscreteScheduler: Euler's step to sigma_down, then fresh noise times sigma_up
+                   // (SDXL-Turbo at 1-4 steps); at a step to sigma 0 (every schedule's last) it is Euler's step
+  Lcm,             // LCMScheduler: LCM-distilled models and LCM-LoRA; fresh noise after every step but the last
+  Ddim,            // DDIMScheduler, eta 0 (deterministic)
 };
 // What the U-Net predicts: "epsilon" (SD 1.x, SD 2.x base, SD-Turbo) or "v_prediction" (SD 2.x 768-v).
 enum class PredictionType { Epsilon, VPrediction };
@@ -26,7 +28,7 @@ enum class PredictionType { Epsilon, VPrediction };
 enum class TimestepSpacing { Leading, Trailing, Linspace };
 enum class BetaSchedule { Linear, ScaledLinear };  // betas linear, or their square roots linear (SD's)
 
-const char* sampler_name(SamplerKind k);                // "euler" | "lcm" | "ddim"
+const char* sampler_name(SamplerKind k);                // "euler" | "euler_a" | "lcm" | "ddim"
 std::vector<std::string> sampler_names();               // the values --sampler takes, in that order
 SamplerKind sampler_named(const std::string& name);     // throws rtvd::Error naming --sampler for any other
 const char* prediction_type_name(PredictionType p);     // as the config spells it: "epsilon" | "v_prediction"
@@ -37,7 +39,8 @@ std::vector<std::string> timestep_spacing_names();      // the values --timestep
 TimestepSpacing timestep_spacing_named(const std::string& name);  // throws rtvd::Error for any other
 
 // One scheduler_config.json. A missing key takes diffusers' default; for the keys whose default differs
-// between EulerDiscreteScheduler, LCMScheduler and DDIMScheduler (std::optional here), the default of the
+// between EulerDiscreteScheduler (and EulerAncestralDiscreteScheduler), LCMScheduler and DDIMScheduler
+// (std::optional here), the default of the
 // sampler that runs, when make_sampler_plan knows which.
 struct SchedulerConfig {
   std::string label;       // the file (or what stands for it): named in every error about the config
@@ -51,7 +54,7 @@ struct SchedulerConfig {
   std::optional<BetaSchedule> beta_schedule;
 
   PredictionType prediction = PredictionType::Epsilon;  // prediction_type
-  std::optional<TimestepSpacing> timestep_spacing;      // Euler: linspace, DDIM: leading; LCM ignores it
+  std::optional<TimestepSpacing> timestep_spacing;      // Euler (both): linspace, DDIM: leading; LCM ignores it
   bool set_alpha_to_one = true;  // DDIM's last step goes to alphas_cumprod 1 (true) or alphas_cumprod[0] (SD's)
   // LCM: its timesteps are picked from original_inference_steps evenly spaced ones; its boundary
   // condition scales t by timestep_scaling.
@@ -63,15 +66,17 @@ struct SchedulerConfig {
   // (added to "leading" timesteps) and clip_sample to false (DDIM's and LCM's clamp of the predicted x0), with a
   // warning that the config is outdated; rtvd's samplers run as those pipelines do.
 
-  // Variants rtvd does not compute, refused by make_sampler_plan for a sampler whose class reads them:
+  // Variants rtvd does not compute, refused by make_sampler_plan for a sampler whose class reads them
+  // (EulerAncestralDiscreteScheduler reads none of them):
   bool thresholding = false;  // DDIM, LCM: dynamic thresholding of the predicted x0
   // Euler's sigmas: Karras, exponential or beta-distributed; interpolated log-linearly; a last sigma other
   // than zero; "continuous" timesteps (0.25 log sigma) for v-prediction.
   bool use_karras_sigmas = false, use_exponential_sigmas = false, use_beta_sigmas = false;
   std::string interpolation_type = "linear", final_sigmas_type = "zero", timestep_type = "discrete";
 
-  // The sampler the class implies. Of the other classes SD checkpoints ship, the ones that step in sigma
-  // (EulerAncestral, LMS, Heun, KDPM2, KDPM2Ancestral) give Euler, their first-order member; the ones that
+  // The sampler the class implies: EulerDiscrete, EulerAncestralDiscrete, LCM and DDIM their own. Of the other
+  // classes SD checkpoints ship, the ones that step in sigma (LMS, Heun, KDPM2, KDPM2Ancestral) give Euler,
+  // their first-order member; the ones that
   // step in alphas_cumprod (PNDM, DDPM, DPMSolverMultistep/Singlestep, DEIS, UniPC) give DDIM, whose
   // update PNDM's PLMS steps reuse and which is the first-order DPM-Solver++, DEIS and UniPC.
   SamplerKind native_sampler() const;
@@ -82,7 +87,7 @@ struct SchedulerConfig {
 // json_text: a scheduler_config.json; label names it in errors. Every key must be one that a scheduler class
 // rtvd accepts takes (DDIM, DDPM, PNDM, LMS, Euler, EulerAncestral, Heun, KDPM2, KDPM2Ancestral,
 // DPMSolverMultistep, DPMSolverSinglestep, DEIS, UniPC, LCM); keys listed in _use_default_values count as
-// missing, as diffusers' from_config drops them. Refused here, since all three samplers read them:
+// missing, as diffusers' from_config drops them. Refused here, since every sampler reads them:
 // trained_betas other than null, rescale_betas_zero_snr true, beta_schedule other than "linear" or
 // "scaled_linear", prediction_type other than "epsilon" or "v_prediction". Keys only other classes read
 // (solver_order, skip_prk_steps, ...) are accepted unread. Errors are one line naming label and the key.

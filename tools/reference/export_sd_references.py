@@ -105,18 +105,23 @@ def make_scheduler(kind, spacing, prediction):
                         set_alpha_to_one=True, original_inference_steps=50, timestep_scaling=10.0, **BETAS)
 
 
-class RecordLcmNoise:
-    """Records the noise LCMScheduler.step draws (it adds fresh noise after every step but the last)."""
+class RecordNoise:
+    """Records the noise a scheduler's step draws through its module's randn_tensor (LCMScheduler adds fresh
+    noise after every step but the last; EulerAncestralDiscreteScheduler after every step)."""
+
+    def __init__(self, module_name="diffusers.schedulers.scheduling_lcm"):
+        self.module_name = module_name
 
     def __enter__(self):
-        import diffusers.schedulers.scheduling_lcm as lcm_module
-        self.module, self.original, self.drawn = lcm_module, lcm_module.randn_tensor, []
+        import importlib
+        self.module = importlib.import_module(self.module_name)
+        self.original, self.drawn = self.module.randn_tensor, []
 
         def recording(*args, **kwargs):
             x = self.original(*args, **kwargs)
             self.drawn.append(x.clone())
             return x
-        lcm_module.randn_tensor = recording
+        self.module.randn_tensor = recording
         return self
 
     def __exit__(self, *exc):
@@ -145,7 +150,7 @@ def trace(kind, spacing, prediction, steps, strength, gen):
         case["sigmas"] = [float(v) for v in s.sigmas]
     case["noise"], case["start"] = flat(noise), flat(sample)
     case["steps_trace"] = []
-    with RecordLcmNoise() as record:
+    with RecordNoise() as record:
         drawn = record.drawn
         for t in timesteps:
             model_in = s.scale_model_input(sample, t)
@@ -254,7 +259,7 @@ def export_pipelines(model_dir, taesd_dir, out, gen, image_size=64, runs=TINY_RU
                 tensors[f"{name}.noise"] = randn_tensor(shape, generator=torch.Generator().manual_seed(seed))
             with torch.no_grad():
                 final = pipe(**kw, output_type="latent", generator=torch.Generator().manual_seed(seed)).images
-                with RecordLcmNoise() as record:
+                with RecordNoise() as record:
                     img = pipe(**kw, output_type="pt", generator=torch.Generator().manual_seed(seed)).images
             for i, n in enumerate(record.drawn):
                 tensors[f"{name}.lcm_noise_{i}"] = n.cpu()
