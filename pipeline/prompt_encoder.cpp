@@ -17,9 +17,10 @@ ClipTokenizer open_tokenizer(const std::string& dir, const std::string& pad_toke
 }  // namespace
 
 PromptEncoder::PromptEncoder(TextEncoderCheckpoint text_encoder, const std::string& tokenizer_dir,
-                             const std::string& pad_token, std::unique_ptr<Backend> backend, int clip_skip)
+                             const std::string& pad_token, std::unique_ptr<Backend> backend,
+                             const TextEncoderOutputs& outputs)
     : tokenizer_(open_tokenizer(tokenizer_dir, pad_token)), backend_(std::move(backend)),
-      label_(text_encoder.tensors.label()), encoder_(std::move(text_encoder), *backend_, clip_skip) {
+      label_(text_encoder.tensors.label()), encoder_(std::move(text_encoder), *backend_, outputs) {
   if (encoder_.tokens() != ClipTokenizer::kContextLength)
     fail(label_, ": the text encoder takes ", encoder_.tokens(), " positions (max_position_embeddings), expected ",
          ClipTokenizer::kContextLength, " (the tokens CLIP's tokenizer gives)");
@@ -28,7 +29,8 @@ PromptEncoder::PromptEncoder(TextEncoderCheckpoint text_encoder, const std::stri
          tokenizer_.tokens().size(), " tokens");
 }
 
-const std::vector<float>& PromptEncoder::embed(const std::string& prompt, const std::string& flag, std::string* notice) {
+const PromptEncoder::Embedding& PromptEncoder::encode(const std::string& prompt, const std::string& flag,
+                                                     std::string* notice) {
   // Far more than 77 tokens of any text; NFC's time grows quadratically on long runs of unordered combining
   // marks (0.23 s at 64 KiB), and the encoder would read none of it anyway.
   constexpr size_t kMaxPromptBytes = 16384;
@@ -42,7 +44,11 @@ const std::vector<float>& PromptEncoder::embed(const std::string& prompt, const 
                                    t.dropped, " were dropped (the text encoder takes ", ClipTokenizer::kContextLength - 2,
                                    ")");
   auto it = cache_.find(prompt);
-  if (it == cache_.end()) it = cache_.emplace(prompt, encoder_.encode(t.ids, 1)).first;
+  if (it == cache_.end()) {
+    Embedding e;
+    e.hidden = encoder_.encode(t.ids, 1, pooled_width() ? &e.pooled : nullptr);
+    it = cache_.emplace(prompt, std::move(e)).first;
+  }
   return it->second;
 }
 

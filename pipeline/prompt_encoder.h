@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pipeline/backends/backend.h"
@@ -19,21 +20,34 @@ class PromptEncoder {
   // tokenizer_dir: the checkpoint's tokenizer/ folder, or "" for CLIP's published vocabulary padded with
   // pad_token (single-file checkpoints carry none).
   PromptEncoder(TextEncoderCheckpoint text_encoder, const std::string& tokenizer_dir, const std::string& pad_token,
-                std::unique_ptr<Backend> backend, int clip_skip);
+                std::unique_ptr<Backend> backend, int clip_skip)
+      : PromptEncoder(std::move(text_encoder), tokenizer_dir, pad_token, std::move(backend),
+                      TextEncoderOutputs{.clip_skip = clip_skip}) {}
+  PromptEncoder(TextEncoderCheckpoint text_encoder, const std::string& tokenizer_dir, const std::string& pad_token,
+                std::unique_ptr<Backend> backend, const TextEncoderOutputs& outputs);
 
   int tokens() const { return encoder_.tokens(); }
   int width() const { return encoder_.width(); }
+  int pooled_width() const { return encoder_.pooled_width(); }
 
-  // (tokens(), width()) floats for the prompt. A prompt over the token limit is cut; `notice` then says how
-  // many tokens were dropped (one line naming `flag`), else it is left empty.
-  const std::vector<float>& embed(const std::string& prompt, const std::string& flag, std::string* notice);
+  struct Embedding {
+    std::vector<float> hidden;  // (tokens(), width())
+    std::vector<float> pooled;  // (pooled_width()), empty without TextEncoderOutputs::pooled
+  };
+  // The prompt's embedding. A prompt over the token limit is cut; `notice` then says how many tokens were
+  // dropped (one line naming `flag`), else it is left empty.
+  const Embedding& encode(const std::string& prompt, const std::string& flag, std::string* notice);
+  // (tokens(), width()) floats for the prompt: encode()'s hidden state.
+  const std::vector<float>& embed(const std::string& prompt, const std::string& flag, std::string* notice) {
+    return encode(prompt, flag, notice).hidden;
+  }
 
  private:
   ClipTokenizer tokenizer_;
   std::unique_ptr<Backend> backend_;
   std::string label_;  // the text encoder's weights, for errors
   TextEncoder encoder_;
-  std::map<std::string, std::vector<float>> cache_;
+  std::map<std::string, Embedding> cache_;
 };
 
 // Spherical interpolation from a (t = 0) to b (t = 1), the whole embedding as one vector (as prompt-travel

@@ -341,10 +341,17 @@ TEST(DiffusersFolder, ModelIndexRefusals) {
   };
   EXPECT_PRED_FORMAT2(IsSubstring,
                       "tiny_sd/model_index.json: key '_class_name': expected \"StableDiffusionPipeline\" or "
-                      "\"StableDiffusionImg2ImgPipeline\", got string \"StableDiffusionXLPipeline\"",
-                      error_after([](json& j) { j["_class_name"] = "StableDiffusionXLPipeline"; }));
-  EXPECT_PRED_FORMAT2(IsSubstring, "tiny_sd/model_index.json: key 'text_encoder_2': expected one of the known keys",
+                      "\"StableDiffusionImg2ImgPipeline\" or \"StableDiffusionXLPipeline\" or "
+                      "\"StableDiffusionXLImg2ImgPipeline\", got string \"StableDiffusionInpaintPipeline\"",
+                      error_after([](json& j) { j["_class_name"] = "StableDiffusionInpaintPipeline"; }));
+  EXPECT_PRED_FORMAT2(IsSubstring, "tiny_sd/model_index.json: key 'text_encoder_2': expected [null, null] or no key "
+                      "(an SD pipeline has one text encoder",
                       error_after([](json& j) { j["text_encoder_2"] = {"transformers", "CLIPTextModel"}; }));
+  EXPECT_PRED_FORMAT2(IsSubstring, "tiny_sd/model_index.json: key 'text_encoder_2': an SDXL pipeline needs both text "
+                      "encoders and both tokenizers",
+                      error_after([](json& j) { j["_class_name"] = "StableDiffusionXLPipeline"; }));
+  EXPECT_PRED_FORMAT2(IsSubstring, "tiny_sd/model_index.json: key 'unknown_key': expected one of the known keys",
+                      error_after([](json& j) { j["unknown_key"] = {"transformers", "CLIPTextModel"}; }));
   EXPECT_PRED_FORMAT2(IsSubstring,
                       "tiny_sd/model_index.json: key 'tokenizer': expected [library, class] or [null, null]",
                       error_after([](json& j) { j["tokenizer"] = {"transformers"}; }));

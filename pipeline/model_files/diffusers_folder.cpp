@@ -20,12 +20,15 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// A Stable Diffusion pipeline's components, each [library, class] or [null, null] (none); rtvd finds the first
-// five, the others need no files.
-constexpr std::array<std::string_view, 8> kComponents = {
-    "unet", "text_encoder", "tokenizer", "vae", "scheduler", "safety_checker", "feature_extractor", "image_encoder"};
-constexpr std::array<std::string_view, 4> kOtherKeys = {"_class_name", "_diffusers_version", "_name_or_path",
-                                                        "requires_safety_checker"};
+// A Stable Diffusion (or SDXL) pipeline's components, each [library, class] or [null, null] (none); rtvd finds
+// the first seven, the others need no files.
+constexpr std::array<std::string_view, 10> kComponents = {
+    "unet", "text_encoder", "tokenizer", "vae", "scheduler", "text_encoder_2", "tokenizer_2",
+    "safety_checker", "feature_extractor", "image_encoder"};
+constexpr std::array<std::string_view, 7> kOtherKeys = {
+    "_class_name", "_diffusers_version", "_name_or_path", "requires_safety_checker",
+    "force_zeros_for_empty_prompt", "requires_aesthetics_score",
+    "add_watermarker"};  // SDXL: diffusers' invisible watermark on its output images, null or a bool
 
 // Whether model_index.json lists the component.
 bool listed(const ConfigReader& r, std::string_view component) {
@@ -50,6 +53,23 @@ std::string component_dir(const ConfigReader& r, const std::string& root, std::s
 std::string required_file(const std::string& path, std::string_view what) {
   require_regular_file(path, cat("missing (", what, ")"));
   return path;
+}
+
+// SDXL's text side: both encoders and both tokenizers, and what the pipeline does with no negative prompt.
+void find_sdxl_text_components(const ConfigReader& r, DiffusersFolder& f) {
+  bool refiner = false;
+  r.optional_bool("requires_aesthetics_score", refiner);
+  if (refiner)
+    r.fail_key("requires_aesthetics_score", "false (true is SDXL's refiner, conditioned on an aesthetic score, "
+               "which rtvd does not run)", "true");
+  for (std::string_view component : {"text_encoder", "tokenizer", "text_encoder_2", "tokenizer_2"})
+    if (!listed(r, component))
+      fail(r.label(), ": key '", component, "': an SDXL pipeline needs both text encoders and both tokenizers "
+           "(text_encoder/, tokenizer/, text_encoder_2/, tokenizer_2/), but this one lists no ", component,
+           component == "text_encoder" ? " (a refiner has only the second encoder; rtvd does not run it)" : "");
+  f.text_encoder_2_dir = component_dir(r, f.root, "text_encoder_2");
+  f.tokenizer_2_dir = component_dir(r, f.root, "tokenizer_2");
+  r.optional_bool("force_zeros_for_empty_prompt", f.force_zeros_for_empty_prompt);
 }
 
 }  // namespace
@@ -89,14 +109,16 @@ DiffusersFolder open_diffusers_folder(const std::string& dir) {
   const std::string index = dir + "/model_index.json";
   const json root = parse_config_object(read_config_file(index), index);
   const ConfigReader r(root, index);
-  // Pipelines whose U-Net takes latents, a timestep and a text context alone (not SDXL's added embeddings,
-  // nor inpainting's masked latents).
-  r.choice("_class_name", {"StableDiffusionPipeline", "StableDiffusionImg2ImgPipeline"});
+  // Pipelines whose U-Net takes latents, a timestep and a text context (SDXL's also its added embeddings; not
+  // inpainting's masked latents).
+  const size_t pipeline = r.choice("_class_name", {"StableDiffusionPipeline", "StableDiffusionImg2ImgPipeline",
+                                                   "StableDiffusionXLPipeline", "StableDiffusionXLImg2ImgPipeline"});
   r.reject_unknown_keys(kComponents, kOtherKeys);
   bool ignored = false;
   r.optional_bool("requires_safety_checker", ignored);
   DiffusersFolder f;
   f.root = dir;
+  f.sdxl = pipeline >= 2;
   for (std::string_view component : kComponents)
     if (listed(r, component)) f.classes.emplace(component, root[std::string(component)][1].get<std::string>());
 
@@ -110,6 +132,14 @@ DiffusersFolder open_diffusers_folder(const std::string& dir) {
   if (listed(r, "text_encoder")) f.text_encoder_dir = component_dir(r, dir, "text_encoder");
   if (listed(r, "tokenizer")) f.tokenizer_dir = component_dir(r, dir, "tokenizer");
   if (listed(r, "vae")) f.vae_dir = component_dir(r, dir, "vae");
+  if (f.sdxl) {
+    find_sdxl_text_components(r, f);
+  } else {
+    for (std::string_view component : {"text_encoder_2", "tokenizer_2"})
+      if (listed(r, component))
+        r.fail_key(component, "[null, null] or no key (an SD pipeline has one text encoder; SDXL's _class_name is "
+                   "StableDiffusionXLPipeline)", describe_json(root[std::string(component)]));
+  }
   if (listed(r, "scheduler"))
     f.scheduler_config = required_file(component_dir(r, dir, "scheduler") + "/scheduler_config.json",
                                        "the scheduler's config");

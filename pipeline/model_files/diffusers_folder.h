@@ -1,5 +1,6 @@
 // A diffusers pipeline folder, as Stable Diffusion checkpoints are downloaded: model_index.json, which lists
-// the components, and one folder per component (unet/, vae/, text_encoder/, tokenizer/, scheduler/).
+// the components, and one folder per component (unet/, vae/, text_encoder/, tokenizer/, scheduler/; SDXL's
+// also text_encoder_2/ and tokenizer_2/).
 #pragma once
 #include <functional>
 #include <map>
@@ -16,6 +17,10 @@ struct DiffusersFolder {
   std::string unet_weights;      // unet/diffusion_pytorch_model.safetensors, or its shards' index (component_weights)
   std::string text_encoder_dir;  // text_encoder/, tokenizer/, vae/: "" when model_index.json lists none
   std::string tokenizer_dir;
+  bool sdxl = false;                  // a StableDiffusionXL(Img2Img)Pipeline: these two are set as well
+  std::string text_encoder_2_dir;     // text_encoder_2/ (CLIPTextModelWithProjection)
+  std::string tokenizer_2_dir;        // tokenizer_2/
+  bool force_zeros_for_empty_prompt = true;  // SDXL: no negative prompt conditions on zeros (model_index.json)
   std::string vae_dir;
   std::string scheduler_config;  // scheduler/scheduler_config.json, "" when none is listed
   std::map<std::string, std::string, std::less<>> classes;  // component -> the class model_index.json lists
@@ -40,8 +45,10 @@ bool is_diffusers_folder(const std::string& dir);  // dir has a model_index.json
 void check_listed_class(const DiffusersFolder& f, std::string_view component, const std::string& config_file,
                         std::string_view config_class);
 
-// Checks dir/model_index.json (a Stable Diffusion pipeline with a UNet2DConditionModel) and finds the files
-// of the components it lists; Error naming the file and key, or the missing folder or file.
+// Checks dir/model_index.json (a Stable Diffusion or SDXL pipeline with a UNet2DConditionModel) and finds the
+// files of the components it lists; Error naming the file and key, or the missing folder or file. An SDXL
+// pipeline must list both text encoders and both tokenizers (a refiner, which has only the second and
+// conditions on an aesthetic score, is refused by name).
 DiffusersFolder open_diffusers_folder(const std::string& dir);
 
 }  // namespace rtvd

@@ -142,6 +142,7 @@ Model load_diffusers_model(const ModelOptions& o) {
     fail("--config ", o.config, ": only a single-file checkpoint takes other configs; ", o.path,
          " is a diffusers folder, whose own are read");
   const DiffusersFolder f = open_diffusers_folder(o.path);
+  if (f.sdxl) fail(f.root, "/model_index.json: an SDXL pipeline, which rtvd does not render yet");
   Model m;
   m.source = o.path;
   m.format = "diffusers folder";
