@@ -33,20 +33,8 @@ using nlohmann::json;
 
 constexpr size_t kCases = 7;  // the script's RUNS
 
-// The folder the export writes; ADD_FAILURE()s naming the missing file and how to make it, and returns "".
-std::string tiny_sdxl_pipeline_dir() {
-  const std::string dir = test::test_data("tiny_sdxl_pipeline");
-  for (const char* file : {"pipelines.json", "pipelines.safetensors", "model/model_index.json"})
-    if (!fs::exists(dir + "/" + file)) {
-      ADD_FAILURE() << dir << "/" << file << " is missing: run tools/reference/export_tiny_sdxl_pipeline.py (its "
-                    << "docstring says how) into tests/data/tiny_sdxl_pipeline and commit what it writes";
-      return "";
-    }
-  return dir;
-}
-
 TEST(SdxlPipeline, MatchesDiffusers) {
-  const std::string dir = tiny_sdxl_pipeline_dir();
+  const std::string dir = test::tiny_sdxl_pipeline_dir();
   if (dir.empty()) return;
   test::PipelineReference ref = test::read_pipeline_reference(dir, dir + "/model", "");
   ref.step_noise = ".step_noise_";
@@ -159,6 +147,14 @@ TEST(SdxlEngine, FeatureCacheFullFrameIsTheFrameWithoutTheCache) {
   const std::vector<uint8_t> from_cache = cached.render(nullptr).pixels;
   EXPECT_EQ(cached.full_frames(), 1) << "the second frame runs from the cache";
   EXPECT_GT(max_byte_diff(from_cache, next), 0) << "the cached frame reuses the first frame's deep features";
+}
+
+TEST(SdxlFolderErrors, LoraIsRefusedByName) {
+  ModelOptions o;
+  o.path = random_sdxl_dir();
+  o.loras = {{test::test_data("lora/lora_peft.safetensors"), 1.0f}};
+  EXPECT_EQ(test::error_of([&] { load_model(o); }),
+            cat("--lora ", o.loras[0].path, ": ", o.path, " is an SDXL pipeline, for which rtvd does not load LoRAs yet"));
 }
 
 TEST(SdxlTimeIds, OriginalSizeCropAndTargetSizeHeightFirst) {

@@ -1,5 +1,7 @@
 #include "support/sdxl_folder.h"
 
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
 #include <vector>
@@ -102,6 +104,17 @@ void write_random_sdxl_folder(const std::string& dir) {
   json index = sdxl_model_index();
   index["scheduler"] = {"diffusers", "EulerAncestralDiscreteScheduler"};
   write_json(dir + "/model_index.json", index);
+}
+
+std::string tiny_sdxl_pipeline_dir() {
+  const std::string dir = test_data("tiny_sdxl_pipeline");
+  for (const char* file : {"pipelines.json", "pipelines.safetensors", "model/model_index.json"})
+    if (!fs::exists(dir + "/" + file)) {
+      ADD_FAILURE() << dir << "/" << file << " is missing: run tools/reference/export_tiny_sdxl_pipeline.py (its "
+                    << "docstring says how) into tests/data/tiny_sdxl_pipeline and commit what it writes";
+      return "";
+    }
+  return dir;
 }
 
 }  // namespace rtvd::test

@@ -27,4 +27,9 @@ nlohmann::json sdxl_model_index();
 // 0.13025; SDXL-Turbo's scheduler (Euler ancestral, trailing spacing).
 void write_random_sdxl_folder(const std::string& dir);
 
+// tests/data/tiny_sdxl_pipeline, tools/reference/export_tiny_sdxl_pipeline.py's output (model/, pipelines.json,
+// pipelines.safetensors); ADD_FAILURE()s naming the missing file and how to make it, and returns "", when the
+// export has not been run into it.
+std::string tiny_sdxl_pipeline_dir();
+
 }  // namespace rtvd::test
