@@ -199,9 +199,8 @@ float Engine::travel_position() const {
 
 // The context, per slot of the batch [cond x group | uncond x group] (uncond only with guidance), at travel
 // position t; then the setup ops, which turn it into every cross-attention's keys and values. Nothing when
-// that context is there already.
-// SDXL's added conditioning goes the same way: the pooled embedding interpolated as the context is, the time ids
-// of the frame's size in every slot.
+// that context is there already. SDXL's added conditioning goes the same way: the pooled embedding travels as
+// the context does, and every slot has the time ids of the frame's size.
 void Engine::write_context(float t) {
   if (t == context_t_) return;
   // One value per slot of the batch, the conditional one in the first half.
@@ -209,8 +208,10 @@ void Engine::write_context(float t) {
     std::vector<float> all;
     for (int slot = 0; slot < plan_.slots(); ++slot)
       for (int half = 0; half < plan_.halves; ++half)
-        for (int i = 0; i < plan_.group; ++i) all.insert(all.end(), (half == 0 ? cond : uncond).begin(),
-                                                          (half == 0 ? cond : uncond).end());
+        for (int i = 0; i < plan_.group; ++i) {
+          const std::vector<float>& one = half == 0 ? cond : uncond;
+          all.insert(all.end(), one.begin(), one.end());
+        }
     return all;
   };
   const auto travelled = [&](const std::vector<float>& from, const std::vector<float>& to) {
@@ -226,7 +227,9 @@ void Engine::write_context(float t) {
     backend_->write(plan_.context, context.data(), context.size());
   }
   if (plan_.text_embeds) {
-    const std::vector<float> pooled = per_slot(travelled(pooled_from_, pooled_to_), pooled_uncond_);
+    std::vector<float> pooled;
+    if (sdxl_encoder_) pooled = per_slot(travelled(pooled_from_, pooled_to_), pooled_uncond_);
+    else pooled.assign(size_t(plan_.batch) * model_.config.text_embeds_dim(), 0.0f);  // a bare U-Net config: zeros
     backend_->write(plan_.text_embeds, pooled.data(), pooled.size());
     const std::vector<float> ids = sdxl_time_ids(width_, height_);
     const std::vector<float> time_ids = per_slot(ids, ids);
