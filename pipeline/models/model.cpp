@@ -220,6 +220,9 @@ Model load_single_file_model(const ModelOptions& o) {
   m.format = cat("single file, ", c.architecture);
   m.config = parse_diffusers_unet_config(c.unet.config_json, c.unet.config_label, unet_dtype(c.unet.tensors));
   m.config.name = fs::path(o.path).stem().string();
+  if (m.config.text_time())
+    fail(c.unet.config_label, ": an SDXL U-Net (addition_embed_type \"text_time\"), but ", o.path, " is a single "
+         "file, which rtvd reads for SD 1.x and 2.x only: give SDXL's diffusers folder to --model");
   // The scheduler: the config folder's, else SD's schedule with the prediction type the flag, the file's
   // metadata or the architecture gives (SD 1.x is epsilon; SD 2.x has epsilon and v-prediction checkpoints).
   const std::string folder_scheduler = o.config.empty() ? "" : o.config + "/scheduler/scheduler_config.json";
