@@ -274,8 +274,8 @@ const std::vector<FlagSpec>& generation_flags() {
       {"clip-skip", 0, K::Int, "text encoder layers skipped from the end (as diffusers' clip_skip)", "0", "N"},
       {"source", 0, K::String, "noise, image:PATH, video:PATH, webcam or webcam:N", "noise", "SPEC"},
       {"model", 0, K::String,
-       "a diffusers folder, a single-file .safetensors checkpoint (SD 1.x, 2.x, Turbo), or config.json + "
-       "weights.safetensors", "the embedded model", "PATH"},
+       "a diffusers folder (SD 1.x, 2.x, Turbo, SDXL, SDXL-Turbo), a single-file .safetensors checkpoint (SD "
+       "1.x, 2.x, Turbo), or config.json + weights.safetensors", "the embedded model", "PATH"},
       {"vae", 0, K::String, "latent models: the checkpoint's autoencoder (full), TAESD (tiny: a taesd/ folder beside "
        "the model or in the cache folder), or a diffusers AutoencoderKL or AutoencoderTiny folder", "full",
        "full|tiny|DIR"},

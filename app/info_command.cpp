@@ -98,6 +98,9 @@ int info_command(const std::vector<std::string>& args) {
     std::printf("  classes      %d + null: %s\n", c.num_class_embeds - 1, class_names_text(c).c_str());
   }
   if (c.cross_attention_dim > 0) std::printf("  context      %dx%d\n", c.context_length, c.cross_attention_dim);
+  if (c.text_time())  // SDXL: text_encoder and text_encoder_2 side by side, the second's pooled projection too
+    std::printf("  added        pooled text %d + 6 time ids x %d (SDXL's text_time)\n", c.text_embeds_dim(),
+                c.addition_time_embed_dim);
   print_parameters(m.components);
   std::printf("backend: %s\n", engine.backend().describe().c_str());
   std::printf("  memory       weights %.1f MiB, activations %.1f MiB, workspace %.1f MiB at %dx%d, batch %d\n",

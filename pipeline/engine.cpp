@@ -26,17 +26,7 @@ Engine::Engine(const EngineOptions& o) : device_start_(start_device(o.device)), 
   backend_ = make_backend(o.device, o.threads, o.kernels, &device_note_);
   startup_.lap("backend");
   if (model_.text_encoder) {
-    // The text encoder gets a backend of its own (its graph is prepared once, beside the frame's), on the
-    // device the frames run on.
-    const DeviceKind where = backend_->is_cuda() ? DeviceKind::Cuda : DeviceKind::Cpu;
-    const std::string label = model_.text_encoder->tensors.label();
-    prompt_encoder_ = std::make_unique<PromptEncoder>(std::move(*model_.text_encoder), model_.tokenizer_dir,
-                                                      model_.tokenizer_pad, make_backend(where, o.threads, o.kernels, nullptr),
-                                                      o.clip_skip);
-    model_.text_encoder.reset();
-    if (prompt_encoder_->width() != c.cross_attention_dim || prompt_encoder_->tokens() != c.context_length)
-      fail(label, ": the text encoder gives ", prompt_encoder_->tokens(), " x ", prompt_encoder_->width(),
-           " embeddings, but the U-Net's cross-attention takes ", c.context_length, " x ", c.cross_attention_dim);
+    make_text_encoders(o);
     set_prompts(PromptSettings{});
     startup_.lap("text encoder");
   } else if (o.clip_skip != 0) {
@@ -49,6 +39,34 @@ Engine::Engine(const EngineOptions& o) : device_start_(start_device(o.device)), 
   configure(FrameSettings{}, model_.latent());
   model_.weights->check_all_read();
   startup_.lap("weights");
+}
+
+// The text encoder (SDXL: both) gets a backend of its own (its graph is prepared once, beside the frame's), on
+// the device the frames run on.
+void Engine::make_text_encoders(const EngineOptions& o) {
+  const ModelConfig& c = model_.config;
+  const DeviceKind where = backend_->is_cuda() ? DeviceKind::Cuda : DeviceKind::Cpu;
+  const auto make = [&] { return make_backend(where, o.threads, o.kernels, nullptr); };
+  const std::string label = model_.text_encoder->tensors.label();
+  int tokens = 0, width = 0;
+  if (model_.text_encoder_2) {
+    sdxl_encoder_ = std::make_unique<SdxlPromptEncoder>(
+        SdxlTextEncoders{std::move(*model_.text_encoder), std::move(*model_.text_encoder_2), model_.tokenizer_dir,
+                         model_.tokenizer_2_dir, model_.force_zeros_for_empty_prompt},
+        make, o.clip_skip);
+    model_.text_encoder_2.reset();
+    tokens = sdxl_encoder_->tokens();
+    width = sdxl_encoder_->width();
+  } else {
+    prompt_encoder_ = std::make_unique<PromptEncoder>(std::move(*model_.text_encoder), model_.tokenizer_dir,
+                                                      model_.tokenizer_pad, make(), o.clip_skip);
+    tokens = prompt_encoder_->tokens();
+    width = prompt_encoder_->width();
+  }
+  model_.text_encoder.reset();
+  if (width != c.cross_attention_dim || tokens != c.context_length)
+    fail(label, ": the text encoder", sdxl_encoder_ ? "s give " : " gives ", tokens, " x ", width,
+         " embeddings, but the U-Net's cross-attention takes ", c.context_length, " x ", c.cross_attention_dim);
 }
 
 void Engine::configure(const FrameSettings& s, bool img2img) {
@@ -130,24 +148,47 @@ void Engine::check_memory(const SamplerPlan& sampler, const FrameSettings& s) co
 }
 
 void Engine::set_prompts(const PromptSettings& p, std::vector<std::string>* notices) {
-  if (!prompt_encoder_) {
+  if (!has_text_encoder()) {
     if (!p.any()) return;
     const char* flag = !p.prompt.empty() ? "--prompt" : !p.negative_prompt.empty() ? "--negative-prompt" : "--prompt-to";
     fail(flag, ": this model has no text encoder (", model_.source,
          model_.config.num_class_embeds > 0 ? " is class-conditional: choose with --class)" : " takes no prompt)");
   }
   if (p.travel_frames < 1) fail("--travel-frames ", p.travel_frames, ": expected at least 1");
-  std::string notice;
-  const auto embed = [&](const std::string& text, const char* flag) {
-    std::vector<float> e = prompt_encoder_->embed(text, flag, &notice);
-    if (!notice.empty() && notices) notices->push_back(notice);
-    return e;
-  };
-  cond_from_ = embed(p.prompt, "--prompt");
-  cond_to_ = p.prompt_to.empty() ? std::vector<float>() : embed(p.prompt_to, "--prompt-to");
-  uncond_ = embed(p.negative_prompt, "--negative-prompt");
+  embed_prompts(p, notices);
   prompts_ = p;
   context_t_ = -1;  // rewritten at the next frame
+}
+
+// The contexts (SDXL: and pooled embeddings) of the prompt, the travel's end and the negative prompt.
+void Engine::embed_prompts(const PromptSettings& p, std::vector<std::string>* notices) {
+  std::string notice;
+  const auto noted = [&] {
+    if (!notice.empty() && notices) notices->push_back(notice);
+  };
+  if (prompt_encoder_) {
+    const auto embed = [&](const std::string& text, const char* flag) {
+      std::vector<float> e = prompt_encoder_->embed(text, flag, &notice);
+      noted();
+      return e;
+    };
+    cond_from_ = embed(p.prompt, "--prompt");
+    cond_to_ = p.prompt_to.empty() ? std::vector<float>() : embed(p.prompt_to, "--prompt-to");
+    uncond_ = embed(p.negative_prompt, "--negative-prompt");
+    return;
+  }
+  SdxlPromptEmbedding from = sdxl_encoder_->embed(p.prompt, "--prompt", &notice);
+  noted();
+  SdxlPromptEmbedding to;
+  if (!p.prompt_to.empty()) {
+    to = sdxl_encoder_->embed(p.prompt_to, "--prompt-to", &notice);
+    noted();
+  }
+  SdxlPromptEmbedding negative = sdxl_encoder_->embed_negative(p.negative_prompt, "--negative-prompt", &notice);
+  noted();
+  cond_from_ = std::move(from.context), pooled_from_ = std::move(from.pooled);
+  cond_to_ = std::move(to.context), pooled_to_ = std::move(to.pooled);
+  uncond_ = std::move(negative.context), pooled_uncond_ = std::move(negative.pooled);
 }
 
 // How far prompt travel has gone at the current frame: 0 at the first frame, 1 from frame travel_frames on.
@@ -158,23 +199,41 @@ float Engine::travel_position() const {
 
 // The context, per slot of the batch [cond x group | uncond x group] (uncond only with guidance), at travel
 // position t; then the setup ops, which turn it into every cross-attention's keys and values. Nothing when
-// that context is there already.
+// that context is there already. SDXL's added conditioning goes the same way: the pooled embedding travels as
+// the context does, and every slot has the time ids of the frame's size.
 void Engine::write_context(float t) {
   if (t == context_t_) return;
+  // One value per slot of the batch, the conditional one in the first half.
+  const auto per_slot = [&](const std::vector<float>& cond, const std::vector<float>& uncond) {
+    std::vector<float> all;
+    for (int slot = 0; slot < plan_.slots(); ++slot)
+      for (int half = 0; half < plan_.halves; ++half)
+        for (int i = 0; i < plan_.group; ++i) {
+          const std::vector<float>& one = half == 0 ? cond : uncond;
+          all.insert(all.end(), one.begin(), one.end());
+        }
+    return all;
+  };
+  const auto travelled = [&](const std::vector<float>& from, const std::vector<float>& to) {
+    return to.empty() ? from : slerp(from, to, t);
+  };
   if (plan_.context) {
     std::vector<float> context;
-    if (prompt_encoder_) {
-      const std::vector<float> cond = cond_to_.empty() ? cond_from_ : slerp(cond_from_, cond_to_, t);
-      for (int slot = 0; slot < plan_.slots(); ++slot)
-        for (int half = 0; half < plan_.halves; ++half)
-          for (int i = 0; i < plan_.group; ++i) {
-            const std::vector<float>& one = half == 0 ? cond : uncond_;
-            context.insert(context.end(), one.begin(), one.end());
-          }
+    if (has_text_encoder()) {
+      context = per_slot(travelled(cond_from_, cond_to_), uncond_);
     } else {  // cross-attention without a text encoder (a bare U-Net config): a zero context
       context.assign(size_t(plan_.batch) * model_.config.context_length * model_.config.cross_attention_dim, 0.0f);
     }
     backend_->write(plan_.context, context.data(), context.size());
+  }
+  if (plan_.text_embeds) {
+    std::vector<float> pooled;
+    if (sdxl_encoder_) pooled = per_slot(travelled(pooled_from_, pooled_to_), pooled_uncond_);
+    else pooled.assign(size_t(plan_.batch) * model_.config.text_embeds_dim(), 0.0f);  // a bare U-Net config: zeros
+    backend_->write(plan_.text_embeds, pooled.data(), pooled.size());
+    const std::vector<float> ids = sdxl_time_ids(width_, height_);
+    const std::vector<float> time_ids = per_slot(ids, ids);
+    backend_->write(plan_.time_ids, time_ids.data(), time_ids.size());
   }
   context_t_ = t;
   backend_->run_setup();

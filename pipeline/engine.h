@@ -17,6 +17,7 @@
 #include "pipeline/models/model.h"
 #include "pipeline/prompt_encoder.h"
 #include "pipeline/prompt_settings.h"
+#include "pipeline/sdxl_prompt_encoder.h"
 #include "pipeline/similarity_filter.h"
 
 namespace rtvd {
@@ -69,7 +70,7 @@ class Engine {
   // text encoder. notices: one line per prompt that was cut to the token limit.
   void set_prompts(const PromptSettings& prompts, std::vector<std::string>* notices = nullptr);
   const PromptSettings& prompts() const { return prompts_; }
-  bool has_text_encoder() const { return prompt_encoder_ != nullptr; }
+  bool has_text_encoder() const { return prompt_encoder_ || sdxl_encoder_; }
 
   // One frame in, left on the backend. image: (height, width, model().image_channels()) in [-1, 1] for img2img
   // (RGB, encoded by the autoencoder, for models with one), or null for the noise walk. With a stream batch
@@ -130,9 +131,11 @@ class Engine {
   std::string device_note_;
   int width_ = 0, height_ = 0;
   FrameSettings settings_;
-  std::unique_ptr<PromptEncoder> prompt_encoder_;  // null for models without a text encoder
+  std::unique_ptr<PromptEncoder> prompt_encoder_;  // null for models without a text encoder, and for SDXL's...
+  std::unique_ptr<SdxlPromptEncoder> sdxl_encoder_;  // ...two, which SDXL models have instead
   PromptSettings prompts_;
   std::vector<float> cond_from_, cond_to_, uncond_;  // (tokens, width) each
+  std::vector<float> pooled_from_, pooled_to_, pooled_uncond_;  // SDXL: (pooled width) each, beside those
   float context_t_ = -1;  // travel position of the context on the backend; -1 = not written
   bool img2img_ = false, configured_ = false, first_frame_ = true, image_current_ = false, image_finite_ = false;
   bool refresh_requested_ = true;  // the next frame is full, whatever cache_refresh says
@@ -183,6 +186,8 @@ class Engine {
   void run_frame();
   float travel_position() const;
   void write_context(float t);
+  void make_text_encoders(const EngineOptions& o);
+  void embed_prompts(const PromptSettings& p, std::vector<std::string>* notices);
 };
 
 // What to generate: the engine's options and frame settings plus what the model resolves (its class by name)

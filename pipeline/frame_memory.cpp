@@ -85,6 +85,8 @@ FrameMemory frame_memory(const Model& model, int width, int height, int batch, i
 
   add({batch, h0, w0, C, act_bytes});  // model_input, read by every step
   if (cfg.cross_attention_dim > 0) add({batch, cfg.context_length, cfg.cross_attention_dim, act_bytes});
+  // SDXL: the pooled text embedding with the embedded time ids (add_embeds), and the added embedding.
+  if (cfg.text_time()) add({batch, cfg.projection_class_embeddings_input_dim + cfg.time_embed_dim(), act_bytes});
   int64_t film = 0;  // FiLM floats per image and step: every ResNet's bias, and its scale with BatchNorm
   for (const auto& resnet : unet_resnets(cfg)) film += int64_t(resnet.second) * (cfg.norm == NormKind::Batch ? 2 : 1);
   add({steps, batch, film, 4});

@@ -103,6 +103,11 @@ void add_frame_output(FramePlan& plan) {
   plan.nonfinite = plan.rgba.at(plan.pixel_bytes());  // 4-byte aligned: the arena aligns each tensor to 256 bytes
 }
 
+std::vector<float> sdxl_time_ids(int width, int height) {
+  const float h = float(height), w = float(width);
+  return {h, w, 0.0f, 0.0f, h, w};
+}
+
 SamplerPlan frame_sampler(const Model& model, const FrameSettings& s, bool img2img) {
   const float strength = img2img ? s.strength : 1.0f;
   if (!model.scheduler) return flow_sampler_plan(s.steps, strength, model.config.timestep_scale);
@@ -126,9 +131,6 @@ void check_stream_batch(int stream_batch, int steps) {
 FramePlan build_frame_plan(const Model& model, const SamplerPlan& sp, const FrameSettings& s, bool img2img, int width,
                            int height, int act_bytes) {
   const ModelConfig& cfg = model.config;
-  if (cfg.text_time())
-    fail(model.source, ": an SDXL U-Net (addition_embed_type \"text_time\"), which rtvd loads but does not render "
-         "with yet");
   WeightStore& weights = *model.weights;
   // The autoencoder between the image and the sampler's latent; a pixel-space model's is the identity (no
   // autoencoder here): no ops, one latent per pixel, the image's channels the U-Net's.
@@ -163,6 +165,10 @@ FramePlan build_frame_plan(const Model& model, const SamplerPlan& sp, const Fram
   if (cfg.num_class_embeds > 0) plan.class_ids = g.add_tensor("class_ids", Elem::I32, {B}, true);
   if (cfg.cross_attention_dim > 0)
     plan.context = g.add_tensor("context", Elem::Act, {B, cfg.context_length, cfg.cross_attention_dim}, true);
+  if (cfg.text_time()) {
+    plan.text_embeds = g.add_tensor("text_embeds", Elem::Act, {B, cfg.text_embeds_dim()}, true);
+    plan.time_ids = g.add_tensor("time_ids", Elem::F32, {B, ModelConfig::kTimeIds}, true);
+  }
   // Fresh noise for the steps that add it (LCM's, Euler ancestral's), one (group, h, w, C) slice per such step,
   // written by the host.
   for (int i = 0; i < steps; ++i)
@@ -174,14 +180,17 @@ FramePlan build_frame_plan(const Model& model, const SamplerPlan& sp, const Fram
   // timestep_scale, in which the sampler's timesteps are); a stream batch's groups each at their own step.
   UNetBuilder unet(cfg, weights, g, B, act_bytes);
   const CrossContext cross = unet.cross_context(plan.context);
+  // SDXL: the added embedding, the same at every step, which each step's conditioning adds to its time embedding.
+  const Ref added = cfg.text_time() ? unet.added_embedding(plan.text_embeds, plan.time_ids) : Ref{};
   std::vector<StepConditioning> cond;
   if (pipelined) {
     std::vector<double> t;
     for (const SamplerStep& st : sp.steps) t.push_back(st.timestep / cfg.timestep_scale);
-    cond.push_back(unet.conditioning(t, plan.class_ids, "steps"));
+    cond.push_back(unet.conditioning(t, plan.class_ids, "steps", added));
   } else {
     for (int i = 0; i < steps; ++i)
-      cond.push_back(unet.conditioning(sp.steps[i].timestep / cfg.timestep_scale, plan.class_ids, cat("step", i)));
+      cond.push_back(
+          unet.conditioning(sp.steps[i].timestep / cfg.timestep_scale, plan.class_ids, cat("step", i), added));
   }
   plan.stages.condition = {0, g.setup.size()};
 

@@ -111,6 +111,9 @@ struct FramePlan {
   std::vector<int> noise_steps;
   // Written when the settings or the prompt change:
   Ref class_ids, context;      // per slot: [cond x group | uncond x group]
+  // SDXL's added conditioning (text_time U-Nets), per slot as the context: the pooled text embedding
+  // (batch, text_embeds_dim) and the time ids (batch, 6) fp32 (sdxl_time_ids).
+  Ref text_embeds, time_ids;
   // The blend history and the output:
   Ref prev, rgba;              // rgba: per frame of the group, frame_bytes(): its pixels, then its flag
   Ref nonfinite;               // the first frame's flag (denoise_blend's): right after its pixels, in the same tensor
@@ -136,6 +139,11 @@ void check_stream_batch(int stream_batch, int steps);
 // denoise_blend sets when a value of the frame is NaN or Inf. Sets plan.rgba and plan.nonfinite (plan.width,
 // plan.height and plan.group first).
 void add_frame_output(FramePlan& plan);
+
+// The time ids of an SDXL frame of width x height, as diffusers' StableDiffusionXLPipeline and
+// StableDiffusionXLImg2ImgPipeline make them by default (_get_add_time_ids): the original size, the crop's top
+// left corner and the target size, (height, width, 0, 0, height, width).
+std::vector<float> sdxl_time_ids(int width, int height);
 
 // The sampler the model runs at these settings: rectified flow's Euler for a model without a scheduler (rtvd's
 // pixel-space models), else the DDPM sampler that s.sampler picks from the scheduler. Throws for settings the

@@ -12,6 +12,7 @@
 
 #include "build_config.h"
 #include "support/process.h"
+#include "support/sdxl_folder.h"
 #include "support/tensor_files.h"
 #include "support/test_util.h"
 
@@ -101,6 +102,22 @@ TEST(InfoE2E, ASdModelsParametersAreEachComponentsFileLabelledAndAddUp) {
                  {"text_encoder", test::test_data("tiny_sd/text_encoder/model.safetensors")}},
                 r.out);
   EXPECT_NE(r.out.find(" = unet "), std::string::npos) << "the sum is spelled out:\n" << r.out;
+}
+
+TEST(InfoE2E, AnSdxlModelListsBothTextEncodersAndItsAddedConditioning) {
+  const test::TempDir tmp("rtvd_info_sdxl");
+  const std::string dir = tmp.path("sdxl");
+  test::write_random_sdxl_folder(dir);
+  const test::RunResult r = rtvd_info({"--model", dir});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_counts(parse_parameters(r.out),
+                {{"unet", dir + "/unet/diffusion_pytorch_model.safetensors"},
+                 {"vae", dir + "/vae/diffusion_pytorch_model.safetensors"},
+                 {"text_encoder", dir + "/text_encoder/model.safetensors"},
+                 {"text_encoder_2", dir + "/text_encoder_2/model.safetensors"}},
+                r.out);
+  EXPECT_NE(r.out.find("  context      77x32\n  added        pooled text 32 + 6 time ids x 8 (SDXL's text_time)\n"),
+            std::string::npos) << r.out;
 }
 
 TEST(InfoE2E, TheDefaultModelsParametersAreItsFiles) {

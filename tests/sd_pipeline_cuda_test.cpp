@@ -17,6 +17,7 @@
 
 #include "support/cuda_test_util.h"
 #include "support/sd_pipeline_reference.h"
+#include "support/sdxl_folder.h"
 #include "support/test_util.h"
 
 namespace rtvd {
@@ -45,6 +46,17 @@ TEST(SdPipelineCuda, ScaledDownMatchesDiffusers) {
   check_all(test::read_pipeline_reference(test::test_data("sd_refs"), test::test_data("tiny_sd"),
                                           test::test_data("tiny_taesd")),
             "tiny", false);
+}
+
+// SDXL's scaled-down cases (tests/data/tiny_sdxl_pipeline: both text encoders, the added conditioning, Euler
+// ancestral), as tests/sdxl_pipeline_test.cpp runs them on the CPU.
+TEST(SdPipelineCuda, ScaledDownSdxlMatchesDiffusers) {
+  RTVD_SKIP_WITHOUT_CUDA();
+  const std::string dir = test::tiny_sdxl_pipeline_dir();
+  if (dir.empty()) return;
+  test::PipelineReference ref = test::read_pipeline_reference(dir, dir + "/model", "");
+  ref.step_noise = ".step_noise_";
+  check_all(ref, "tiny_sdxl", false);
 }
 
 TEST(SdPipelineCuda, FullSizeAt512MatchesDiffusers) {

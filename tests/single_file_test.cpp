@@ -170,17 +170,25 @@ TEST_P(TinySdSingleFile, ComputesWhatTheFolderComputes) {
 
 INSTANTIATE_TEST_SUITE_P(Refs, TinySdSingleFile, ::testing::Values("tiny_sd_sd1", "tiny_sd_openclip"));
 
+// A --config folder in dir: unet_config and the tiny folder's vae/ and text_encoder/ configs (no scheduler/, as a
+// single file brings none).
+std::string config_folder(const test::TempDir& dir, const std::string& unet_config) {
+  const std::string configs = dir.path("configs");
+  for (const char* component : {"unet", "vae", "text_encoder"}) {
+    fs::create_directories(configs + "/" + component);
+    fs::copy_file(component == std::string("unet") ? unet_config : tiny_sd(cat(component, "/config.json")),
+                  configs + "/" + component + "/config.json");
+  }
+  return configs;
+}
+
 // Without a scheduler config (the tiny folder's configs less its scheduler/, as a single file brings none) the
 // model runs SD's assumed schedule at leading spacing; --timestep-spacing replaces the spacing, so that one step
 // of a distilled model starts at the top of the schedule.
 TEST(SingleFileModel, AssumedScheduleAndTimestepSpacing) {
   test::TempDir dir;
   const std::string path = rebuilt_file("tiny_sd_sd1", dir);
-  const std::string configs = dir.path("configs");
-  for (const char* component : {"unet", "vae", "text_encoder"}) {
-    fs::create_directories(configs + "/" + component);
-    fs::copy_file(tiny_sd(cat(component, "/config.json")), configs + "/" + component + "/config.json");
-  }
+  const std::string configs = config_folder(dir, tiny_sd("unet/config.json"));
   ModelOptions o;
   o.path = path;
   o.config = configs;
@@ -200,6 +208,20 @@ TEST(SingleFileModel, AssumedScheduleAndTimestepSpacing) {
   const Model own = load_model(o);
   EXPECT_FALSE(own.scheduler->assumed);
   EXPECT_EQ(own.scheduler->timestep_spacing, TimestepSpacing::Trailing);
+}
+
+// --config with an SDXL U-Net's config: rtvd renders SDXL from its diffusers folder only, and says so in one line.
+TEST(SingleFileModel, AnSdxlUNetConfigIsRefused) {
+  test::TempDir dir;
+  const std::string path = rebuilt_file("tiny_sd_sd1", dir);
+  const std::string configs = config_folder(dir, test::test_data("tiny_sdxl/unet/config.json"));
+  ModelOptions o;
+  o.path = path;
+  o.config = configs;
+  o.prediction_type = PredictionType::Epsilon;
+  EXPECT_EQ(test::error_of([&] { load_model(o); }),
+            cat(configs, "/unet/config.json: an SDXL U-Net (addition_embed_type \"text_time\"), but ", path,
+                " is a single file, which rtvd reads for SD 1.x and 2.x only: give SDXL's diffusers folder to --model"));
 }
 
 // ---- the full-size layouts, from the parameter lists of the architectures

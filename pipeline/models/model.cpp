@@ -86,6 +86,8 @@ struct LatentParts {
   std::string autoencoder_source;
   std::optional<TextEncoderCheckpoint> text_encoder;
   std::string text_source;
+  std::optional<TextEncoderCheckpoint> text_encoder_2;  // SDXL's second
+  std::string text_2_source;
 };
 
 // Whether --vae keeps the checkpoint's own autoencoder (not given, or "full").
@@ -100,6 +102,8 @@ void finish_latent_model(Model& m, LatentParts parts, const ModelOptions& o) {
   }
   if (!parts.autoencoder)
     fail(m.source, ": the checkpoint has no autoencoder (vae/), which a latent model needs: give one with --vae DIR");
+  if (parts.text_encoder_2 && !o.loras.empty())
+    fail("--lora ", o.loras.front().path, ": ", m.source, " is an SDXL pipeline, for which rtvd does not load LoRAs yet");
   for (const LoraSpec& lora : o.loras)
     apply_lora(lora, parts.unet, parts.text_encoder ? &parts.text_encoder->tensors : nullptr);
   if (o.prediction_type) m.scheduler->prediction = *o.prediction_type;
@@ -126,6 +130,10 @@ void finish_latent_model(Model& m, LatentParts parts, const ModelOptions& o) {
     m.components.push_back(component("text_encoder", parts.text_encoder->tensors, parts.text_source));
     m.text_encoder = std::move(parts.text_encoder);
   }
+  if (parts.text_encoder_2) {
+    m.components.push_back(component("text_encoder_2", parts.text_encoder_2->tensors, parts.text_2_source));
+    m.text_encoder_2 = std::move(parts.text_encoder_2);
+  }
   parts.unet.add_all(std::move(parts.autoencoder->tensors));
   m.weights = std::make_unique<WeightStore>(std::move(parts.unet));
 }
@@ -137,18 +145,46 @@ DType unet_dtype(const TensorSet& t) {
   return conv_in->dtype;
 }
 
+// An SDXL U-Net reads both text encoders: its context is their hidden states side by side, its added embedding
+// the second's pooled projection and the six time ids, each embedded at addition_time_embed_dim.
+void check_sdxl_text_widths(const ModelConfig& c, const std::string& unet_config, const ClipTextConfig& first,
+                            const ClipTextConfig& second) {
+  const int time_ids = ModelConfig::kTimeIds * c.addition_time_embed_dim;
+  if (c.projection_class_embeddings_input_dim != time_ids + second.projection_dim)
+    fail(unet_config, ": projection_class_embeddings_input_dim is ", c.projection_class_embeddings_input_dim,
+         ", but the time ids (6 x addition_time_embed_dim = ", time_ids, ") and text_encoder_2's pooled projection "
+         "(projection_dim ", second.projection_dim, ") make ", time_ids + second.projection_dim);
+  if (c.cross_attention_dim != first.hidden_size + second.hidden_size)
+    fail(unet_config, ": cross_attention_dim is ", c.cross_attention_dim, ", but the two text encoders' widths sum to ",
+         first.hidden_size + second.hidden_size, " (text_encoder ", first.hidden_size, " + text_encoder_2 ",
+         second.hidden_size, ")");
+}
+
+// An SDXL pipeline's U-Net takes SDXL's added conditioning, and only an SDXL pipeline's does.
+void check_pipeline_matches_unet(const DiffusersFolder& f, const ModelConfig& c) {
+  if (f.sdxl && !c.text_time())
+    fail(f.unet_config, ": model_index.json names an SDXL pipeline, but this U-Net has no addition_embed_type "
+         "\"text_time\" (the pooled text embedding and time ids SDXL's pipeline gives it)");
+  if (!f.sdxl && c.text_time())
+    fail(f.unet_config, ": an SDXL U-Net (addition_embed_type \"text_time\"), but model_index.json names a Stable "
+         "Diffusion pipeline (one text encoder): expected _class_name StableDiffusionXLPipeline");
+}
+
 Model load_diffusers_model(const ModelOptions& o) {
   if (!o.config.empty())
     fail("--config ", o.config, ": only a single-file checkpoint takes other configs; ", o.path,
          " is a diffusers folder, whose own are read");
   const DiffusersFolder f = open_diffusers_folder(o.path);
-  if (f.sdxl) fail(f.root, "/model_index.json: an SDXL pipeline, which rtvd does not render yet");
   Model m;
   m.source = o.path;
   m.format = "diffusers folder";
   LatentParts parts{open_component_weights(f.unet_weights), f.unet_weights, {}, "", {}, ""};
   m.config = parse_diffusers_unet_config(read_config_file(f.unet_config), f.unet_config, unet_dtype(parts.unet));
   m.config.name = fs::canonical(o.path).filename().string();
+  check_pipeline_matches_unet(f, m.config);
+  if (f.sdxl)  // from the encoders' configs, before any of their weights is read
+    check_sdxl_text_widths(m.config, f.unet_config, load_clip_text_config(f.text_encoder_dir + "/config.json"),
+                           load_clip_text_config(f.text_encoder_2_dir + "/config.json"));
   if (f.scheduler_config.empty())
     fail(f.root, "/model_index.json: lists no scheduler, whose scheduler_config.json says how the checkpoint was "
          "trained (betas, prediction type)");
@@ -167,6 +203,12 @@ Model load_diffusers_model(const ModelOptions& o) {
       fail(f.root, "/model_index.json: lists a text_encoder but no tokenizer (its tokenizer/ folder)");
     m.tokenizer_dir = f.tokenizer_dir;
   }
+  if (f.sdxl) {  // open_diffusers_folder has found both encoders and both tokenizers
+    parts.text_encoder_2 = load_text_encoder_folder(f.text_encoder_2_dir);
+    parts.text_2_source = f.text_encoder_2_dir;
+    m.tokenizer_2_dir = f.tokenizer_2_dir;
+    m.force_zeros_for_empty_prompt = f.force_zeros_for_empty_prompt;
+  }
   finish_latent_model(m, std::move(parts), o);
   return m;
 }
@@ -178,6 +220,9 @@ Model load_single_file_model(const ModelOptions& o) {
   m.format = cat("single file, ", c.architecture);
   m.config = parse_diffusers_unet_config(c.unet.config_json, c.unet.config_label, unet_dtype(c.unet.tensors));
   m.config.name = fs::path(o.path).stem().string();
+  if (m.config.text_time())
+    fail(c.unet.config_label, ": an SDXL U-Net (addition_embed_type \"text_time\"), but ", o.path, " is a single "
+         "file, which rtvd reads for SD 1.x and 2.x only: give SDXL's diffusers folder to --model");
   // The scheduler: the config folder's, else SD's schedule with the prediction type the flag, the file's
   // metadata or the architecture gives (SD 1.x is epsilon; SD 2.x has epsilon and v-prediction checkpoints).
   const std::string folder_scheduler = o.config.empty() ? "" : o.config + "/scheduler/scheduler_config.json";

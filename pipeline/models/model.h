@@ -1,6 +1,7 @@
 // A model = its configs and weights: the embedded default model, a directory of config.json +
-// weights.safetensors (rtvd's pixel-space U-Nets), a diffusers Stable Diffusion folder (model_index.json,
-// unet/, vae/, text_encoder/, tokenizer/, scheduler/) or a single-file checkpoint in the original layout.
+// weights.safetensors (rtvd's pixel-space U-Nets), a diffusers Stable Diffusion or SDXL folder (model_index.json,
+// unet/, vae/, text_encoder/, tokenizer/, scheduler/; SDXL's also text_encoder_2/, tokenizer_2/) or a
+// single-file SD checkpoint in the original layout.
 // Latent (SD-class) models add the autoencoder, the scheduler and the text encoder to the U-Net.
 #pragma once
 #include <cstdint>
@@ -63,13 +64,20 @@ struct Model {
   std::optional<TextEncoderCheckpoint> text_encoder;  // moved out by the engine
   std::string tokenizer_dir;                          // "" = CLIP's vocabulary shipped in assets/...
   std::string tokenizer_pad = "<|endoftext|>";        // ...padded with this token
+  // SDXL (a U-Net with the text_time added embedding): the second text encoder (CLIPTextModelWithProjection,
+  // moved out by the engine) and its tokenizer, and what no negative prompt conditions on (model_index.json).
+  std::optional<TextEncoderCheckpoint> text_encoder_2;
+  std::string tokenizer_2_dir;
+  bool force_zeros_for_empty_prompt = true;
   std::optional<AutoencoderConfig> autoencoder;       // latent models
   std::optional<SchedulerConfig> scheduler;           // latent models
-  std::vector<ModelComponent> components;  // the U-Net first ("unet"), then the autoencoder and text encoder
+  // The U-Net first ("unet"), then the autoencoder and the text encoder(s) ("text_encoder", "text_encoder_2").
+  std::vector<ModelComponent> components;
 
   const ModelComponent& unet() const { return components.at(0); }
 
   bool latent() const { return autoencoder.has_value(); }
+  bool sdxl() const { return config.text_time(); }  // conditioned on a pooled text embedding and time ids too
   // The image as the frame sees it: a pixel-space model's autoencoder is the identity (one latent per pixel).
   int image_channels() const { return latent() ? 3 : config.in_channels; }
   int pixels_per_latent() const { return latent() ? autoencoder->latent().pixels_per_latent : 1; }

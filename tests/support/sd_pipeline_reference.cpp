@@ -8,6 +8,7 @@
 #include "pipeline/model_files/tensor_set.h"
 #include "pipeline/models/model.h"
 #include "pipeline/prompt_encoder.h"
+#include "pipeline/sdxl_prompt_encoder.h"
 #include "support/test_util.h"
 
 namespace rtvd::test {
@@ -31,6 +32,45 @@ const char* scheduler_class(const std::string& sampler) {
   return sampler == "euler" ? "EulerDiscreteScheduler" : sampler == "ddim" ? "DDIMScheduler" : "LCMScheduler";
 }
 
+// The context (batch, tokens, width) of the prompt, and the negative prompt's in the second half with guidance.
+std::vector<float> sd_context(Model& model, const json& c, int batch, DeviceKind device, KernelFamily kernels,
+                              int threads) {
+  std::string why;
+  PromptEncoder prompts(std::move(*model.text_encoder), model.tokenizer_dir, model.tokenizer_pad,
+                        make_backend(device, threads, kernels, &why), 0);
+  std::vector<float> context = prompts.embed(c["prompt"], "--prompt", nullptr);
+  if (batch == 2) {
+    const std::vector<float>& uncond = prompts.embed(c["negative_prompt"], "--negative-prompt", nullptr);
+    context.insert(context.end(), uncond.begin(), uncond.end());
+  }
+  return context;
+}
+
+// SDXL's conditioning: the context and pooled embedding of the prompt (and the negative prompt's), the time ids
+// of the frame's size in every row.
+void write_sdxl_conditioning(Backend& backend, const FramePlan& plan, Model& model, const json& c, DeviceKind device,
+                             KernelFamily kernels, int threads) {
+  std::string why;
+  SdxlPromptEncoder prompts(SdxlTextEncoders{std::move(*model.text_encoder), std::move(*model.text_encoder_2),
+                                             model.tokenizer_dir, model.tokenizer_2_dir,
+                                             model.force_zeros_for_empty_prompt},
+                            [&] { return make_backend(device, threads, kernels, &why); });
+  SdxlPromptEmbedding e = prompts.embed(c["prompt"], "--prompt", nullptr);
+  if (plan.batch == 2) {
+    const SdxlPromptEmbedding n = prompts.embed_negative(c["negative_prompt"], "--negative-prompt", nullptr);
+    e.context.insert(e.context.end(), n.context.begin(), n.context.end());
+    e.pooled.insert(e.pooled.end(), n.pooled.begin(), n.pooled.end());
+  }
+  std::vector<float> time_ids;
+  for (int b = 0; b < plan.batch; ++b) {
+    const std::vector<float> ids = sdxl_time_ids(plan.width, plan.height);
+    time_ids.insert(time_ids.end(), ids.begin(), ids.end());
+  }
+  backend.write(plan.context, e.context.data(), e.context.size());
+  backend.write(plan.text_embeds, e.pooled.data(), e.pooled.size());
+  backend.write(plan.time_ids, time_ids.data(), time_ids.size());
+}
+
 }  // namespace
 
 PipelineReference read_pipeline_reference(const std::string& dir, std::string model_dir, std::string taesd_dir) {
@@ -48,10 +88,10 @@ PipelineErrors run_pipeline_case(const PipelineReference& ref, size_t i, DeviceK
 
   ModelOptions options;
   options.path = ref.model_dir;
-  if (c["vae"] == "tiny") options.vae = VaeChoice{VaeChoice::Kind::Folder, ref.taesd_dir};
+  if (c.value("vae", "full") == "tiny") options.vae = VaeChoice{VaeChoice::Kind::Folder, ref.taesd_dir};
   Model model = load_model(options);
   json scheduler = c["scheduler"];
-  scheduler["_class_name"] = scheduler_class(c["sampler"]);
+  if (!scheduler.contains("_class_name")) scheduler["_class_name"] = scheduler_class(c["sampler"]);
   model.scheduler = parse_scheduler_config(scheduler.dump(), name + " scheduler");
 
   FrameSettings s;
@@ -77,14 +117,12 @@ PipelineErrors run_pipeline_case(const PipelineReference& ref, size_t i, DeviceK
   backend->upload_weights(*model.weights);
   backend->prepare(plan.graph);
 
-  PromptEncoder prompts(std::move(*model.text_encoder), model.tokenizer_dir, model.tokenizer_pad,
-                        make_backend(device, threads, kernels, &why), 0);
-  std::vector<float> context = prompts.embed(c["prompt"], "--prompt", nullptr);
-  if (plan.batch == 2) {
-    const std::vector<float>& uncond = prompts.embed(c["negative_prompt"], "--negative-prompt", nullptr);
-    context.insert(context.end(), uncond.begin(), uncond.end());
+  if (model.sdxl()) {
+    write_sdxl_conditioning(*backend, plan, model, c, device, kernels, threads);
+  } else {
+    const std::vector<float> context = sd_context(model, c, plan.batch, device, kernels, threads);
+    backend->write(plan.context, context.data(), context.size());
   }
-  backend->write(plan.context, context.data(), context.size());
   backend->run_setup();
 
   const std::vector<float> noise = nhwc(ref.tensors, start_name);
@@ -93,12 +131,16 @@ PipelineErrors run_pipeline_case(const PipelineReference& ref, size_t i, DeviceK
     image_in = nhwc(ref.tensors, "source_image");  // [0, 1] -> [-1, 1], as diffusers' preprocessing
     for (float& v : image_in) v = 2.0f * v - 1.0f;
   }
-  for (size_t k = 0; k < plan.noise_steps.size(); ++k) {
-    const std::vector<float> n = nhwc(ref.tensors, cat(name, ".lcm_noise_", k));
+  for (int i = 0; i < int(plan.sampler.steps.size()); ++i) {
+    const std::string noise_name = cat(name, ref.step_noise, i);
+    const bool adds = std::count(plan.noise_steps.begin(), plan.noise_steps.end(), i) > 0;
+    if (adds != (ref.tensors.find(noise_name) != nullptr))
+      fail(name, ": rtvd's plan ", adds ? "adds" : "adds no", " noise at step ", i, ", diffusers' ",
+           adds ? "none" : "some");
+    if (!adds) continue;
+    const std::vector<float> n = nhwc(ref.tensors, noise_name);
     step_noise.insert(step_noise.end(), n.begin(), n.end());
   }
-  if (plan.noise_steps.empty() != !ref.tensors.find(name + ".lcm_noise_0"))
-    fail(name, ": rtvd's plan adds noise at ", plan.noise_steps.size(), " steps, diffusers' at a different number");
   for (int frame = 0; frame < frames; ++frame) {
     backend->write(plan.sample, noise.data(), noise.size());
     if (img2img) backend->write(plan.image, image_in.data(), image_in.size());

@@ -1,7 +1,10 @@
 // diffusers' StableDiffusionPipeline / StableDiffusionImg2ImgPipeline outputs (tools/reference/
 // export_sd_references.py: pipelines.json names the cases and their settings, pipelines.safetensors holds each
-// case's given latents or noise, LCM's injected noise, and diffusers' final latents and image, NCHW) and the
-// same frame run by rtvd: build_frame_plan on a backend, fed the same inputs, as the engine runs it.
+// case's given latents or noise, LCM's injected noise, and diffusers' final latents and image, NCHW), or
+// StableDiffusionXLPipeline / StableDiffusionXLImg2ImgPipeline's (tools/reference/export_tiny_sdxl_pipeline.py,
+// the same files with Euler ancestral's noise per step), and the same frame run by rtvd: build_frame_plan on a
+// backend, fed the same inputs, as the engine runs it (SDXL: both text encoders, the pooled embedding and the
+// time ids of sdxl_time_ids).
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -19,6 +22,9 @@ struct PipelineReference {
   SafeTensorsFile tensors;
   std::string model_dir;   // the diffusers folder the cases ran
   std::string taesd_dir;   // the AutoencoderTiny folder of the "tiny" cases
+  // The noise the sampler adds at step i of case NAME: the tensor NAME + step_noise + i, present exactly for the
+  // steps where the sampler adds noise.
+  std::string step_noise = ".lcm_noise_";
 };
 
 // dir holds pipelines.json and pipelines.safetensors.

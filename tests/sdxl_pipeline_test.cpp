@@ -1,0 +1,238 @@
+// SDXL end to end on the CPU (fp32), from a diffusers folder:
+// - against diffusers' StableDiffusionXLPipeline and StableDiffusionXLImg2ImgPipeline on the tiny SDXL pipeline
+//   of tests/data/tiny_sdxl_pipeline (tools/reference/export_tiny_sdxl_pipeline.py): both text encoders, the
+//   pooled text embedding and the time ids, Euler ancestral (its per-step noise as diffusers drew it) and Euler,
+//   with and without guidance and a negative prompt, the VAE's encode (img2img) and decode: the final latents and
+//   the image at relative L2 <= 1e-4 (support/sd_pipeline_reference.h);
+// - without data, through the engine on a random-weight SDXL folder written here (support/sdxl_folder.h): a
+//   stream batch's frames are the frames rendered one at a time (the pooled embedding and time ids in every
+//   slot), prompt travel's end is the second prompt (the pooled embedding travels with the context), the feature
+//   cache's full frame is the frame without it; the time ids diffusers makes, and one line for each SDXL folder
+//   rtvd refuses.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "base/error.h"
+#include "pipeline/engine.h"
+#include "pipeline/model_files/safetensors.h"
+#include "support/sd_pipeline_reference.h"
+#include "support/sdxl_folder.h"
+#include "support/test_util.h"
+
+namespace rtvd {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr size_t kCases = 7;  // the script's RUNS
+
+TEST(SdxlPipeline, MatchesDiffusers) {
+  const std::string dir = test::tiny_sdxl_pipeline_dir();
+  if (dir.empty()) return;
+  test::PipelineReference ref = test::read_pipeline_reference(dir, dir + "/model", "");
+  ref.step_noise = ".step_noise_";
+  ASSERT_EQ(ref.cases.size(), kCases) << dir << "/pipelines.json: a case of the script failed (its output says why)";
+  for (size_t i = 0; i < ref.cases.size(); ++i) {
+    const std::string name = ref.cases[i]["name"];
+    SCOPED_TRACE(name);
+    const test::PipelineErrors e = test::run_pipeline_case(ref, i, DeviceKind::Cpu, KernelFamily::Auto, 1);
+    std::printf("%s: latents rel_l2 %.3g, image rel_l2 %.3g\n", name.c_str(), e.latents, e.image);
+    EXPECT_LE(e.latents, 1e-4);
+    EXPECT_TRUE(e.has_image);
+    EXPECT_LE(e.image, 1e-4);
+  }
+}
+
+// A random-weight SDXL folder, written once for the engine tests.
+const std::string& random_sdxl_dir() {
+  static test::TempDir tmp{"rtvd_random_sdxl"};
+  static const std::string dir = [] {
+    test::write_random_sdxl_folder(tmp.path("sdxl"));
+    return tmp.path("sdxl");
+  }();
+  return dir;
+}
+
+EngineOptions sdxl_engine() {
+  EngineOptions o;
+  o.model.path = random_sdxl_dir();
+  o.device = DeviceKind::Cpu;
+  o.threads = 2;
+  o.width = 64;
+  o.height = 48;
+  return o;
+}
+
+int max_byte_diff(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
+  int d = a.size() == b.size() ? 0 : 256;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) d = std::max(d, std::abs(int(a[i]) - int(b[i])));
+  return d;
+}
+
+// Settings with a fresh seed.
+FrameSettings settings(test::Rng& rng, int steps, float guidance, float blend) {
+  FrameSettings s;
+  s.seed = rng.gen();
+  s.steps = steps;
+  s.guidance = guidance;
+  s.strength = 0.7f;
+  s.blend = blend;
+  return s;
+}
+
+TEST(SdxlEngine, StreamBatchFramesAreTheOneAtATimeFrames) {
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  FrameSettings s = settings(rng, 2, 3.0f, 0.3f);
+  const PromptSettings prompts{.prompt = "a red fox in the snow", .negative_prompt = "blurry"};
+  const std::vector<float> source = rng.vector(size_t(64) * 48 * 3);
+  constexpr int kFrames = 4, kStream = 4;
+  Engine one(sdxl_engine());
+  one.set_prompts(prompts);
+  one.configure(s, true);
+  std::vector<std::vector<uint8_t>> expected;
+  for (int f = 0; f < kFrames; ++f) expected.push_back(one.render(&source).pixels);
+  ASSERT_NE(expected[0], expected[1]) << "the noise walk moves: the frames must differ";
+
+  Engine stream(sdxl_engine());
+  stream.set_prompts(prompts);
+  s.stream_batch = kStream;
+  stream.configure(s, true);
+  for (int n = 0; n < kFrames + kStream - 1; ++n) {
+    stream.step(&source);
+    const int f = n - (kStream - 1);
+    if (f >= 0) EXPECT_LE(max_byte_diff(stream.image().pixels, expected[f]), 1) << "frame " << f;
+  }
+}
+
+TEST(SdxlEngine, PromptTravelEndsAtTheSecondPrompt) {
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  const FrameSettings s = settings(rng, 1, 0.0f, 0.0f);
+  Engine travel(sdxl_engine()), second(sdxl_engine()), first(sdxl_engine());
+  travel.set_prompts({.prompt = "a watercolor fox", .prompt_to = "a city at night", .travel_frames = 1});
+  second.set_prompts({.prompt = "a city at night"});
+  first.set_prompts({.prompt = "a watercolor fox"});
+  std::vector<uint8_t> travelled, ends, starts;
+  for (Engine* e : {&travel, &second, &first}) e->configure(s, false);
+  for (int f = 0; f < 2; ++f) {  // frame 1: travel_frames on, the second prompt
+    travelled = travel.render(nullptr).pixels;
+    ends = second.render(nullptr).pixels;
+    starts = first.render(nullptr).pixels;
+  }
+  EXPECT_EQ(max_byte_diff(travelled, ends), 0);
+  EXPECT_GT(max_byte_diff(starts, ends), 8) << "the two prompts must give different frames";
+}
+
+TEST(SdxlEngine, FeatureCacheFullFrameIsTheFrameWithoutTheCache) {
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  FrameSettings s = settings(rng, 2, 2.0f, 0.0f);
+  Engine plain(sdxl_engine()), cached(sdxl_engine());
+  for (Engine* e : {&plain, &cached}) e->set_prompts({.prompt = "a watercolor fox", .negative_prompt = "blurry"});
+  plain.configure(s, false);
+  s.cache_refresh = 3;
+  cached.configure(s, false);
+  const std::vector<uint8_t> full = plain.render(nullptr).pixels;
+  EXPECT_EQ(max_byte_diff(cached.render(nullptr).pixels, full), 0) << "the first frame is a full one";
+  EXPECT_EQ(cached.full_frames(), 1);
+  const std::vector<uint8_t> next = plain.render(nullptr).pixels;
+  const std::vector<uint8_t> from_cache = cached.render(nullptr).pixels;
+  EXPECT_EQ(cached.full_frames(), 1) << "the second frame runs from the cache";
+  EXPECT_GT(max_byte_diff(from_cache, next), 0) << "the cached frame reuses the first frame's deep features";
+}
+
+TEST(SdxlFolderErrors, LoraIsRefusedByName) {
+  ModelOptions o;
+  o.path = random_sdxl_dir();
+  o.loras = {{test::test_data("lora/lora_peft.safetensors"), 1.0f}};
+  EXPECT_EQ(test::error_of([&] { load_model(o); }),
+            cat("--lora ", o.loras[0].path, ": ", o.path, " is an SDXL pipeline, for which rtvd does not load LoRAs yet"));
+}
+
+TEST(SdxlTimeIds, OriginalSizeCropAndTargetSizeHeightFirst) {
+  const std::vector<float> expected = {48, 64, 0, 0, 48, 64};
+  EXPECT_EQ(sdxl_time_ids(64, 48), expected);
+}
+
+// An SDXL folder whose files go as far as the checks of its U-Net against its text encoders: the U-Net config
+// of tests/data/tiny_sdxl (context 64, projection_class_embeddings_input_dim 80 = 32 + 6 x 8), encoders of
+// widths 32 and 32 with a pooled projection of 32 (their configs; their weights are never read).
+struct SdxlConfigFolder {
+  test::TempDir tmp{"rtvd_sdxl_pipeline"};
+  std::string dir = tmp.path("sdxl");
+  json index = {{"_class_name", "StableDiffusionXLPipeline"}, {"force_zeros_for_empty_prompt", true},
+                {"scheduler", {"diffusers", "EulerAncestralDiscreteScheduler"}},
+                {"text_encoder", {"transformers", "CLIPTextModel"}},
+                {"text_encoder_2", {"transformers", "CLIPTextModelWithProjection"}},
+                {"tokenizer", {"transformers", "CLIPTokenizer"}}, {"tokenizer_2", {"transformers", "CLIPTokenizer"}},
+                {"unet", {"diffusers", "UNet2DConditionModel"}}};
+  SdxlConfigFolder() {
+    for (const char* part : {"unet", "text_encoder", "text_encoder_2", "tokenizer", "tokenizer_2", "scheduler"})
+      fs::create_directories(dir + "/" + part);
+    fs::copy_file(test::test_data("tiny_sdxl/unet/config.json"), dir + "/unet/config.json");
+    write(dir + "/scheduler/scheduler_config.json", {{"_class_name", "EulerAncestralDiscreteScheduler"}});
+    write_safetensors(dir + "/unet/diffusion_pytorch_model.safetensors",
+                      {{"conv_in.weight", DType::F16, {16, 4, 3, 3}, std::vector<uint8_t>(16 * 4 * 9 * 2)}});
+    write_text_encoder("text_encoder", 32, 0);
+    write_text_encoder("text_encoder_2", 32, 32);
+    write(dir + "/model_index.json", index);
+  }
+  void write_text_encoder(const std::string& name, int width, int projection) const {
+    write(cat(dir, "/", name, "/config.json"),
+          {{"architectures", {projection ? "CLIPTextModelWithProjection" : "CLIPTextModel"}},
+           {"model_type", "clip_text_model"}, {"vocab_size", 49408}, {"hidden_size", width},
+           {"intermediate_size", 2 * width}, {"num_hidden_layers", 2}, {"num_attention_heads", 2},
+           {"max_position_embeddings", 77}, {"hidden_act", projection ? "gelu" : "quick_gelu"},
+           {"layer_norm_eps", 1e-5}, {"projection_dim", projection ? projection : 8}});
+  }
+  static void write(const std::string& path, const json& j) { std::ofstream(path) << j.dump(2); }
+  std::string error() const {
+    ModelOptions o;
+    o.path = dir;
+    return test::error_of([&] { load_model(o); });
+  }
+};
+
+TEST(SdxlFolderErrors, PooledWidthThatDisagreesWithTheUNetIsOneLineNamingBoth) {
+  SdxlConfigFolder f;
+  f.write_text_encoder("text_encoder_2", 32, 24);
+  EXPECT_EQ(f.error(), cat(f.dir, "/unet/config.json: projection_class_embeddings_input_dim is 80, but the time ids "
+                           "(6 x addition_time_embed_dim = 48) and text_encoder_2's pooled projection (projection_dim "
+                           "24) make 72"));
+}
+
+TEST(SdxlFolderErrors, EncoderWidthsThatDoNotSumToTheContextAreOneLine) {
+  SdxlConfigFolder f;
+  f.write_text_encoder("text_encoder", 40, 0);
+  EXPECT_EQ(f.error(), cat(f.dir, "/unet/config.json: cross_attention_dim is 64, but the two text encoders' widths "
+                           "sum to 72 (text_encoder 40 + text_encoder_2 32)"));
+}
+
+TEST(SdxlFolderErrors, PipelineAndUNetOfDifferentFamiliesAreOneLine) {
+  SdxlConfigFolder f;
+  f.index["_class_name"] = "StableDiffusionPipeline";
+  f.index.erase("text_encoder_2");
+  f.index.erase("tokenizer_2");
+  f.write(f.dir + "/model_index.json", f.index);
+  EXPECT_EQ(f.error(), cat(f.dir, "/unet/config.json: an SDXL U-Net (addition_embed_type \"text_time\"), but "
+                           "model_index.json names a Stable Diffusion pipeline (one text encoder): expected _class_name "
+                           "StableDiffusionXLPipeline"));
+
+  SdxlConfigFolder g;
+  fs::copy_file(test::test_data("tiny_sd/unet/config.json"), g.dir + "/unet/config.json",
+                fs::copy_options::overwrite_existing);
+  EXPECT_EQ(g.error(), cat(g.dir, "/unet/config.json: model_index.json names an SDXL pipeline, but this U-Net has no "
+                           "addition_embed_type \"text_time\" (the pooled text embedding and time ids SDXL's pipeline "
+                           "gives it)"));
+}
+
+}  // namespace
+}  // namespace rtvd
