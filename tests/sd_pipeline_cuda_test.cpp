@@ -5,6 +5,8 @@
 //
 //   RTVD_SD_PARITY_DIR=/tmp/rtvd-sd [RTVD_SD_PARITY_MODEL=/tmp/rtvd-sd/model.safetensors] tests/sd_pipeline_cuda_test
 //
+// (SDXL's: RTVD_SDXL_PARITY_DIR, below)
+//
 // with <dir>/pipelines.json, pipelines.safetensors, model/ (the diffusers folder the cases ran; or the model
 // RTVD_SD_PARITY_MODEL names instead, such as diffusers' conversion of it to one file) and taesd/ (every case
 // with `auto`, the first with each family). Tolerances: the
@@ -67,6 +69,19 @@ TEST(SdPipelineCuda, FullSizeAt512MatchesDiffusers) {
   const char* model = std::getenv("RTVD_SD_PARITY_MODEL");
   check_all(test::read_pipeline_reference(dir, model ? model : std::string(dir) + "/model", std::string(dir) + "/taesd"),
             model ? "full_size_model" : "full_size", true);
+}
+
+// SDXL at full size, random weights, at 512x512 and 1024x1024 (the 1024x1024 frame's VAE decode runs the
+// mid-block attention over 16,384 tokens): tools/reference/export_tiny_sdxl_pipeline.py --full writes
+// RTVD_SDXL_PARITY_DIR on the GPU machine (never committed: ~7 GB).
+TEST(SdPipelineCuda, FullSizeSdxlMatchesDiffusers) {
+  RTVD_SKIP_WITHOUT_CUDA();
+  const char* dir = std::getenv("RTVD_SDXL_PARITY_DIR");
+  if (!dir) GTEST_SKIP() << "RTVD_SDXL_PARITY_DIR is not set (tools/reference/export_tiny_sdxl_pipeline.py --full)";
+  if (!std::filesystem::exists(std::string(dir) + "/pipelines.json")) GTEST_SKIP() << "no " << dir << "/pipelines.json";
+  test::PipelineReference ref = test::read_pipeline_reference(dir, std::string(dir) + "/model", "");
+  ref.step_noise = ".step_noise_";
+  check_all(ref, "full_size_sdxl", true);
 }
 
 }  // namespace

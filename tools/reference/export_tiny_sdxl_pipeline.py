@@ -22,6 +22,15 @@ sized to them. OUT_DIR (tests/data/tiny_sdxl_pipeline) gets:
               [0, 1]). img2img encodes with the latent distribution's mean, as rtvd does (diffusers samples it by
               default). pipelines.json names the cases, their settings and their scheduler's config. rtvd's test
               (tests/sdxl_pipeline_test.cpp) feeds the same latents and noise to rtvd's frame.
+
+On the GPU machine, full size (never committed: ~7 GB):
+
+    PYTHONPATH=<diffusers>/src python3 tools/reference/export_tiny_sdxl_pipeline.py --full VOCAB_GZ OUT_DIR
+
+writes OUT_DIR/model, a random-weight pipeline of SDXL's published architecture (the U-Net of 320/640/1280
+channels with transformer depths [1, 2, 10] and context 2048, CLIP ViT-L and OpenCLIP ViT-bigG with their
+tokenizers from VOCAB_GZ, the SDXL VAE; SDXL-Turbo's scheduler), fp16, and FULL_RUNS in fp32 on the GPU at 512x512
+and 1024x1024 into OUT_DIR/pipelines.*, for RTVD_SDXL_PARITY_DIR=OUT_DIR tests/sd_pipeline_cuda_test.
 """
 import argparse
 import importlib
@@ -53,6 +62,14 @@ RUNS = [
     ("txt2img_euler_g0", "txt2img", "euler", 2, 0.0, 1.0, "a watercolor fox", ""),
     ("img2img_euler_a_s05", "img2img", "euler_a", 4, 0.0, 0.5, "a watercolor fox", ""),
     ("img2img_euler_g4_s05", "img2img", "euler", 4, 4.0, 0.5, "a watercolor fox", "blurry"),
+]
+
+# Full size (--full): (name, mode, sampler, steps, guidance, strength, prompt, negative prompt, size).
+FULL_RUNS = [
+    ("txt2img_euler_a_1step_512", "txt2img", "euler_a", 1, 0.0, 1.0, "a watercolor fox", "", 512),
+    ("img2img_euler_a_s05_512", "img2img", "euler_a", 2, 0.0, 0.5, "a watercolor fox", "", 512),
+    ("txt2img_euler_a_g5_512", "txt2img", "euler_a", 2, 5.0, 1.0, "a watercolor fox", "blurry", 512),
+    ("txt2img_euler_a_1step_1024", "txt2img", "euler_a", 1, 0.0, 1.0, "a watercolor fox", "", 1024),
 ]
 
 EULER_A_MODULE = "diffusers.schedulers.scheduling_euler_ancestral_discrete"
@@ -98,17 +115,58 @@ def write_model(text_dir, model_dir, gen):
           f" pooled {pooled}, projection_class_embeddings_input_dim {unet.config.projection_class_embeddings_input_dim}")
 
 
-def export_pipelines(model_dir, out, gen):
+def write_full_model(vocab_gz, model_dir, gen):
+    """SDXL's published architecture with random weights (randomize), fp16, as StableDiffusionXLPipeline saves it."""
+    from diffusers import (AutoencoderKL, EulerAncestralDiscreteScheduler, StableDiffusionXLPipeline,
+                           UNet2DConditionModel)
+    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTextModelWithProjection, CLIPTokenizer
+    import clip_vocab
+    te = CLIPTextModel(CLIPTextConfig(vocab_size=49408, hidden_size=768, intermediate_size=3072, num_hidden_layers=12,
+                                      num_attention_heads=12, hidden_act="quick_gelu", max_position_embeddings=77,
+                                      projection_dim=768))
+    te2 = CLIPTextModelWithProjection(CLIPTextConfig(
+        vocab_size=49408, hidden_size=1280, intermediate_size=5120, num_hidden_layers=32, num_attention_heads=20,
+        hidden_act="gelu", max_position_embeddings=77, projection_dim=1280))
+    unet = UNet2DConditionModel(
+        sample_size=128, block_out_channels=(320, 640, 1280), layers_per_block=2,
+        down_block_types=("DownBlock2D", "CrossAttnDownBlock2D", "CrossAttnDownBlock2D"),
+        up_block_types=("CrossAttnUpBlock2D", "CrossAttnUpBlock2D", "UpBlock2D"), attention_head_dim=(5, 10, 20),
+        transformer_layers_per_block=(1, 2, 10), cross_attention_dim=2048, use_linear_projection=True,
+        addition_embed_type="text_time", addition_time_embed_dim=256, projection_class_embeddings_input_dim=2816)
+    vae = AutoencoderKL(block_out_channels=(128, 256, 512, 512), down_block_types=("DownEncoderBlock2D",) * 4,
+                        up_block_types=("UpDecoderBlock2D",) * 4, layers_per_block=2, latent_channels=4,
+                        sample_size=1024, scaling_factor=0.13025, force_upcast=True)
+    for m in (te, te2, unet, vae):
+        randomize(m, gen)
+    vocab, merges = clip_vocab.write_vocab_and_merges(vocab_gz, "/tmp/sdxl_full_tokenizer")
+    scheduler = EulerAncestralDiscreteScheduler(beta_schedule="scaled_linear", beta_start=0.00085, beta_end=0.012,
+                                                num_train_timesteps=1000, prediction_type="epsilon",
+                                                timestep_spacing="trailing", steps_offset=1)
+    pipe = StableDiffusionXLPipeline(
+        vae=vae, text_encoder=te, text_encoder_2=te2, unet=unet, scheduler=scheduler,
+        tokenizer=CLIPTokenizer(vocab, merges, pad_token="<|endoftext|>", model_max_length=77),
+        tokenizer_2=CLIPTokenizer(vocab, merges, pad_token="!", model_max_length=77),
+        force_zeros_for_empty_prompt=True, add_watermarker=False)
+    pipe.to(torch.float16).save_pretrained(model_dir, safe_serialization=True)
+    print(f"full size: {sum(p.numel() for p in unet.parameters())} U-Net parameters", flush=True)
+
+
+def export_pipelines(model_dir, out, gen, runs=None, device="cpu"):
     from diffusers import EulerDiscreteScheduler, StableDiffusionXLImg2ImgPipeline, StableDiffusionXLPipeline
     img2img_module = importlib.import_module(IMG2IMG_MODULE)
     retrieve = img2img_module.retrieve_latents
     img2img_module.retrieve_latents = lambda out, generator=None, sample_mode="sample": retrieve(out, generator, "argmax")
     base = StableDiffusionXLPipeline.from_pretrained(model_dir, torch_dtype=torch.float32, add_watermarker=False)
+    base.to(device)
     base.set_progress_bar_config(disable=True)
-    assert base.vae_scale_factor == 2, base.vae_scale_factor
-    image = torch.rand(1, 3, HEIGHT, WIDTH, generator=gen)  # [0, 1], as a PIL image would be
+    full = runs is not None
+    runs = runs or [r + (None,) for r in RUNS]
+    factor = base.vae_scale_factor
+    img2img_size = next((r[8] for r in runs if r[1] == "img2img"), None)
+    image = torch.rand(1, 3, img2img_size or HEIGHT, img2img_size or WIDTH, generator=gen)  # [0, 1], as PIL's
     cases, tensors = [], {"source_image": image}
-    for name, mode, sampler, steps, guidance, strength, prompt, negative in RUNS:
+    for name, mode, sampler, steps, guidance, strength, prompt, negative, size in runs:
+        height, width = (size, size) if full else (HEIGHT, WIDTH)
         try:
             comps = dict(base.components)
             if sampler == "euler":
@@ -119,11 +177,11 @@ def export_pipelines(model_dir, out, gen):
             kw = dict(prompt=prompt, negative_prompt=negative or None, num_inference_steps=steps,
                       guidance_scale=guidance)
             if mode == "txt2img":
-                latents = torch.randn(1, 4, HEIGHT // 2, WIDTH // 2, generator=gen)
+                latents = torch.randn(1, 4, height // factor, width // factor, generator=gen)
                 tensors[f"{name}.latents"] = latents
-                kw.update(latents=latents, height=HEIGHT, width=WIDTH)
+                kw.update(latents=latents.to(device), height=height, width=width)
             else:
-                kw.update(image=image, strength=strength)
+                kw.update(image=image.to(device), strength=strength)
             seed = 2000 + len(cases)
             with torch.no_grad():
                 with RecordNoise(IMG2IMG_MODULE) as start, RecordNoise(EULER_A_MODULE) as steps_noise:
@@ -131,19 +189,19 @@ def export_pipelines(model_dir, out, gen):
                 img = pipe(**kw, output_type="pt", generator=torch.Generator().manual_seed(seed)).images
             if mode == "img2img":
                 assert len(start.drawn) == 1, f"img2img drew {len(start.drawn)} tensors, expected the noise alone"
-                tensors[f"{name}.noise"] = start.drawn[0]
+                tensors[f"{name}.noise"] = start.drawn[0].cpu()
             # Euler ancestral's step i adds its noise times sigma_up, which is 0 where the next sigma is (the last
             # step at trailing spacing): only the noise that counts is kept.
             sigmas = pipe.scheduler.sigmas[-(len(steps_noise.drawn) + 1):]
             kept = [i for i in range(len(steps_noise.drawn)) if float(sigmas[i + 1]) > 0]
             for i in kept:
-                tensors[f"{name}.step_noise_{i}"] = steps_noise.drawn[i]
-            tensors[f"{name}.final_latents"] = final
-            tensors[f"{name}.image"] = img
+                tensors[f"{name}.step_noise_{i}"] = steps_noise.drawn[i].cpu()
+            tensors[f"{name}.final_latents"] = final.float().cpu()
+            tensors[f"{name}.image"] = img.float().cpu()
             scheduler = {k: v for k, v in pipe.scheduler.config.items() if not k.startswith("_")}
             scheduler["_class_name"] = type(pipe.scheduler).__name__
             cases.append(dict(name=name, mode=mode, sampler=sampler, steps=steps, guidance=guidance, strength=strength,
-                              prompt=prompt, negative_prompt=negative, seed=seed, height=HEIGHT, width=WIDTH,
+                              prompt=prompt, negative_prompt=negative, seed=seed, height=height, width=width,
                               step_noises=kept, scheduler=scheduler))
             print(f"pipeline {name}: image {tuple(img.shape)} mean {float(img.mean()):.4f}, "
                   f"noise added at steps {kept}", flush=True)
@@ -152,14 +210,24 @@ def export_pipelines(model_dir, out, gen):
     save_file({k: v.contiguous() for k, v in tensors.items()}, os.path.join(out, "pipelines.safetensors"))
     with open(os.path.join(out, "pipelines.json"), "w") as f:
         json.dump({"cases": cases}, f, indent=1)
-    return len(cases) == len(RUNS)
+    return len(cases) == len(runs)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("text_dir", help="export_tiny_sdxl_text.py's output (tests/data/tiny_sdxl)")
-    ap.add_argument("out", help="tests/data/tiny_sdxl_pipeline")
+    ap.add_argument("text_dir", help="export_tiny_sdxl_text.py's output (tests/data/tiny_sdxl); with --full, none")
+    ap.add_argument("out", nargs="?", help="tests/data/tiny_sdxl_pipeline; with --full, where the model goes")
+    ap.add_argument("--full", action="store_true",
+                    help="text_dir is then CLIP's vocabulary (.txt.gz): SDXL at full size on the GPU (see above)")
     a = ap.parse_args()
+    if a.full:
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        torch.set_grad_enabled(False)
+        gen = torch.Generator().manual_seed(29)
+        os.makedirs(a.out, exist_ok=True)
+        write_full_model(a.text_dir, os.path.join(a.out, "model"), gen)
+        sys.exit(0 if export_pipelines(os.path.join(a.out, "model"), a.out, gen, FULL_RUNS, "cuda") else 1)
     for part in TEXT_PARTS:
         if not os.path.isdir(os.path.join(a.text_dir, part)):
             sys.exit(f"{a.text_dir}/{part}: missing (run tools/reference/export_tiny_sdxl_text.py into it first)")
