@@ -194,13 +194,23 @@ TEST_F(SourceTest, VideoFramesInOrderThenEndThenRewind) {
 // The reference: the largest centred region of the frame's aspect ratio, cut and resized by OpenCV (area
 // averaging to shrink, bilinear to grow, as image_ops.h promises), in float so nothing is rounded.
 std::vector<float> opencv_crop_resize(const cv::Mat& rgb8, int width, int height) {
-  const double aspect = double(width) / height;
+  // The crop's side rounded from the exact quotient (an aspect ratio rounded first turns 297 / 22 = 13.5 into
+  // 13.4999...), at least a pixel, as center_crop.
   int cw = rgb8.cols, ch = rgb8.rows;
-  if (double(cw) / ch > aspect) cw = int(std::lround(ch * aspect));
-  else ch = int(std::lround(cw / aspect));
-  cv::Mat region, resized;
+  if (int64_t(cw) * height > int64_t(ch) * width) cw = std::max(1, int(std::lround(double(ch) * width / height)));
+  else ch = std::max(1, int(std::lround(double(cw) * height / width)));
+  cv::Mat region, across, resized;
   rgb8(cv::Rect((rgb8.cols - cw) / 2, (rgb8.rows - ch) / 2, cw, ch)).convertTo(region, CV_32FC3);
-  cv::resize(region, resized, cv::Size(width, height), 0, 0, width < cw ? cv::INTER_AREA : cv::INTER_LINEAR);
+  // Each axis on its own, as image_ops.h says: area where it shrinks, bilinear where it grows. Where both axes
+  // go the same way that is one resize; where one shrinks and the other does not (e.g. 32x24 -> 3x22), one axis
+  // at a time.
+  const auto interpolation = [](int to, int from) { return to < from ? cv::INTER_AREA : cv::INTER_LINEAR; };
+  if ((width < cw) == (height < ch)) {
+    cv::resize(region, resized, cv::Size(width, height), 0, 0, interpolation(width, cw));
+  } else {
+    cv::resize(region, across, cv::Size(width, ch), 0, 0, interpolation(width, cw));
+    cv::resize(across, resized, cv::Size(width, height), 0, 0, interpolation(height, ch));
+  }
   const cv::Mat flat = resized.reshape(1, 1);  // continuous, as cv::resize writes it
   std::vector<float> out(flat.begin<float>(), flat.end<float>());
   for (float& v : out) v = v / 127.5f - 1.0f;
