@@ -24,7 +24,7 @@ namespace rtvd {
 struct VaeChoice {
   enum class Kind {
     Full,    // "full": the checkpoint's own
-    Tiny,    // "tiny": TAESD, from the first of taesd_folders() that has one
+    Tiny,    // "tiny": TAESD (TAESDXL for SDXL), from the first of taesd_folders() that has one
     Folder,  // a diffusers AutoencoderKL or AutoencoderTiny folder
   };
   Kind kind = Kind::Full;
@@ -92,7 +92,8 @@ Model load_embedded_model();
 Model random_model(const ModelConfig& cfg, uint64_t seed, const std::string& source);
 
 // Where --vae tiny looks for TAESD (diffusers' AutoencoderTiny folder, madebyollin/taesd): a taesd/ folder
-// beside the model, else $RTVD_CACHE_DIR/taesd (or $XDG_CACHE_HOME/rtvd/taesd, ~/.cache/rtvd/taesd).
-std::vector<std::string> taesd_folders(const std::string& model_path);
+// beside the model, else $RTVD_CACHE_DIR/taesd (or $XDG_CACHE_HOME/rtvd/taesd, ~/.cache/rtvd/taesd). An SDXL
+// model's latents are not SD's, so it looks for TAESDXL (madebyollin/taesdxl) in taesdxl/ folders instead.
+std::vector<std::string> taesd_folders(const std::string& model_path, bool sdxl);
 
 }  // namespace rtvd

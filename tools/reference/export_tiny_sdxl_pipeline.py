@@ -98,17 +98,21 @@ def write_model(text_dir, model_dir, gen):
           f" pooled {pooled}, projection_class_embeddings_input_dim {unet.config.projection_class_embeddings_input_dim}")
 
 
-def export_pipelines(model_dir, out, gen):
+def export_pipelines(model_dir, out, gen, runs=RUNS, vae=None):
+    """runs (RUNS' format) on model_dir's folder, with its own VAE or with vae (an autoencoder module, such as an
+    AutoencoderTiny: the cases say "vae": "tiny")."""
     from diffusers import EulerDiscreteScheduler, StableDiffusionXLImg2ImgPipeline, StableDiffusionXLPipeline
     img2img_module = importlib.import_module(IMG2IMG_MODULE)
     retrieve = img2img_module.retrieve_latents
     img2img_module.retrieve_latents = lambda out, generator=None, sample_mode="sample": retrieve(out, generator, "argmax")
     base = StableDiffusionXLPipeline.from_pretrained(model_dir, torch_dtype=torch.float32, add_watermarker=False)
     base.set_progress_bar_config(disable=True)
+    if vae is not None:
+        base = StableDiffusionXLPipeline(**{**base.components, "vae": vae}, add_watermarker=False)
     assert base.vae_scale_factor == 2, base.vae_scale_factor
     image = torch.rand(1, 3, HEIGHT, WIDTH, generator=gen)  # [0, 1], as a PIL image would be
     cases, tensors = [], {"source_image": image}
-    for name, mode, sampler, steps, guidance, strength, prompt, negative in RUNS:
+    for name, mode, sampler, steps, guidance, strength, prompt, negative in runs:
         try:
             comps = dict(base.components)
             if sampler == "euler":
@@ -144,7 +148,7 @@ def export_pipelines(model_dir, out, gen):
             scheduler["_class_name"] = type(pipe.scheduler).__name__
             cases.append(dict(name=name, mode=mode, sampler=sampler, steps=steps, guidance=guidance, strength=strength,
                               prompt=prompt, negative_prompt=negative, seed=seed, height=HEIGHT, width=WIDTH,
-                              step_noises=kept, scheduler=scheduler))
+                              step_noises=kept, scheduler=scheduler, **({"vae": "tiny"} if vae else {})))
             print(f"pipeline {name}: image {tuple(img.shape)} mean {float(img.mean()):.4f}, "
                   f"noise added at steps {kept}", flush=True)
         except Exception as e:  # noqa: BLE001 - reported, the others go on
@@ -152,7 +156,7 @@ def export_pipelines(model_dir, out, gen):
     save_file({k: v.contiguous() for k, v in tensors.items()}, os.path.join(out, "pipelines.safetensors"))
     with open(os.path.join(out, "pipelines.json"), "w") as f:
         json.dump({"cases": cases}, f, indent=1)
-    return len(cases) == len(RUNS)
+    return len(cases) == len(runs)
 
 
 def main():
@@ -169,13 +173,17 @@ def main():
     if os.path.isdir(model_dir):
         shutil.rmtree(model_dir)
     write_model(a.text_dir, model_dir, gen)
-    ok = export_pipelines(model_dir, a.out, gen)
+    finish(a.out, export_pipelines(model_dir, a.out, gen))
+
+
+def finish(out, ok):
+    """Prints the size of every file written under out, and exits 0 when every case ran."""
     total = 0
-    for root, _, files in sorted(os.walk(a.out)):
+    for root, _, files in sorted(os.walk(out)):
         for f in sorted(files):
             path = os.path.join(root, f)
             total += os.path.getsize(path)
-            print(f"{os.path.getsize(path):>10} {os.path.relpath(path, a.out)}")
+            print(f"{os.path.getsize(path):>10} {os.path.relpath(path, out)}")
     print(f"{total:>10} in all")
     sys.exit(0 if ok else 1)
 
