@@ -271,6 +271,15 @@ VaeChoice parse_vae_choice(const std::string& value) {
   return {VaeChoice::Kind::Folder, value};
 }
 
+bool Model::vae_overflows_fp16() const {
+  return sdxl() && latent() && !autoencoder->tiny() && autoencoder->force_upcast();
+}
+
+std::string fp16_vae_advice() {
+  return "SDXL's VAE (force_upcast in its config) overflows in fp16, which the GPU runs: give an fp16-fixed SDXL "
+         "VAE with --vae DIR (such as madebyollin/sdxl-vae-fp16-fix), or TAESDXL with --vae tiny";
+}
+
 int Model::native_size() const {
   return config.sample_size * pixels_per_latent();
 }
