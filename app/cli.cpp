@@ -276,8 +276,9 @@ const std::vector<FlagSpec>& generation_flags() {
       {"model", 0, K::String,
        "a diffusers folder (SD 1.x, 2.x, Turbo, SDXL, SDXL-Turbo), a single-file .safetensors checkpoint (SD "
        "1.x, 2.x, Turbo), or config.json + weights.safetensors", "the embedded model", "PATH"},
-      {"vae", 0, K::String, "latent models: the checkpoint's autoencoder (full), TAESD (tiny: a taesd/ folder beside "
-       "the model or in the cache folder), or a diffusers AutoencoderKL or AutoencoderTiny folder", "full",
+      {"vae", 0, K::String, "latent models: the checkpoint's autoencoder (full), TAESD (tiny: a taesd/ folder, "
+       "taesdxl/ for SDXL, beside the model or in the cache folder), or a diffusers AutoencoderKL or "
+       "AutoencoderTiny folder", "full",
        "full|tiny|DIR"},
       {"sampler", 0, K::String, "latent models: the sampler", "the checkpoint's scheduler", "euler|euler_a|lcm|ddim"},
       {"lora", 0, K::String, "merge a LoRA (diffusers/PEFT or kohya .safetensors) into the weights at load, "

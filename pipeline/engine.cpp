@@ -391,8 +391,10 @@ void Engine::restart() {
 }
 
 std::string Engine::nonfinite_message(int64_t frame) const {
-  return cat("frame ", frame, " is not finite (NaN or Inf in the model's output): lower --guidance or a --lora scale, "
-             "or the checkpoint holds values too large for ", backend_->is_cuda() ? "fp16" : "fp32");
+  const std::string prefix = cat("frame ", frame, " is not finite (NaN or Inf in the model's output): ");
+  if (backend_->is_cuda() && model_.vae_overflows_fp16()) return prefix + fp16_vae_advice();
+  return cat(prefix, "lower --guidance or a --lora scale, or the checkpoint holds values too large for ",
+             backend_->is_cuda() ? "fp16" : "fp32");
 }
 
 // The last frame's pixels and flag to the host, once per frame. A frame that is not finite leaves no history

@@ -46,6 +46,7 @@ class Engine {
   const ModelConfig& config() const { return model_.config; }
   const Model& model() const { return model_; }
   Backend& backend() { return *backend_; }
+  bool on_gpu() const { return backend_->is_cuda(); }  // fp16 activations
   const FramePlan& plan() const { return plan_; }
   int width() const { return width_; }
   int height() const { return height_; }

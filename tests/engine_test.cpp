@@ -1,13 +1,16 @@
 // The engine's readback on each backend (the GPU case skips without a device): frames taken a step late
-// arrive in order and equal the frames read synchronously; a frame that is not finite is refused.
+// arrive in order and equal the frames read synchronously; a frame that is not finite is refused (with SDXL's
+// own VAE on the GPU, naming it and the fix).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <limits>
 
+#include "app/common/startup_notes.h"
 #include "pipeline/device.h"
 #include "pipeline/engine.h"
 #include "base/error.h"
+#include "support/sdxl_folder.h"
 #include "support/test_util.h"
 
 namespace rtvd {
@@ -199,6 +202,31 @@ TEST_P(EngineNonFinite, AFrameThatIsNotFiniteIsRefusedAndTheNextStartsOver) {
   EXPECT_EQ(test::error_of([&] { sync.image(); }), "frame 5" + message);
   EXPECT_EQ(test::error_of([&] { sync.image(); }), "frame 5" + message) << "asked again";
   EXPECT_NO_THROW(sync.render(nullptr)) << "frame 6 starts over";
+}
+
+// An SDXL model decoding with its own VAE (force_upcast in its config, which diffusers honours by decoding in
+// fp32): on the GPU, whose activations are fp16, its frame that is not finite names that VAE and the fixes, and the
+// start-up note says the same before the first frame; on the CPU (fp32) neither.
+TEST_P(EngineNonFinite, SdxlsOwnVaeOnTheGpuIsNamedWithTheFix) {
+  test::TempDir tmp{"rtvd_engine_sdxl"};
+  test::write_random_sdxl_folder(tmp.path("sdxl"));
+  o.model.path = tmp.path("sdxl");
+  o.width = 64;
+  o.height = 48;
+  const bool gpu = GetParam() == "cuda";
+  Engine engine(o);
+  EXPECT_EQ(engine.on_gpu(), gpu);
+  EXPECT_EQ(vae_precision_note(engine.model(), engine.on_gpu()), gpu ? "note: " + fp16_vae_advice() : "");
+  engine.configure(s, false);
+  engine.render(nullptr);
+  const size_t count = 64 * 48 * 3;
+  const std::vector<float> nan(count, std::numeric_limits<float>::quiet_NaN());
+  engine.backend().write(engine.plan().prev, nan.data(), count);  // frame 1 blends with it
+  engine.step(nullptr);
+  const std::string causes = gpu ? fp16_vae_advice()
+                                 : "lower --guidance or a --lora scale, or the checkpoint holds values too large for fp32";
+  EXPECT_EQ(test::error_of([&] { engine.image(); }),
+            "frame 1 is not finite (NaN or Inf in the model's output): " + causes);
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, EngineReadback, testing::Values("cpu", "cuda"));

@@ -67,5 +67,28 @@ TEST(FrameMemory, GrowsWithTheImageAndNotForTaesd) {
   EXPECT_EQ(frame_memory(no_attention, 1024, 1024, 1, 1, 2).workspace, 0);
 }
 
+// SDXL's added conditioning (diffusers' text_time: add_embeds, the pooled text embedding and the embedded time
+// ids, 2816 wide, and add_embedding's output, the time embedding's 1280) is counted per image of the batch, and
+// add_embedding's two matrices (2816 x 1280, 1280 x 1280) with the weights; the VAE's attention workspace as SD's.
+TEST(FrameMemory, CountsSdxlsAddedConditioning) {
+  const Model sd = sd_vae_model();
+  Model sdxl;
+  sdxl.config = parse_diffusers_unet_config(R"({"_class_name": "UNet2DConditionModel", "sample_size": 128,
+      "addition_embed_type": "text_time", "addition_time_embed_dim": 256,
+      "projection_class_embeddings_input_dim": 2816})", "sdxl", DType::F16);
+  sdxl.autoencoder = sd.autoencoder;
+  ASSERT_TRUE(sdxl.sdxl());
+  for (const int act_bytes : {2, 4})
+    for (const int batch : {1, 2, 8}) {
+      SCOPED_TRACE(testing::Message() << "batch " << batch << ", " << act_bytes << " bytes");
+      const FrameMemory with = frame_memory(sdxl, 1024, 1024, batch, 1, act_bytes);
+      const FrameMemory without = frame_memory(sd, 1024, 1024, batch, 1, act_bytes);
+      EXPECT_EQ(with.activations - without.activations, int64_t(batch) * (2816 + 1280) * act_bytes);
+      EXPECT_EQ(with.weights - without.weights, int64_t(2816 + 1280) * 1280 * act_bytes);
+      EXPECT_EQ(with.workspace, without.workspace);
+      EXPECT_GT(with.workspace, 0);
+    }
+}
+
 }  // namespace
 }  // namespace rtvd

@@ -3,7 +3,10 @@
 //   of tests/data/tiny_sdxl_pipeline (tools/reference/export_tiny_sdxl_pipeline.py): both text encoders, the
 //   pooled text embedding and the time ids, Euler ancestral (its per-step noise as diffusers drew it) and Euler,
 //   with and without guidance and a negative prompt, the VAE's encode (img2img) and decode: the final latents and
-//   the image at relative L2 <= 1e-4 (support/sd_pipeline_reference.h);
+//   the image at relative L2 <= 1e-4 (support/sd_pipeline_reference.h); the same with a tiny TAESDXL as the
+//   pipelines' vae (tests/data/tiny_taesdxl, tools/reference/export_tiny_taesdxl.py: latents / scaling_factor 1.0);
+// - --vae tiny's folders: taesdxl/ for an SDXL model, taesd/ for SD, beside the model or in the cache folder, and
+//   one line naming the places looked when none is there;
 // - without data, through the engine on a random-weight SDXL folder written here (support/sdxl_folder.h): a
 //   stream batch's frames are the frames rendered one at a time (the pooled embedding and time ids in every
 //   slot), prompt travel's end is the second prompt (the pooled embedding travels with the context), the feature
@@ -15,8 +18,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "base/error.h"
 #include "pipeline/engine.h"
@@ -31,14 +36,10 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-constexpr size_t kCases = 7;  // the script's RUNS
-
-TEST(SdxlPipeline, MatchesDiffusers) {
-  const std::string dir = test::tiny_sdxl_pipeline_dir();
-  if (dir.empty()) return;
-  test::PipelineReference ref = test::read_pipeline_reference(dir, dir + "/model", "");
+// Every case of ref (its script's `cases` RUNS) on the CPU against diffusers.
+void expect_cases_match(test::PipelineReference ref, const std::string& dir, size_t cases) {
   ref.step_noise = ".step_noise_";
-  ASSERT_EQ(ref.cases.size(), kCases) << dir << "/pipelines.json: a case of the script failed (its output says why)";
+  ASSERT_EQ(ref.cases.size(), cases) << dir << "/pipelines.json: a case of the script failed (its output says why)";
   for (size_t i = 0; i < ref.cases.size(); ++i) {
     const std::string name = ref.cases[i]["name"];
     SCOPED_TRACE(name);
@@ -48,6 +49,84 @@ TEST(SdxlPipeline, MatchesDiffusers) {
     EXPECT_TRUE(e.has_image);
     EXPECT_LE(e.image, 1e-4);
   }
+}
+
+TEST(SdxlPipeline, MatchesDiffusers) {
+  const std::string dir = test::tiny_sdxl_pipeline_dir();
+  if (dir.empty()) return;
+  expect_cases_match(test::read_pipeline_reference(dir, dir + "/model", ""), dir, 7);  // export_tiny_sdxl_pipeline's RUNS
+}
+
+TEST(SdxlPipeline, TinyAutoencoderMatchesDiffusers) {
+  const std::string model = test::tiny_sdxl_pipeline_dir(), dir = test::tiny_taesdxl_dir();
+  if (model.empty() || dir.empty()) return;
+  test::PipelineReference ref = test::read_pipeline_reference(dir, model + "/model", dir + "/taesdxl");
+  for (const auto& c : ref.cases) ASSERT_EQ(c.value("vae", ""), "tiny") << dir << "/pipelines.json";
+  expect_cases_match(std::move(ref), dir, 2);  // export_tiny_taesdxl's RUNS
+}
+
+// $RTVD_CACHE_DIR set to a folder of the test's for its lifetime, then restored.
+class CacheDirOverride {
+ public:
+  explicit CacheDirOverride(const std::string& dir) {
+    if (const char* old = std::getenv("RTVD_CACHE_DIR")) saved_ = old;
+    setenv("RTVD_CACHE_DIR", dir.c_str(), 1);
+  }
+  ~CacheDirOverride() {
+    if (saved_) setenv("RTVD_CACHE_DIR", saved_->c_str(), 1);
+    else unsetenv("RTVD_CACHE_DIR");
+  }
+
+ private:
+  std::optional<std::string> saved_;
+};
+
+// --vae tiny: an SDXL model takes TAESDXL from a taesdxl/ folder (beside the model first, then the cache folder)
+// and never an SD TAESD's taesd/ folder beside it, whose latents are SD's; an SD model takes taesd/ and never
+// taesdxl/. None there: one line naming every place looked and the download.
+TEST(TinyAutoencoderFolder, TaesdxlForSdxlTaesdForSd) {
+  test::TempDir tmp{"rtvd_taesdxl_lookup"};
+  const std::string sdxl = tmp.path("models/sdxl"), cache = tmp.path("cache");
+  test::write_random_sdxl_folder(sdxl);
+  fs::create_directories(cache);
+  const CacheDirOverride cache_dir(cache);
+  const auto put_taesd = [](const std::string& dir) {  // an AutoencoderTiny folder
+    fs::create_directories(dir);
+    fs::copy(test::test_data("tiny_taesd"), dir, fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  };
+  const auto load_tiny = [](const std::string& path) {
+    ModelOptions o;
+    o.path = path;
+    o.vae = VaeChoice{VaeChoice::Kind::Tiny, ""};
+    return load_model(o);
+  };
+  const auto vae_source = [](const Model& m) { return m.components.at(1).source; };
+
+  put_taesd(tmp.path("models/taesd"));
+  put_taesd(cache + "/taesd");
+  EXPECT_EQ(test::error_of([&] { load_tiny(sdxl); }),
+            cat("--vae tiny: no TAESDXL folder at ", tmp.path("models/taesdxl"), ", ", cache,
+                "/taesdxl (download madebyollin/taesdxl there, or give its folder: --vae DIR)"));
+
+  put_taesd(cache + "/taesdxl");
+  const Model from_cache = load_tiny(sdxl);
+  EXPECT_EQ(vae_source(from_cache), cache + "/taesdxl");
+  EXPECT_EQ(from_cache.components.at(1).name, "vae (TAESD)");
+  EXPECT_TRUE(from_cache.autoencoder->tiny());
+  put_taesd(tmp.path("models/taesdxl"));
+  EXPECT_EQ(vae_source(load_tiny(sdxl)), tmp.path("models/taesdxl")) << "beside the model first";
+
+  // SD (tests/data/tiny_sd, beside which there is no taesd/): the cache's taesd/, never a taesdxl/.
+  const std::string sd = test::test_data("tiny_sd");
+  const std::string beside_sd = (fs::absolute(sd).lexically_normal().parent_path() / "taesd").string();
+  ASSERT_FALSE(fs::exists(beside_sd));
+  EXPECT_EQ(vae_source(load_tiny(sd)), cache + "/taesd");
+  fs::remove_all(cache + "/taesd");
+  EXPECT_EQ(test::error_of([&] { load_tiny(sd); }),
+            cat("--vae tiny: no TAESD folder at ", beside_sd, ", ", cache,
+                "/taesd (download madebyollin/taesd there, or give its folder: --vae DIR)"));
+  EXPECT_EQ(taesd_folders(sdxl, true), (std::vector<std::string>{tmp.path("models/taesdxl"), cache + "/taesdxl"}));
+  EXPECT_EQ(taesd_folders(sd, false), (std::vector<std::string>{beside_sd, cache + "/taesd"}));
 }
 
 // A random-weight SDXL folder, written once for the engine tests.

@@ -3,12 +3,21 @@
 // schedule_note: one line for an assumed (default) schedule at leading spacing and a few steps, naming the first
 // timestep as make_sampler_plan computes it and the flag; silent for a checkpoint's own config, other spacings,
 // more steps and LCM.
+// vae_precision_note: one line naming the cause and both fixes for an SDXL model decoding with a full VAE whose
+// config says force_upcast, on the GPU (fp16) only; silent for SD's VAEs (whose configs say force_upcast too),
+// TAESD, an SDXL VAE that says false (an fp16-fixed one) and the CPU.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "app/common/startup_notes.h"
+#include "pipeline/models/model.h"
 #include "pipeline/samplers/scheduler_config.h"
+#include "support/sdxl_folder.h"
 #include "support/test_util.h"
 
 namespace rtvd {
@@ -55,6 +64,45 @@ TEST(ScheduleNote, NamesTheFirstTimestepOfAnAssumedLeadingScheduleAtFewSteps) {
   SchedulerConfig own = sd;
   own.assumed = false;  // a config the checkpoint brings says what it was distilled for
   EXPECT_EQ(schedule_note(own, SamplerKind::Euler, 1), "");
+}
+
+TEST(VaePrecisionNote, SdxlsOwnVaeOnTheGpuOnly) {
+  namespace fs = std::filesystem;
+  const std::string note =
+      "note: SDXL's VAE (force_upcast in its config) overflows in fp16, which the GPU runs: give an fp16-fixed SDXL "
+      "VAE with --vae DIR (such as madebyollin/sdxl-vae-fp16-fix), or TAESDXL with --vae tiny";
+  test::TempDir tmp{"rtvd_vae_note"};
+  const std::string sdxl_dir = tmp.path("sdxl");
+  test::write_random_sdxl_folder(sdxl_dir);
+  const auto load = [](const std::string& path, std::optional<VaeChoice> vae) {
+    ModelOptions o;
+    o.path = path;
+    o.vae = std::move(vae);
+    return load_model(o);
+  };
+
+  const Model sdxl = load(sdxl_dir, std::nullopt);
+  ASSERT_TRUE(sdxl.autoencoder->force_upcast()) << "the SDXL VAE's config says force_upcast";
+  EXPECT_EQ(vae_precision_note(sdxl, true), note);
+  EXPECT_EQ(vae_precision_note(sdxl, false), "") << "the CPU runs fp32";
+  EXPECT_EQ(vae_precision_note(load(sdxl_dir, VaeChoice{VaeChoice::Kind::Full, ""}), true), note);
+
+  const Model sd = load(test::test_data("tiny_sd"), std::nullopt);
+  ASSERT_TRUE(sd.autoencoder->force_upcast()) << "SD's VAE config says force_upcast too";
+  EXPECT_EQ(vae_precision_note(sd, true), "") << "SD 1.x/2.x's decoders stay within fp16";
+
+  const VaeChoice taesd{VaeChoice::Kind::Folder, test::test_data("tiny_taesd")};
+  EXPECT_EQ(vae_precision_note(load(sdxl_dir, taesd), true), "") << "TAESDXL";
+
+  // An fp16-fixed SDXL VAE (madebyollin/sdxl-vae-fp16-fix): the same VAE, its config saying force_upcast false.
+  const std::string fixed = tmp.path("sdxl-vae-fp16-fix");
+  fs::copy(sdxl_dir + "/vae", fixed);
+  nlohmann::json config = nlohmann::json::parse(std::ifstream(fixed + "/config.json"));
+  config["force_upcast"] = false;
+  std::ofstream(fixed + "/config.json", std::ios::trunc) << config.dump(2);
+  EXPECT_EQ(vae_precision_note(load(sdxl_dir, VaeChoice{VaeChoice::Kind::Folder, fixed}), true), "");
+  // The SDXL VAE given with --vae DIR is still SDXL's own.
+  EXPECT_EQ(vae_precision_note(load(sdxl_dir, VaeChoice{VaeChoice::Kind::Folder, sdxl_dir + "/vae"}), true), note);
 }
 
 }  // namespace

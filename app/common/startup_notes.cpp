@@ -26,10 +26,16 @@ std::string schedule_note(const std::optional<SchedulerConfig>& config, std::opt
              " (leading): a distilled few-step model (SD-Turbo) wants --timestep-spacing trailing");
 }
 
+std::string vae_precision_note(const Model& model, bool fp16) {
+  if (!fp16 || !model.vae_overflows_fp16()) return "";
+  return "note: " + fp16_vae_advice();
+}
+
 void print_startup_notes(const Engine& engine, const FrameSettings& settings) {
   if (!engine.device_note().empty()) std::fprintf(stderr, "note: %s\n", engine.device_note().c_str());
   for (const std::string& note : {size_note(engine.model().native_size(), engine.width(), engine.height()),
-                                  schedule_note(engine.model().scheduler, settings.sampler, settings.steps)})
+                                  schedule_note(engine.model().scheduler, settings.sampler, settings.steps),
+                                  vae_precision_note(engine.model(), engine.on_gpu())})
     if (!note.empty()) std::fprintf(stderr, "%s\n", note.c_str());
 }
 

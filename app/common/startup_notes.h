@@ -1,6 +1,6 @@
 // The notes rtvd render and rtvd gui print on stderr once the engine is made and the frame's settings are
 // chosen: why the device is not the one asked for, a size the model was not trained at, a few-step schedule
-// that starts far from pure noise.
+// that starts far from pure noise, an autoencoder that overflows on the GPU.
 #pragma once
 #include <optional>
 #include <string>
@@ -27,8 +27,14 @@ std::string size_note(int native_size, int width, int height);
 // naming the first timestep and the flag. No config (a pixel-space model): "".
 std::string schedule_note(const std::optional<SchedulerConfig>& cfg, std::optional<SamplerKind> sampler, int steps);
 
-// The engine's device note, size_note and schedule_note for these settings, each that is not empty on a line
-// of its own.
+// SDXL's own VAE (force_upcast in its config) overflows fp16, which the GPU's activations are: its frames come
+// out NaN, so render and the GUI say so, with the fix, before the first frame.
+// "" unless fp16 and model.vae_overflows_fp16(); then one line for stderr or the GUI: "note: " and
+// fp16_vae_advice().
+std::string vae_precision_note(const Model& model, bool fp16);
+
+// The engine's device note, size_note, schedule_note for these settings and vae_precision_note, each that is not
+// empty on a line of its own.
 void print_startup_notes(const Engine& engine, const FrameSettings& settings);
 
 }  // namespace rtvd

@@ -31,8 +31,8 @@ struct AutoencoderKLConfig {
   bool mid_block_attention = true;  // mid_block_add_attention
   bool use_quant_conv = true;
   bool use_post_quant_conv = true;
-  // diffusers runs the VAE in fp32 when set, since SD's fp16 decoder can overflow. rtvd accumulates in fp32
-  // but stores fp16 activations on the GPU: recorded, for the lead's memory and precision notes.
+  // diffusers runs the VAE in fp32 when set, since SDXL's fp16 decoder overflows. rtvd accumulates in fp32
+  // but stores fp16 activations on the GPU: for an SDXL model it notes the overflow (Model::vae_overflows_fp16).
   bool force_upcast = true;
   int levels() const { return int(block_out_channels.size()); }
 };

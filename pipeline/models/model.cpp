@@ -67,13 +67,14 @@ AutoencoderFolder open_autoencoder_folder(const std::string& dir, const std::str
   return {load_autoencoder_config(dir + "/config.json"), open_component_weights(weights)};
 }
 
-std::string taesd_folder(const std::string& model_path) {
+std::string taesd_folder(const std::string& model_path, bool sdxl) {
   std::string looked;
-  for (const std::string& dir : taesd_folders(model_path)) {
+  for (const std::string& dir : taesd_folders(model_path, sdxl)) {
     if (fs::is_regular_file(dir + "/config.json")) return dir;
     looked += (looked.empty() ? "" : ", ") + dir;
   }
-  fail("--vae tiny: no TAESD folder at ", looked, " (download madebyollin/taesd there, or give its folder: --vae DIR)");
+  fail("--vae tiny: no ", sdxl ? "TAESDXL" : "TAESD", " folder at ", looked, " (download madebyollin/",
+       sdxl ? "taesdxl" : "taesd", " there, or give its folder: --vae DIR)");
 }
 
 // The latent model's components from their files: --vae replaces the checkpoint's autoencoder, --lora updates
@@ -96,7 +97,7 @@ bool own_autoencoder(const ModelOptions& o) { return !o.vae || o.vae->kind == Va
 void finish_latent_model(Model& m, LatentParts parts, const ModelOptions& o) {
   if (!own_autoencoder(o)) {
     const bool tiny = o.vae->kind == VaeChoice::Kind::Tiny;
-    const std::string dir = tiny ? taesd_folder(o.path) : o.vae->folder;
+    const std::string dir = tiny ? taesd_folder(o.path, m.sdxl()) : o.vae->folder;
     parts.autoencoder = open_autoencoder_folder(dir, tiny ? "--vae tiny: " : "--vae ");
     parts.autoencoder_source = dir;
   }
@@ -270,6 +271,15 @@ VaeChoice parse_vae_choice(const std::string& value) {
   return {VaeChoice::Kind::Folder, value};
 }
 
+bool Model::vae_overflows_fp16() const {
+  return sdxl() && latent() && !autoencoder->tiny() && autoencoder->force_upcast();
+}
+
+std::string fp16_vae_advice() {
+  return "SDXL's VAE (force_upcast in its config) overflows in fp16, which the GPU runs: give an fp16-fixed SDXL "
+         "VAE with --vae DIR (such as madebyollin/sdxl-vae-fp16-fix), or TAESDXL with --vae tiny";
+}
+
 int Model::native_size() const {
   return config.sample_size * pixels_per_latent();
 }
@@ -278,14 +288,15 @@ int Model::size_multiple() const {
   return config.size_multiple() * pixels_per_latent();
 }
 
-std::vector<std::string> taesd_folders(const std::string& model_path) {
+std::vector<std::string> taesd_folders(const std::string& model_path, bool sdxl) {
+  const char* name = sdxl ? "taesdxl" : "taesd";
   std::vector<std::string> dirs;
   if (!model_path.empty()) {
     const fs::path p = fs::absolute(model_path).lexically_normal();
-    const fs::path beside = (p.has_filename() ? p.parent_path() : p.parent_path().parent_path()) / "taesd";
+    const fs::path beside = (p.has_filename() ? p.parent_path() : p.parent_path().parent_path()) / name;
     dirs.push_back(beside.string());
   }
-  if (const std::string cache = rtvd_cache_dir(); !cache.empty()) dirs.push_back(cache + "/taesd");
+  if (const std::string cache = rtvd_cache_dir(); !cache.empty()) dirs.push_back(cache + "/" + name);
   return dirs;
 }
 

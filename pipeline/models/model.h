@@ -24,7 +24,7 @@ namespace rtvd {
 struct VaeChoice {
   enum class Kind {
     Full,    // "full": the checkpoint's own
-    Tiny,    // "tiny": TAESD, from the first of taesd_folders() that has one
+    Tiny,    // "tiny": TAESD (TAESDXL for SDXL), from the first of taesd_folders() that has one
     Folder,  // a diffusers AutoencoderKL or AutoencoderTiny folder
   };
   Kind kind = Kind::Full;
@@ -78,6 +78,10 @@ struct Model {
 
   bool latent() const { return autoencoder.has_value(); }
   bool sdxl() const { return config.text_time(); }  // conditioned on a pooled text embedding and time ids too
+  // An SDXL model decoding with a full VAE whose config says force_upcast (SDXL's own): diffusers decodes it in
+  // fp32, since its trained decoder overflows fp16. SD 1.x/2.x's configs default force_upcast to true as well,
+  // but their decoders stay within fp16, so only SDXL's counts.
+  bool vae_overflows_fp16() const;
   // The image as the frame sees it: a pixel-space model's autoencoder is the identity (one latent per pixel).
   int image_channels() const { return latent() ? 3 : config.in_channels; }
   int pixels_per_latent() const { return latent() ? autoencoder->latent().pixels_per_latent : 1; }
@@ -86,13 +90,18 @@ struct Model {
   int size_multiple() const;
 };
 
+// The cause and the fix when vae_overflows_fp16() on the GPU (fp16 activations), for the frame's non-finite
+// error and the start-up note: one sentence, no newline.
+std::string fp16_vae_advice();
+
 Model load_model(const ModelOptions& options);
 Model load_embedded_model();
 // cfg's architecture with the weights of random_checkpoint(cfg, seed) (random_weights.h).
 Model random_model(const ModelConfig& cfg, uint64_t seed, const std::string& source);
 
 // Where --vae tiny looks for TAESD (diffusers' AutoencoderTiny folder, madebyollin/taesd): a taesd/ folder
-// beside the model, else $RTVD_CACHE_DIR/taesd (or $XDG_CACHE_HOME/rtvd/taesd, ~/.cache/rtvd/taesd).
-std::vector<std::string> taesd_folders(const std::string& model_path);
+// beside the model, else $RTVD_CACHE_DIR/taesd (or $XDG_CACHE_HOME/rtvd/taesd, ~/.cache/rtvd/taesd). An SDXL
+// model's latents are not SD's, so it looks for TAESDXL (madebyollin/taesdxl) in taesdxl/ folders instead.
+std::vector<std::string> taesd_folders(const std::string& model_path, bool sdxl);
 
 }  // namespace rtvd

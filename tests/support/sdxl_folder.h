@@ -31,5 +31,8 @@ void write_random_sdxl_folder(const std::string& dir);
 // pipelines.safetensors); ADD_FAILURE()s naming the missing file and how to make it, and returns "", when the
 // export has not been run into it.
 std::string tiny_sdxl_pipeline_dir();
+// tests/data/tiny_taesdxl, tools/reference/export_tiny_taesdxl.py's output (taesdxl/, pipelines.json,
+// pipelines.safetensors: the tiny SDXL pipeline's cases with a tiny TAESDXL as its vae); "" and a failure as above.
+std::string tiny_taesdxl_dir();
 
 }  // namespace rtvd::test

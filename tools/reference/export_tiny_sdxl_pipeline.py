@@ -151,16 +151,20 @@ def write_full_model(vocab_gz, model_dir, gen):
     print(f"full size: {sum(p.numel() for p in unet.parameters())} U-Net parameters", flush=True)
 
 
-def export_pipelines(model_dir, out, gen, runs=None, device="cpu"):
+def export_pipelines(model_dir, out, gen, runs=None, device="cpu", vae=None):
+    """runs (RUNS' format, or FULL_RUNS' with a size each) on model_dir's folder, with its own VAE or with vae (an
+    autoencoder module, such as an AutoencoderTiny: the cases say "vae": "tiny")."""
     from diffusers import EulerDiscreteScheduler, StableDiffusionXLImg2ImgPipeline, StableDiffusionXLPipeline
     img2img_module = importlib.import_module(IMG2IMG_MODULE)
     retrieve = img2img_module.retrieve_latents
     img2img_module.retrieve_latents = lambda out, generator=None, sample_mode="sample": retrieve(out, generator, "argmax")
     base = StableDiffusionXLPipeline.from_pretrained(model_dir, torch_dtype=torch.float32, add_watermarker=False)
+    if vae is not None:
+        base = StableDiffusionXLPipeline(**{**base.components, "vae": vae}, add_watermarker=False)
     base.to(device)
     base.set_progress_bar_config(disable=True)
-    full = runs is not None
-    runs = runs or [r + (None,) for r in RUNS]
+    runs = [r if len(r) == 9 else r + (None,) for r in runs or RUNS]
+    full = runs[0][8] is not None
     factor = base.vae_scale_factor
     img2img_size = next((r[8] for r in runs if r[1] == "img2img"), None)
     image = torch.rand(1, 3, img2img_size or HEIGHT, img2img_size or WIDTH, generator=gen)  # [0, 1], as PIL's
@@ -202,7 +206,7 @@ def export_pipelines(model_dir, out, gen, runs=None, device="cpu"):
             scheduler["_class_name"] = type(pipe.scheduler).__name__
             cases.append(dict(name=name, mode=mode, sampler=sampler, steps=steps, guidance=guidance, strength=strength,
                               prompt=prompt, negative_prompt=negative, seed=seed, height=height, width=width,
-                              step_noises=kept, scheduler=scheduler))
+                              step_noises=kept, scheduler=scheduler, **({"vae": "tiny"} if vae else {})))
             print(f"pipeline {name}: image {tuple(img.shape)} mean {float(img.mean()):.4f}, "
                   f"noise added at steps {kept}", flush=True)
         except Exception as e:  # noqa: BLE001 - reported, the others go on
@@ -237,13 +241,17 @@ def main():
     if os.path.isdir(model_dir):
         shutil.rmtree(model_dir)
     write_model(a.text_dir, model_dir, gen)
-    ok = export_pipelines(model_dir, a.out, gen)
+    finish(a.out, export_pipelines(model_dir, a.out, gen))
+
+
+def finish(out, ok):
+    """Prints the size of every file written under out, and exits 0 when every case ran."""
     total = 0
-    for root, _, files in sorted(os.walk(a.out)):
+    for root, _, files in sorted(os.walk(out)):
         for f in sorted(files):
             path = os.path.join(root, f)
             total += os.path.getsize(path)
-            print(f"{os.path.getsize(path):>10} {os.path.relpath(path, a.out)}")
+            print(f"{os.path.getsize(path):>10} {os.path.relpath(path, out)}")
     print(f"{total:>10} in all")
     sys.exit(0 if ok else 1)
 
