@@ -31,6 +31,18 @@ PROMPTS = [("a watercolor fox", ""), ("Hello, World!! It's 4:30 -- café?", "blu
            (" ".join(["a red fox in the snow"] * 20), "ugly"), ("", "")]
 
 
+def print_file_sizes(out):
+    """Each file written under out with its size, and their total."""
+    total = 0
+    for root, _, files in sorted(os.walk(out)):
+        for f in sorted(files):
+            path = os.path.join(root, f)
+            total += os.path.getsize(path)
+            print(f"{os.path.getsize(path):>10} {os.path.relpath(path, out)}")
+    print(f"{total:>10} in all")
+    return total
+
+
 def randomize(module, gen, only=None):
     """Every parameter (or those whose name `only` accepts) random: diffusers leaves norms at 1 and many biases
     (and LoRA's B) at 0, which would hide them from a comparison."""
@@ -93,10 +105,7 @@ def main():
             hidden = pipe.text_encoder(ids, output_hidden_states=True).hidden_states[-2]
             out[f"skip1_{i}"] = pipe.text_encoder.final_layer_norm(hidden)
         save_file({k: v.contiguous() for k, v in out.items()}, a.expected)
-    for root, _, files in sorted(os.walk(a.out)):
-        for f in sorted(files):
-            path = os.path.join(root, f)
-            print(f"{os.path.getsize(path):>10} {os.path.relpath(path, a.out)}")
+    print_file_sizes(a.out)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ from diffusers import UNet2DConditionModel
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import st_io  # noqa: E402
+from export_tiny_sd import print_file_sizes  # noqa: E402
 
 TEXT_EMBED_DIM = 32       # the second text encoder's pooled projection
 ADDITION_TIME_EMBED_DIM = 8
@@ -107,10 +108,7 @@ def main():
         tensors[f"case{i}.output"] = nhwc(out)
         print(f"case{i}: batch {batch}, {h}x{w}, t {timestep}: |output| {np.linalg.norm(tensors[f'case{i}.output']):.4f}")
     st_io.write(os.path.join(a.out, "unet_reference.safetensors"), tensors, {"cases": len(CASES)})
-    for root, _, files in sorted(os.walk(a.out)):
-        for f in sorted(files):
-            path = os.path.join(root, f)
-            print(f"{os.path.getsize(path):>10} {os.path.relpath(path, a.out)}")
+    print_file_sizes(a.out)
 
 
 if __name__ == "__main__":

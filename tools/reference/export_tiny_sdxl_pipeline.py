@@ -46,7 +46,7 @@ from safetensors.torch import save_file
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from export_sd_references import RecordNoise  # noqa: E402  (what a module draws through its randn_tensor)
-from export_tiny_sd import randomize  # noqa: E402  (every parameter random, norms and biases too)
+from export_tiny_sd import print_file_sizes, randomize  # noqa: E402  (every parameter random)
 
 ADDITION_TIME_EMBED_DIM = 8
 HEIGHT, WIDTH = 48, 64  # the images: 24x32 latents through the 2-level VAE
@@ -246,13 +246,7 @@ def main():
 
 def finish(out, ok):
     """Prints the size of every file written under out, and exits 0 when every case ran."""
-    total = 0
-    for root, _, files in sorted(os.walk(out)):
-        for f in sorted(files):
-            path = os.path.join(root, f)
-            total += os.path.getsize(path)
-            print(f"{os.path.getsize(path):>10} {os.path.relpath(path, out)}")
-    print(f"{total:>10} in all")
+    print_file_sizes(out)
     sys.exit(0 if ok else 1)
 
 

@@ -39,7 +39,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import clip_vocab  # noqa: E402
 import st_io  # noqa: E402
-from export_tiny_sd import randomize  # noqa: E402  (every parameter random, norms and biases too)
+from export_tiny_sd import print_file_sizes, randomize  # noqa: E402  (every parameter random)
 
 # SDXL's published text_encoder/ and text_encoder_2/ configs carry these (pre-#24773) ids.
 LEGACY_IDS = dict(bos_token_id=0, eos_token_id=2, pad_token_id=1)
@@ -111,10 +111,7 @@ def main():
         print(f"case{i}: prompt_embeds {tuple(embeds.shape)} |{embeds.norm():.4f}|, pooled {tuple(pooled.shape)} "
               f"|{pooled.norm():.4f}|, negative |{negative_embeds.norm():.4f}| |{negative_pooled.norm():.4f}|")
     st_io.write(os.path.join(a.out, "text_reference.safetensors"), tensors, metadata)
-    for root, _, files in sorted(os.walk(a.out)):
-        for f in sorted(files):
-            path = os.path.join(root, f)
-            print(f"{os.path.getsize(path):>10} {os.path.relpath(path, a.out)}")
+    print_file_sizes(a.out)
 
 
 if __name__ == "__main__":
