@@ -7,7 +7,14 @@ by diffusers' own from_single_file, and two tiny SDXL LoRAs with diffusers' outp
 
 PIPELINE_DIR is export_tiny_sdxl_pipeline.py's output (its model/ folder and pipelines.json/.safetensors, whose
 cases' latents and noise are reused). OUT_DIR gets:
-  tiny_sdxl.safetensors  the folder's U-Net, VAE and both text encoders in fp16 under the names published SDXL
+  tiny_sdxl.manifest.json, tiny_sdxl_extras.safetensors
+                         the single file tiny_sdxl.safetensors (3.4 MB, written to a temporary folder and checked
+                         there) in commit size, as pack_sd_refs.py packs SD's: its metadata and every tensor's name,
+                         dtype, shape and content key, the bytes found among the folder's weights files, those in
+                         none of them (the fused in_proj, text_projection, position_ids, logit_scale) in the
+                         extras; the test rebuilds the file byte for byte (tests/sdxl_pipeline_test.cpp).
+                         tiny_sdxl.safetensors holds the folder's U-Net, VAE and both text encoders in fp16 under
+                         the names published SDXL
                          checkpoints use: model.diffusion_model.* (input_blocks/middle_block/output_blocks,
                          label_emb.0.0/0.2 for the added embedding), first_stage_model.* (the VAE, the mid-block
                          attention's q/k/v/proj_out as 1x1 convs), conditioner.embedders.0.transformer.text_model.*
@@ -22,8 +29,6 @@ cases' latents and noise are reused). OUT_DIR gets:
   lora_kohya.safetensors the same LoRA as kohya writes SDXL's: lora_unet_<original-layout module> (input_blocks_4_1_
                          ...), lora_te1_text_model_*, lora_te2_text_model_*, lora_down/lora_up and alpha 8 (scale 2,
                          so lora_up is halved and both files are one update).
-  lora_fused.safetensors unet.NAME / text_encoder.NAME / text_encoder_2.NAME: every weight that diffusers'
-                         load_lora_weights (the PEFT file) + fuse_lora(lora_scale=LORA_SCALE) changed, fp32.
   lora_cases.safetensors / lora_cases.json
                          per LoRA file, diffusers' output for the pipeline's case CASE with that file loaded and fused
                          at LORA_SCALE (the case's own latents from pipelines.safetensors): final_latents and image.
@@ -32,6 +37,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import traceback
 
 import torch
@@ -41,6 +47,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from export_sd_references import RecordNoise  # noqa: E402  (what a module draws through its randn_tensor)
 from export_tiny_sd import randomize  # noqa: E402  (every parameter random)
+from pack_sd_refs import pack_files  # noqa: E402  (a single file as a manifest of the folder's tensors)
 
 CASE = "txt2img_euler_a_2steps"
 LORA_SCALE = 0.7
@@ -226,7 +233,7 @@ def export_loras(model_dir, pipeline_dir, out, gen):
     refs = load_file(os.path.join(pipeline_dir, "pipelines.safetensors"))
     with open(os.path.join(pipeline_dir, "pipelines.json")) as f:
         case = next(c for c in json.load(f)["cases"] if c["name"] == CASE)
-    tensors, cases, fused, ok = {}, [], {}, True
+    tensors, cases, fused, ok = {}, [], {}, True  # fused: the PEFT file's fused weights, for the kohya file's
     for fmt in ("peft", "kohya"):
         try:
             p = load()
@@ -263,7 +270,6 @@ def export_loras(model_dir, pipeline_dir, out, gen):
         except Exception as e:  # noqa: BLE001 - reported, the other goes on
             ok = False
             print(f"lora {fmt}: FAILED {e!r}\n{traceback.format_exc()}", flush=True)
-    save_file({k: v.contiguous() for k, v in fused.items()}, os.path.join(out, "lora_fused.safetensors"))
     save_file({k: v.contiguous() for k, v in tensors.items()}, os.path.join(out, "lora_cases.safetensors"))
     with open(os.path.join(out, "lora_cases.json"), "w") as f:
         json.dump({"cases": cases}, f, indent=1)
@@ -281,7 +287,14 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     torch.set_grad_enabled(False)
     gen = torch.Generator().manual_seed(2828)
-    write_single_file(model_dir, os.path.join(a.out, "tiny_sdxl.safetensors"))
+    with tempfile.TemporaryDirectory() as tmp:
+        single = os.path.join(tmp, "tiny_sdxl.safetensors")
+        write_single_file(model_dir, single)
+        sources = [os.path.join(model_dir, rel) for rel in (
+            "unet/diffusion_pytorch_model.safetensors", "vae/diffusion_pytorch_model.safetensors",
+            "text_encoder/model.safetensors", "text_encoder_2/model.safetensors")]
+        pack_files(sources, {"tiny_sdxl": (single, "export_tiny_sdxl_single_file.py's tiny_sdxl.safetensors")}, a.out,
+                   os.path.join(a.out, "tiny_sdxl_extras.safetensors"))
     ok = export_loras(model_dir, a.pipeline_dir, a.out, gen)
     total = 0
     for f in sorted(os.listdir(a.out)):
