@@ -77,7 +77,7 @@ std::string taesd_folder(const std::string& model_path) {
 }
 
 // The latent model's components from their files: --vae replaces the checkpoint's autoencoder, --lora updates
-// the U-Net and the text encoder, --prediction-type overrides the scheduler's; then the U-Net's and the
+// the U-Net and the text encoders, --prediction-type overrides the scheduler's; then the U-Net's and the
 // autoencoder's tensors go into one store.
 struct LatentParts {
   TensorSet unet;
@@ -102,10 +102,9 @@ void finish_latent_model(Model& m, LatentParts parts, const ModelOptions& o) {
   }
   if (!parts.autoencoder)
     fail(m.source, ": the checkpoint has no autoencoder (vae/), which a latent model needs: give one with --vae DIR");
-  if (parts.text_encoder_2 && !o.loras.empty())
-    fail("--lora ", o.loras.front().path, ": ", m.source, " is an SDXL pipeline, for which rtvd does not load LoRAs yet");
   for (const LoraSpec& lora : o.loras)
-    apply_lora(lora, parts.unet, parts.text_encoder ? &parts.text_encoder->tensors : nullptr);
+    apply_lora(lora, parts.unet, parts.text_encoder ? &parts.text_encoder->tensors : nullptr,
+               parts.text_encoder_2 ? &parts.text_encoder_2->tensors : nullptr);
   if (o.prediction_type) m.scheduler->prediction = *o.prediction_type;
   if (o.timestep_spacing) m.scheduler->timestep_spacing = *o.timestep_spacing;
 

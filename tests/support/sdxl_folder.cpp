@@ -106,15 +106,32 @@ void write_random_sdxl_folder(const std::string& dir) {
   write_json(dir + "/model_index.json", index);
 }
 
-std::string tiny_sdxl_pipeline_dir() {
-  const std::string dir = test_data("tiny_sdxl_pipeline");
-  for (const char* file : {"pipelines.json", "pipelines.safetensors", "model/model_index.json"})
+namespace {
+
+// dir = tests/data/NAME when it holds every file, else "" after an ADD_FAILURE naming the file and the script.
+std::string exported_dir(const char* name, std::initializer_list<const char*> files, const char* script) {
+  const std::string dir = test_data(name);
+  for (const char* file : files)
     if (!fs::exists(dir + "/" + file)) {
-      ADD_FAILURE() << dir << "/" << file << " is missing: run tools/reference/export_tiny_sdxl_pipeline.py (its "
-                    << "docstring says how) into tests/data/tiny_sdxl_pipeline and commit what it writes";
+      ADD_FAILURE() << dir << "/" << file << " is missing: run tools/reference/" << script << " (its docstring says "
+                    << "how) into tests/data/" << name << " and commit what it writes";
       return "";
     }
   return dir;
+}
+
+}  // namespace
+
+std::string tiny_sdxl_pipeline_dir() {
+  return exported_dir("tiny_sdxl_pipeline", {"pipelines.json", "pipelines.safetensors", "model/model_index.json"},
+                      "export_tiny_sdxl_pipeline.py");
+}
+
+std::string tiny_sdxl_single_file_dir() {
+  return exported_dir("tiny_sdxl_single_file",
+                      {"tiny_sdxl.manifest.json", "tiny_sdxl_extras.safetensors", "lora_peft.safetensors", "lora_kohya.safetensors", "lora_cases.json",
+                       "lora_cases.safetensors"},
+                      "export_tiny_sdxl_single_file.py");
 }
 
 }  // namespace rtvd::test

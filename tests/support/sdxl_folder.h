@@ -32,4 +32,9 @@ void write_random_sdxl_folder(const std::string& dir);
 // export has not been run into it.
 std::string tiny_sdxl_pipeline_dir();
 
+// tests/data/tiny_sdxl_single_file, tools/reference/export_tiny_sdxl_single_file.py's output (the single file
+// packed as tiny_sdxl.manifest.json and tiny_sdxl_extras.safetensors, the LoRA files, lora_cases.json and
+// lora_cases.safetensors); as tiny_sdxl_pipeline_dir when it is missing.
+std::string tiny_sdxl_single_file_dir();
+
 }  // namespace rtvd::test
