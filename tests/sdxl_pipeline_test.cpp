@@ -304,6 +304,17 @@ TEST(SdxlLora, EachPrefixReachesItsPart) {
                     factor("lora_te2_text_model_encoder_layers_0_self_attn_q_proj.lora_up.weight", {w2, 2}),
                     test::float_tensor("lora_te2_text_model_encoder_layers_0_self_attn_q_proj.alpha", DType::F32, {}, {3.0f})},
                    1.5f});
+  // The U-Net as kohya names SDXL's: the original layout's modules, the added embedding's label_emb among them.
+  const std::map<std::string, std::string> unet_modules = {
+      {"input_blocks_4_1_transformer_blocks_0_attn1_to_q", "down_blocks.1.attentions.0.transformer_blocks.0.attn1.to_q.weight"},
+      {"output_blocks_2_1_proj_out", "up_blocks.0.attentions.2.proj_out.weight"},
+      {"label_emb_0_0", "add_embedding.linear_1.weight"}};
+  for (const auto& [module, diffusers] : unet_modules) {
+    const TensorView& w = unet.get_rank(diffusers, 2);
+    for (const auto& [role, shape] : {std::pair{"lora_down", std::vector<int64_t>{2, w.shape[1]}},
+                                      std::pair{"lora_up", std::vector<int64_t>{w.shape[0], 2}}})
+      cases[1].tensors.insert(cases[1].tensors.begin(), factor(cat("lora_unet_", module, ".", role, ".weight"), shape));
+  }
   for (Case& c : cases) {
     SCOPED_TRACE(c.file);
     const std::string path = tmp.path(c.file);
@@ -316,6 +327,11 @@ TEST(SdxlLora, EachPrefixReachesItsPart) {
       EXPECT_EQ(d->front().scale, 0.5f * c.scale);
       EXPECT_EQ(d->front().down.shape[1], set == &a ? w1 : w2);
     }
+    if (c.tensors.size() > 6)
+      for (const auto& [module, diffusers] : unet_modules) {
+        const std::vector<LowRankDelta>* d = u.deltas(diffusers);
+        EXPECT_TRUE(d && d->size() == 1 && d->front().scale == 0.5f) << module << " -> " << diffusers;
+      }
     // The file's first key of the second encoder, in file order.
     const auto second = std::ranges::find_if(c.tensors, [](const TensorToWrite& t) {
       return t.name.starts_with("text_encoder_2.") || t.name.starts_with("lora_te2_");
