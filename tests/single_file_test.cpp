@@ -560,6 +560,13 @@ TEST(FullSizeSingleFile, SdxlFilesRefusedByName) {
             "sdxl.safetensors: tensor 'conditioner.embedders.0.model.text_projection': an SDXL refiner checkpoint (its "
             "one text encoder, OpenCLIP bigG, as conditioner.embedders.0, and the aesthetic score in its U-Net's added "
             "embedding), which rtvd does not run");
+  std::vector<TensorSpec> sd15 = full_size_specs(builtin_model_config("sd15"), clip_l(), false);
+  sd15.push_back({"model.diffusion_model.label_emb.0.0.weight", DType::F16, {1280, 2816}});
+  const ShapeOnlyFile file(sd15, {});
+  EXPECT_EQ(error_of([&] { read_single_file(file.file("sd15.safetensors")); }),
+            "sd15.safetensors: an added embedding (model.diffusion_model.label_emb.0.0.weight) in the U-Net, which only "
+            "SDXL's takes, but SD's text encoder (cond_stage_model.transformer.*) rather than SDXL's two "
+            "(conditioner.embedders.0.transformer.*, conditioner.embedders.1.model.*)");
 }
 
 TEST(FullSizeSingleFile, PredictionTypeAndImageSizeFromMetadata) {
