@@ -275,7 +275,7 @@ const std::vector<FlagSpec>& generation_flags() {
       {"source", 0, K::String, "noise, image:PATH, video:PATH, webcam or webcam:N", "noise", "SPEC"},
       {"model", 0, K::String,
        "a diffusers folder (SD 1.x, 2.x, Turbo, SDXL, SDXL-Turbo), a single-file .safetensors checkpoint (SD "
-       "1.x, 2.x, Turbo), or config.json + weights.safetensors", "the embedded model", "PATH"},
+       "1.x, 2.x, Turbo, SDXL, SDXL-Turbo), or config.json + weights.safetensors", "the embedded model", "PATH"},
       {"vae", 0, K::String, "latent models: the checkpoint's autoencoder (full), TAESD (tiny: a taesd/ folder, "
        "taesdxl/ for SDXL, beside the model or in the cache folder), or a diffusers AutoencoderKL or "
        "AutoencoderTiny folder", "full",
@@ -289,7 +289,7 @@ const std::vector<FlagSpec>& generation_flags() {
        "few-step model such as SD-Turbo as one file, which brings no scheduler config: trailing)",
        "the checkpoint's scheduler", "leading|trailing|linspace"},
       {"config", 0, K::String, "single-file checkpoints: a diffusers folder whose unet/, vae/ and text_encoder/ "
-       "configs to use instead of inferring them from tensor shapes", "", "DIR"},
+       "(and SDXL's text_encoder_2/) configs to use instead of inferring them from tensor shapes", "", "DIR"},
     };
     s.insert(s.end(), backend_flags().begin(), backend_flags().end());
     return s;

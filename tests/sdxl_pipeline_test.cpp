@@ -7,11 +7,15 @@
 //   pipelines' vae (tests/data/tiny_taesdxl, tools/reference/export_tiny_taesdxl.py: latents / scaling_factor 1.0);
 // - --vae tiny's folders: taesdxl/ for an SDXL model, taesd/ for SD, beside the model or in the cache folder, and
 //   one line naming the places looked when none is there;
+// - the same pipeline as one original-layout single file and with two SDXL LoRAs (PEFT, kohya), from
+//   tests/data/tiny_sdxl_single_file (tools/reference/export_tiny_sdxl_single_file.py): the single file's tensors
+//   are the folder's and its frames the folder's (relative L2 <= 1e-5); each LoRA's case against diffusers'
+//   load_lora_weights + fuse_lora (<= 1e-4);
 // - without data, through the engine on a random-weight SDXL folder written here (support/sdxl_folder.h): a
 //   stream batch's frames are the frames rendered one at a time (the pooled embedding and time ids in every
 //   slot), prompt travel's end is the second prompt (the pooled embedding travels with the context), the feature
-//   cache's full frame is the frame without it; the time ids diffusers makes, and one line for each SDXL folder
-//   rtvd refuses.
+//   cache's full frame is the frame without it; the time ids diffusers makes, each SDXL LoRA prefix reaching its
+//   model part, and one line for each SDXL folder and LoRA rtvd refuses.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -19,15 +23,21 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 
 #include "base/error.h"
 #include "pipeline/engine.h"
+#include "pipeline/model_files/lora.h"
 #include "pipeline/model_files/safetensors.h"
+#include "pipeline/model_files/single_file.h"
+#include "pipeline/model_files/tensor_set.h"
 #include "support/sd_pipeline_reference.h"
 #include "support/sdxl_folder.h"
+#include "support/tensor_files.h"
 #include "support/test_util.h"
 
 namespace rtvd {
@@ -129,6 +139,98 @@ TEST(TinyAutoencoderFolder, TaesdxlForSdxlTaesdForSd) {
   EXPECT_EQ(taesd_folders(sd, false), (std::vector<std::string>{beside_sd, cache + "/taesd"}));
 }
 
+// The index of the case named `name` in the reference (an Error when it has none).
+size_t case_index(const test::PipelineReference& ref, const std::string& name) {
+  for (size_t i = 0; i < ref.cases.size(); ++i)
+    if (ref.cases[i]["name"] == name) return i;
+  fail("pipelines.json: no case ", name);
+}
+
+// The tiny SDXL pipeline as one original-layout file (tools/reference/export_tiny_sdxl_single_file.py, which
+// checks it against diffusers' from_single_file), read with the folder's configs as diffusers reads it
+// (config=): every tensor is the folder's, bit for bit (text_projection transposed), and each case's frame is
+// the folder's frame and diffusers' image.
+TEST(SdxlSingleFile, SameTensorsAndFramesAsTheFolder) {
+  const std::string dir = test::tiny_sdxl_pipeline_dir(), files = test::tiny_sdxl_single_file_dir();
+  if (dir.empty() || files.empty()) return;
+  const std::string folder = dir + "/model";
+  const std::vector<std::string> weights = {"unet/diffusion_pytorch_model.safetensors",
+                                            "vae/diffusion_pytorch_model.safetensors", "text_encoder/model.safetensors",
+                                            "text_encoder_2/model.safetensors"};
+  std::vector<std::string> sources = {files + "/tiny_sdxl_extras.safetensors"};
+  for (const std::string& w : weights) sources.push_back(folder + "/" + w);
+  std::map<std::string, std::string> metadata;
+  const std::vector<TensorToWrite> packed = test::packed_file_tensors(files + "/tiny_sdxl.manifest.json", sources, metadata);
+  test::TempDir tmp{"rtvd_sdxl_single_file"};
+  const std::string path = tmp.path("tiny_sdxl.safetensors");
+  write_safetensors(path, packed, metadata);
+
+  const SingleFileCheckpoint c = open_single_file(path, folder);
+  EXPECT_EQ(c.text_encoder_layout, "sdxl");
+  const std::vector<const SingleFileComponent*> components = {&c.unet, &c.vae, &c.text_encoder, &c.text_encoder_2};
+  for (size_t k = 0; k < components.size(); ++k) {
+    const SingleFileComponent* set = components[k];
+    SCOPED_TRACE(weights[k]);
+    const SafeTensorsFile want = SafeTensorsFile::open(folder + "/" + weights[k]);
+    size_t n = 0;
+    for (const TensorView& w : want.tensors()) {
+      const std::string name = w.name.starts_with("text_model.") ? w.name.substr(11) : w.name;
+      if (name.ends_with("position_ids")) continue;
+      const TensorView* got = set->tensors.find(name);
+      ASSERT_NE(got, nullptr) << name;
+      ++n;
+      EXPECT_EQ(got->shape, w.shape) << name << " from " << set->tensors.source_name(name);
+      ASSERT_EQ(got->bytes, w.bytes) << name;
+      EXPECT_EQ(got->dtype, w.dtype) << name;
+      EXPECT_EQ(std::memcmp(got->data, w.data, w.bytes), 0) << name << " differs from " << set->tensors.source_name(name);
+    }
+    EXPECT_EQ(n, set->tensors.tensors().size()) << "the file's component has tensors the folder has not";
+  }
+
+  test::PipelineReference by_folder = test::read_pipeline_reference(dir, folder, "");
+  by_folder.step_noise = ".step_noise_";
+  test::PipelineReference by_file = test::read_pipeline_reference(dir, path, "");
+  by_file.step_noise = ".step_noise_";
+  by_file.config = folder;
+  for (const char* name : {"txt2img_euler_a_g5", "img2img_euler_g4_s05"}) {
+    SCOPED_TRACE(name);
+    const size_t i = case_index(by_folder, name);
+    const test::PipelineErrors a = test::run_pipeline_case(by_folder, i, DeviceKind::Cpu, KernelFamily::Auto, 1);
+    const test::PipelineErrors b = test::run_pipeline_case(by_file, i, DeviceKind::Cpu, KernelFamily::Auto, 1);
+    std::printf("%s: single file against the folder: latents rel_l2 %.3g, image %.3g; against diffusers %.3g\n", name,
+                test::rel_l2(b.latents_out, a.latents_out), test::rel_l2(b.image_out, a.image_out), b.image);
+    EXPECT_LE(test::rel_l2(b.latents_out, a.latents_out), 1e-5);
+    EXPECT_LE(test::rel_l2(b.image_out, a.image_out), 1e-5);
+    EXPECT_LE(b.image, 1e-4);
+  }
+}
+
+// The tiny SDXL LoRAs (PEFT, kohya with the original layout's U-Net names) on the tiny pipeline, against
+// diffusers' load_lora_weights + fuse_lora at the same scale: the case's final latents and image.
+TEST(SdxlLora, MatchesDiffusers) {
+  const std::string dir = test::tiny_sdxl_pipeline_dir(), files = test::tiny_sdxl_single_file_dir();
+  if (dir.empty() || files.empty()) return;
+  std::ifstream in(files + "/lora_cases.json");
+  const json cases = json::parse(in)["cases"];
+  ASSERT_EQ(cases.size(), 2u) << files << "/lora_cases.json: a LoRA of the script failed (its output says why)";
+  const SafeTensorsFile expected = SafeTensorsFile::open(files + "/lora_cases.safetensors");
+  for (const json& c : cases) {
+    const std::string lora = c["lora"];
+    SCOPED_TRACE(lora);
+    test::PipelineReference ref = test::read_pipeline_reference(dir, dir + "/model", "");
+    ref.step_noise = ".step_noise_";
+    ref.loras = {{files + "/" + lora, c["scale"].get<float>()}};
+    ref.expected = &expected;
+    ref.expected_name = lora.substr(5, lora.find('.') - 5);  // lora_peft.safetensors: peft
+    const test::PipelineErrors e = test::run_pipeline_case(ref, case_index(ref, c["case"]), DeviceKind::Cpu,
+                                                           KernelFamily::Auto, 1);
+    std::printf("%s: latents rel_l2 %.3g, image rel_l2 %.3g\n", lora.c_str(), e.latents, e.image);
+    EXPECT_LE(e.latents, 1e-4);
+    EXPECT_TRUE(e.has_image);
+    EXPECT_LE(e.image, 1e-4);
+  }
+}
+
 // A random-weight SDXL folder, written once for the engine tests.
 const std::string& random_sdxl_dir() {
   static test::TempDir tmp{"rtvd_random_sdxl"};
@@ -228,12 +330,95 @@ TEST(SdxlEngine, FeatureCacheFullFrameIsTheFrameWithoutTheCache) {
   EXPECT_GT(max_byte_diff(from_cache, next), 0) << "the cached frame reuses the first frame's deep features";
 }
 
-TEST(SdxlFolderErrors, LoraIsRefusedByName) {
+// An SD 1.x LoRA (tests/data/lora, of tiny_sd's U-Net and text encoder) names modules SDXL's U-Net does not
+// have: one line naming the file, the key and the module.
+TEST(SdxlLoraErrors, AnSdLoraNamesAModuleSdxlHasNot) {
   ModelOptions o;
   o.path = random_sdxl_dir();
-  o.loras = {{test::test_data("lora/lora_peft.safetensors"), 1.0f}};
-  EXPECT_EQ(test::error_of([&] { load_model(o); }),
-            cat("--lora ", o.loras[0].path, ": ", o.path, " is an SDXL pipeline, for which rtvd does not load LoRAs yet"));
+  for (const char* format : {"peft", "kohya"}) {
+    o.loras = {{test::test_data(cat("lora/lora_", format, ".safetensors")), 1.0f}};
+    const std::string e = test::error_of([&] { load_model(o); });
+    SCOPED_TRACE(e);
+    EXPECT_TRUE(e.starts_with(o.loras[0].path + ": key '"));
+    EXPECT_NE(e.find("': the U-Net has no module '"), std::string::npos);
+    EXPECT_EQ(e.find('\n'), std::string::npos);
+  }
+}
+
+// Each SDXL LoRA format's keys reach the module they name: text_encoder_2 / lora_te2_ the second encoder's,
+// text_encoder / lora_te1_ the first's, at alpha / rank times the scale; the second's keys on a model with
+// one text encoder are refused by name.
+TEST(SdxlLora, EachPrefixReachesItsPart) {
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  const auto factor = [&](const std::string& name, std::vector<int64_t> shape) {
+    const size_t n = size_t(shape[0] * shape[1]);
+    return test::float_tensor(name, DType::F32, std::move(shape), rng.normal_vector(n));
+  };
+  TensorSet unet(SafeTensorsFile::open(fs::path(random_sdxl_dir()) / "unet/diffusion_pytorch_model.safetensors"));
+  TensorSet te1(SafeTensorsFile::open(fs::path(random_sdxl_dir()) / "text_encoder/model.safetensors"));
+  TensorSet te2(SafeTensorsFile::open(fs::path(random_sdxl_dir()) / "text_encoder_2/model.safetensors"));
+  test::TempDir tmp{"rtvd_sdxl_lora"};
+  const std::string q = "encoder.layers.0.self_attn.q_proj";
+  // The weight as the folder names it (transformers before 5 with "text_model.").
+  const auto weight = [&](const TensorSet& t) {
+    return t.find(cat("text_model.", q, ".weight")) ? cat("text_model.", q, ".weight") : cat(q, ".weight");
+  };
+  const int64_t w1 = te1.get_rank(weight(te1), 2).shape[0], w2 = te2.get_rank(weight(te2), 2).shape[0];
+  struct Case {
+    const char* file;
+    std::vector<TensorToWrite> tensors;
+    float scale;  // alpha / rank
+  };
+  std::vector<Case> cases;
+  cases.push_back({"peft.safetensors",
+                   {factor(cat("text_encoder.", q, ".lora_A.weight"), {2, w1}), factor(cat("text_encoder.", q, ".lora_B.weight"), {w1, 2}),
+                    factor(cat("text_encoder_2.", q, ".lora_A.weight"), {2, w2}), factor(cat("text_encoder_2.", q, ".lora_B.weight"), {w2, 2})},
+                   1.0f});
+  cases.push_back({"kohya.safetensors",
+                   {factor("lora_te1_text_model_encoder_layers_0_self_attn_q_proj.lora_down.weight", {2, w1}),
+                    factor("lora_te1_text_model_encoder_layers_0_self_attn_q_proj.lora_up.weight", {w1, 2}),
+                    test::float_tensor("lora_te1_text_model_encoder_layers_0_self_attn_q_proj.alpha", DType::F32, {}, {3.0f}),
+                    factor("lora_te2_text_model_encoder_layers_0_self_attn_q_proj.lora_down.weight", {2, w2}),
+                    factor("lora_te2_text_model_encoder_layers_0_self_attn_q_proj.lora_up.weight", {w2, 2}),
+                    test::float_tensor("lora_te2_text_model_encoder_layers_0_self_attn_q_proj.alpha", DType::F32, {}, {3.0f})},
+                   1.5f});
+  // The U-Net as kohya names SDXL's: the original layout's modules, the added embedding's label_emb among them.
+  const std::map<std::string, std::string> unet_modules = {
+      {"input_blocks_4_1_transformer_blocks_0_attn1_to_q", "down_blocks.1.attentions.0.transformer_blocks.0.attn1.to_q.weight"},
+      {"output_blocks_2_1_proj_out", "up_blocks.0.attentions.2.proj_out.weight"},
+      {"label_emb_0_0", "add_embedding.linear_1.weight"}};
+  for (const auto& [module, diffusers] : unet_modules) {
+    const TensorView& w = unet.get_rank(diffusers, 2);
+    for (const auto& [role, shape] : {std::pair{"lora_down", std::vector<int64_t>{2, w.shape[1]}},
+                                      std::pair{"lora_up", std::vector<int64_t>{w.shape[0], 2}}})
+      cases[1].tensors.insert(cases[1].tensors.begin(), factor(cat("lora_unet_", module, ".", role, ".weight"), shape));
+  }
+  for (Case& c : cases) {
+    SCOPED_TRACE(c.file);
+    const std::string path = tmp.path(c.file);
+    write_safetensors(path, c.tensors);
+    TensorSet u = unet, a = te1, b = te2;
+    apply_lora({path, 0.5f}, u, &a, &b);
+    for (const TensorSet* set : {&a, &b}) {
+      const std::vector<LowRankDelta>* d = set->deltas(weight(*set));
+      ASSERT_TRUE(d && d->size() == 1);
+      EXPECT_EQ(d->front().scale, 0.5f * c.scale);
+      EXPECT_EQ(d->front().down.shape[1], set == &a ? w1 : w2);
+    }
+    if (c.tensors.size() > 6)
+      for (const auto& [module, diffusers] : unet_modules) {
+        const std::vector<LowRankDelta>* d = u.deltas(diffusers);
+        EXPECT_TRUE(d && d->size() == 1 && d->front().scale == 0.5f) << module << " -> " << diffusers;
+      }
+    // The file's first key of the second encoder, in file order.
+    const auto second = std::ranges::find_if(c.tensors, [](const TensorToWrite& t) {
+      return t.name.starts_with("text_encoder_2.") || t.name.starts_with("lora_te2_");
+    });
+    const std::string first = second->name;
+    EXPECT_EQ(test::error_of([&] { apply_lora({path, 1.0f}, u, &a); }),
+              cat(path, ": key '", first, "': an update of the second text encoder (text_encoder_2), but the model has none"));
+  }
 }
 
 TEST(SdxlTimeIds, OriginalSizeCropAndTargetSizeHeightFirst) {

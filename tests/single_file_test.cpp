@@ -9,7 +9,6 @@
 //   - every bad file: one line naming the file and the tensor.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
-#include <zlib.h>
 
 #include <cstring>
 #include <filesystem>
@@ -43,42 +42,17 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using test::error_of;
 
-std::string content_key(const uint8_t* data, size_t n) {
-  const uLong crc = crc32(0, data, uInt(n)), adler = adler32(1, data, uInt(n));
-  char key[64];
-  std::snprintf(key, sizeof key, "%08lx-%08lx-%zu", crc, adler, n);
-  return key;
-}
-
 std::string tiny_sd(const std::string& rel = "") { return test::test_data("tiny_sd") + (rel.empty() ? "" : "/" + rel); }
 
 const std::vector<std::string> kFolderFiles = {"unet/diffusion_pytorch_model.safetensors",
                                                "vae/diffusion_pytorch_model.safetensors", "text_encoder/model.safetensors"};
 
-// export_sd_references.py's NAME.safetensors, rebuilt from its manifest: each tensor's bytes found by their
-// content among tiny_sd's weights files and extras.safetensors.
+// export_sd_references.py's NAME.safetensors, rebuilt from its manifest and tiny_sd's weights files.
 std::vector<TensorToWrite> rebuilt_tensors(const std::string& name, std::map<std::string, std::string>& metadata) {
-  std::vector<SafeTensorsFile> sources;
-  for (const std::string& f : kFolderFiles) sources.push_back(SafeTensorsFile::open(tiny_sd(f)));
-  sources.push_back(SafeTensorsFile::open(test::test_data("single_file/extras.safetensors")));
-  std::map<std::string, const TensorView*> by_content;
-  for (const SafeTensorsFile& s : sources)
-    for (const TensorView& t : s.tensors()) by_content.emplace(content_key(t.data, t.bytes), &t);
-  const std::string path = test::test_data("single_file/" + name + ".manifest.json");
-  const json manifest = parse_config_object(read_config_file(path), path);
-  for (const auto& [k, v] : manifest.at("metadata").items()) metadata[k] = v.get<std::string>();
-  std::vector<TensorToWrite> out;
-  for (const json& row : manifest.at("tensors")) {
-    const auto it = by_content.find(row[3].get<std::string>());
-    if (it == by_content.end()) fail(path, ": no tensor with the content of ", row[0]);
-    const std::string dtype = row[1].get<std::string>();
-    DType d = DType::F16;
-    for (DType c : {DType::F16, DType::F32, DType::BF16, DType::I64})
-      if (dtype == dtype_name(c)) d = c;
-    out.push_back({row[0].get<std::string>(), d, row[2].get<std::vector<int64_t>>(),
-                   std::vector<uint8_t>(it->second->data, it->second->data + it->second->bytes)});
-  }
-  return out;
+  std::vector<std::string> sources;
+  for (const std::string& f : kFolderFiles) sources.push_back(tiny_sd(f));
+  sources.push_back(test::test_data("single_file/extras.safetensors"));
+  return test::packed_file_tensors(test::test_data("single_file/" + name + ".manifest.json"), sources, metadata);
 }
 
 std::string rebuilt_file(const std::string& name, const test::TempDir& dir) {
@@ -210,8 +184,8 @@ TEST(SingleFileModel, AssumedScheduleAndTimestepSpacing) {
   EXPECT_EQ(own.scheduler->timestep_spacing, TimestepSpacing::Trailing);
 }
 
-// --config with an SDXL U-Net's config: rtvd renders SDXL from its diffusers folder only, and says so in one line.
-TEST(SingleFileModel, AnSdxlUNetConfigIsRefused) {
+// --config with an SDXL U-Net's config for a file of SD's one text encoder: one line naming both.
+TEST(SingleFileModel, AnSdxlUNetConfigForSdTensorsIsRefused) {
   test::TempDir dir;
   const std::string path = rebuilt_file("tiny_sd_sd1", dir);
   const std::string configs = config_folder(dir, test::test_data("tiny_sdxl/unet/config.json"));
@@ -221,7 +195,7 @@ TEST(SingleFileModel, AnSdxlUNetConfigIsRefused) {
   o.prediction_type = PredictionType::Epsilon;
   EXPECT_EQ(test::error_of([&] { load_model(o); }),
             cat(configs, "/unet/config.json: an SDXL U-Net (addition_embed_type \"text_time\"), but ", path,
-                " is a single file, which rtvd reads for SD 1.x and 2.x only: give SDXL's diffusers folder to --model"));
+                " holds one text encoder (SDXL's are conditioner.embedders.0.transformer.* and conditioner.embedders.1.model.*)"));
 }
 
 // ---- the full-size layouts, from the parameter lists of the architectures
@@ -365,9 +339,8 @@ class ShapeOnlyFile {
   size_t size_ = 0;
 };
 
-// A full-size single file's tensors: the U-Net of the built-in config, the SD VAE and a text encoder, under
-// the original names, with what LatentDiffusion saved beside them (its schedule, the EMA copy).
-std::vector<TensorSpec> full_size_specs(const ModelConfig& unet, const ClipTextConfig& text, bool open_clip) {
+// The U-Net of the config and the SD VAE (SDXL's has its shapes), under the original names.
+std::vector<TensorSpec> original_unet_and_vae(const ModelConfig& unet) {
   std::vector<TensorSpec> specs;
   std::vector<std::string> unet_names;
   const std::vector<TensorSpec> unet_specs = unet_parameters(unet);
@@ -375,6 +348,13 @@ std::vector<TensorSpec> full_size_specs(const ModelConfig& unet, const ClipTextC
   const std::map<std::string, std::string> original = ldm_unet_names(unet_names);
   for (const TensorSpec& s : unet_specs) specs.push_back({"model.diffusion_model." + original.at(s.name), s.dtype, s.shape});
   for (const TensorSpec& s : vae_parameters({128, 256, 512, 512}, 2, 4)) specs.push_back(original_vae_name(s, 4));
+  return specs;
+}
+
+// A full-size single file's tensors: the U-Net of the built-in config, the SD VAE and a text encoder, under
+// the original names, with what LatentDiffusion saved beside them (its schedule, the EMA copy).
+std::vector<TensorSpec> full_size_specs(const ModelConfig& unet, const ClipTextConfig& text, bool open_clip) {
+  std::vector<TensorSpec> specs = original_unet_and_vae(unet);
   if (open_clip) {
     for (TensorSpec& s : open_clip_parameters(text)) specs.push_back(std::move(s));
   } else {
@@ -472,6 +452,123 @@ TEST(FullSizeSingleFile, Sd21ShapesGiveTheBuiltinConfigs) {
 }
 
 // The prediction type from the metadata keys published files carry; SD 2.x at v is the 768 model.
+// SDXL base as published (stabilityai/stable-diffusion-xl-base-1.0's unet/config.json, the keys rtvd reads).
+constexpr const char* kSdxlUNetConfig = R"({
+  "_class_name": "UNet2DConditionModel", "sample_size": 128, "in_channels": 4, "out_channels": 4,
+  "block_out_channels": [320, 640, 1280], "layers_per_block": 2,
+  "down_block_types": ["DownBlock2D", "CrossAttnDownBlock2D", "CrossAttnDownBlock2D"],
+  "up_block_types": ["CrossAttnUpBlock2D", "CrossAttnUpBlock2D", "UpBlock2D"],
+  "attention_head_dim": [5, 10, 20], "cross_attention_dim": 2048, "transformer_layers_per_block": [1, 2, 10],
+  "use_linear_projection": true, "addition_embed_type": "text_time", "addition_time_embed_dim": 256,
+  "projection_class_embeddings_input_dim": 2816, "norm_num_groups": 32})";
+
+ClipTextConfig open_clip_big_g() {  // SDXL's text_encoder_2 (OpenCLIP ViT-bigG, all 32 blocks, projection 1280)
+  ClipTextConfig c{49408, 1280, 5120, 32, 20, 77, ClipTextConfig::HiddenAct::Gelu, 1e-5f};
+  c.projection_dim = 1280;
+  return c;
+}
+
+// A full-size SDXL single file as published: model.diffusion_model.* with label_emb, the SD VAE's layout,
+// conditioner.embedders.0.transformer.text_model.* (CLIP-L) and conditioner.embedders.1.model.* (bigG).
+std::vector<TensorSpec> sdxl_specs(const ModelConfig& unet) {
+  std::vector<TensorSpec> specs = original_unet_and_vae(unet);
+  for (TensorSpec s : clip_text_parameters(clip_l(), "text_model.", DType::F16)) {
+    s.name = "conditioner.embedders.0.transformer." + s.name;
+    specs.push_back(std::move(s));
+  }
+  ClipTextConfig blocks = open_clip_big_g();
+  --blocks.num_hidden_layers;  // open_clip_parameters adds the block SD 2.x leaves unused: 32 in all
+  for (TensorSpec s : open_clip_parameters(blocks)) {
+    s.name = "conditioner.embedders.1.model." + s.name.substr(std::string("cond_stage_model.model.").size());
+    if (s.name.ends_with("text_projection")) s.shape = {1280, 1280};  // (width, projection)
+    specs.push_back(std::move(s));
+  }
+  return specs;
+}
+
+// diffusers' single-file conversion of SDXL (single_file_utils.py, the xl_base config it fetches): the U-Net's
+// transformer depth [1, 2, 10], heads of 64, the added embedding of 1280 + 6 x 256; the VAE's 0.13025 with
+// force_upcast; the second encoder with its projection, every block kept; the image 1024.
+TEST(FullSizeSingleFile, SdxlShapesGiveThePublishedConfigs) {
+  const ModelConfig sdxl = parse_diffusers_unet_config(kSdxlUNetConfig, "sdxl", DType::F16);
+  const ShapeOnlyFile file(sdxl_specs(sdxl), {});
+  const SingleFileCheckpoint c = read_single_file(file.file("sdxl.safetensors"));
+  EXPECT_EQ(c.architecture, "SDXL");
+  EXPECT_EQ(c.text_encoder_layout, "sdxl");
+  test::expect_same_architecture(parse_diffusers_unet_config(c.unet.config_json, c.unet.config_label, DType::F16), sdxl);
+  const json unet = json::parse(c.unet.config_json);
+  EXPECT_EQ(unet.at("transformer_layers_per_block"), json({1, 2, 10}));
+  EXPECT_EQ(unet.at("attention_head_dim"), json({5, 10, 20}));
+  EXPECT_EQ(unet.at("addition_time_embed_dim"), 256);
+  EXPECT_EQ(unet.at("sample_size"), 128);
+  json vae = sd_vae_config(1024);
+  vae["scaling_factor"] = 0.13025;
+  vae["force_upcast"] = true;
+  EXPECT_EQ(json::parse(c.vae.config_json), vae);
+  expect_same_text_config(parse_clip_text_config(c.text_encoder.config_json, c.text_encoder.config_label), clip_l());
+  const ClipTextConfig second = parse_clip_text_config(c.text_encoder_2.config_json, c.text_encoder_2.config_label);
+  expect_same_text_config(second, open_clip_big_g());
+  EXPECT_EQ(second.projection_dim, 1280);
+  expect_names(c.unet.tensors, unet_parameters(sdxl), "U-Net");
+  expect_names(c.text_encoder.tensors, clip_text_parameters(clip_l(), "", DType::F16), "text encoder");
+  std::vector<TensorSpec> with_projection = clip_text_parameters(open_clip_big_g(), "", DType::F16);
+  with_projection.push_back({"text_projection.weight", DType::F16, {1280, 1280}});
+  expect_names(c.text_encoder_2.tensors, with_projection, "text encoder 2");
+  // SDXL's own names for some of them (diffusers' DIFFUSERS_TO_LDM_MAPPING["sdxl"] and CHECKPOINT_KEY_NAMES).
+  for (const auto& [diffusers, original] : std::map<std::string, std::string>{
+           {"add_embedding.linear_1.weight", "label_emb.0.0.weight"},
+           {"add_embedding.linear_2.bias", "label_emb.0.2.bias"},
+           {"up_blocks.0.upsamplers.0.conv.weight", "output_blocks.2.2.conv.weight"},
+           {"up_blocks.1.upsamplers.0.conv.weight", "output_blocks.5.2.conv.weight"},
+           {"down_blocks.2.attentions.1.transformer_blocks.9.attn1.to_q.weight",
+            "input_blocks.8.1.transformer_blocks.9.attn1.to_q.weight"},
+           {"down_blocks.1.downsamplers.0.conv.weight", "input_blocks.6.0.op.weight"}})
+    EXPECT_EQ(c.unet.tensors.source_name(diffusers), "model.diffusion_model." + original);
+  EXPECT_EQ(c.text_encoder_2.tensors.source_name("encoder.layers.31.self_attn.v_proj.weight"),
+            "conditioner.embedders.1.model.transformer.resblocks.31.attn.in_proj_weight");
+}
+
+// An SDXL file without one of its encoders, with SD's beside SDXL's, or the refiner's: one line each.
+TEST(FullSizeSingleFile, SdxlFilesRefusedByName) {
+  const ModelConfig sdxl = parse_diffusers_unet_config(kSdxlUNetConfig, "sdxl", DType::F16);
+  const std::vector<TensorSpec> specs = sdxl_specs(sdxl);
+  const auto error = [&](const std::function<void(std::vector<TensorSpec>&)>& edit) {
+    std::vector<TensorSpec> edited = specs;
+    edit(edited);
+    const ShapeOnlyFile file(edited, {});
+    return error_of([&] { read_single_file(file.file("sdxl.safetensors")); });
+  };
+  const auto without = [](const std::string& prefix) {
+    return [prefix](std::vector<TensorSpec>& t) { std::erase_if(t, [&](const TensorSpec& s) { return s.name.starts_with(prefix); }); };
+  };
+  EXPECT_EQ(error(without("conditioner.embedders.1.")),
+            "sdxl.safetensors: SDXL's second text encoder is missing (no tensor conditioner.embedders.1.model.*): an SDXL "
+            "checkpoint has both");
+  EXPECT_EQ(error(without("conditioner.embedders.0.")),
+            "sdxl.safetensors: SDXL's first text encoder is missing (no tensor conditioner.embedders.0.transformer.*): an "
+            "SDXL checkpoint has both");
+  EXPECT_EQ(error([](auto& t) { t.push_back({"cond_stage_model.transformer.text_model.final_layer_norm.bias", DType::F16, {768}}); }),
+            "sdxl.safetensors: text encoders of SD (cond_stage_model.transformer.*) and of SDXL "
+            "(conditioner.embedders.0.transformer.*) in one file");
+  EXPECT_EQ(error(without("model.diffusion_model.label_emb.")),
+            "sdxl.safetensors: SDXL's text encoders but no added embedding in the U-Net (no tensor "
+            "model.diffusion_model.label_emb.0.0.weight)");
+  EXPECT_EQ(error([](std::vector<TensorSpec>& t) {
+              std::erase_if(t, [](const TensorSpec& s) { return s.name.starts_with("conditioner."); });
+              t.push_back({"conditioner.embedders.0.model.text_projection", DType::F16, {1280, 1280}});
+            }),
+            "sdxl.safetensors: tensor 'conditioner.embedders.0.model.text_projection': an SDXL refiner checkpoint (its "
+            "one text encoder, OpenCLIP bigG, as conditioner.embedders.0, and the aesthetic score in its U-Net's added "
+            "embedding), which rtvd does not run");
+  std::vector<TensorSpec> sd15 = full_size_specs(builtin_model_config("sd15"), clip_l(), false);
+  sd15.push_back({"model.diffusion_model.label_emb.0.0.weight", DType::F16, {1280, 2816}});
+  const ShapeOnlyFile file(sd15, {});
+  EXPECT_EQ(error_of([&] { read_single_file(file.file("sd15.safetensors")); }),
+            "sd15.safetensors: an added embedding (model.diffusion_model.label_emb.0.0.weight) in the U-Net, which only "
+            "SDXL's takes, but SD's text encoder (cond_stage_model.transformer.*) rather than SDXL's two "
+            "(conditioner.embedders.0.transformer.*, conditioner.embedders.1.model.*)");
+}
+
 TEST(FullSizeSingleFile, PredictionTypeAndImageSizeFromMetadata) {
   const std::vector<TensorSpec> sd21 = full_size_specs(builtin_model_config("sd21"), open_clip_h(), true);
   struct Case {
@@ -559,7 +656,8 @@ TEST(SingleFileErrors, NameTheFileAndTheTensor) {
             file + ": two text encoders (tensors cond_stage_model.transformer.* and cond_stage_model.model.*)");
   EXPECT_EQ(error([](auto& t) { t.push_back({"lora_unet_x.alpha", DType::F32, {}, std::vector<uint8_t>(4)}); }),
             file + ": tensor 'lora_unet_x.alpha': not part of a Stable Diffusion checkpoint's U-Net (model.diffusion_model.), "
-                   "VAE (first_stage_model.) or text encoder (cond_stage_model.transformer., cond_stage_model.model.)");
+                   "VAE (first_stage_model.) or text encoders (cond_stage_model.transformer., cond_stage_model.model.; SDXL's "
+                   "conditioner.embedders.0.transformer., conditioner.embedders.1.model.)");
   EXPECT_EQ(error([](auto& t) { tensor_named(t, "model.diffusion_model.input_blocks.4.0.in_layers.2.weight").name =
                                     "model.diffusion_model.input_blocks.4.0.in_layers.1.weight"; }),
             file + ": tensor 'model.diffusion_model.input_blocks.4.0.in_layers.1.weight': not a ResNet's (in_layers, "
@@ -570,7 +668,7 @@ TEST(SingleFileErrors, NameTheFileAndTheTensor) {
                    "proj_in, transformer_blocks, proj_out)");
   EXPECT_EQ(error([](auto& t) { tensor_named(t, "model.diffusion_model.out.2.bias").name = "model.diffusion_model.out.3.bias"; }),
             file + ": tensor 'model.diffusion_model.out.3.bias': not a tensor of the original U-Net layout (time_embed, "
-                   "input_blocks, middle_block, output_blocks, out)");
+                   "label_emb, input_blocks, middle_block, output_blocks, out)");
   EXPECT_EQ(error([](auto& t) { tensor_named(t, "first_stage_model.encoder.down.1.block.0.norm2.bias").name =
                                     "first_stage_model.encoder.down.1.block.0.norm3.bias"; }),
             file + ": tensor 'first_stage_model.encoder.down.1.block.0.norm3.bias': not a ResNet's (norm1, conv1, norm2, "
@@ -588,7 +686,7 @@ TEST(SingleFileErrors, NameTheFileAndTheTensor) {
   EXPECT_EQ(error_of([&] { open_single_file(good); }),
             good + ": tensor 'model.diffusion_model.middle_block.1.transformer_blocks.0.attn2.to_k.weight' "
                    "(mid_block.attentions.0.transformer_blocks.0.attn2.to_k.weight): cross-attention width 32 fits no known "
-                   "architecture (SD 1.x: 768, with 8 heads; SD 2.x: 1024, with heads of 64), and the heads cannot be "
+                   "architecture (SD 1.x: 768, with 8 heads; SD 2.x: 1024, SDXL: 2048, with heads of 64), and the heads cannot be "
                    "read off shapes: give a diffusers folder whose unet/config.json describes this U-Net");
   // A truncated file: the header promises data that is not there.
   const std::string truncated = dir.path("truncated.safetensors");

@@ -25,7 +25,7 @@ struct LdmComponent {
 
 // ---- U-Net (ldm_unet.cpp)
 
-// model.diffusion_model.* -> diffusers' UNet2DConditionModel names. Levels and blocks are taken in the order of
+// model.diffusion_model.* -> diffusers' UNet2DConditionModel names (SDXL's label_emb.0.0/0.2: add_embedding). Levels and blocks are taken in the order of
 // their indices rather than computed from them: the original code numbers input_blocks and output_blocks
 // through the levels (1 + level * (layers_per_block + 1) + j), while diffusers' own converter to this layout
 // (scripts/convert_diffusers_to_original_stable_diffusion.py) numbers them as SD's 2 ResNets a level whatever
@@ -38,13 +38,16 @@ TensorSet map_ldm_unet(const LdmComponent& c);
 // original layout calls each. Names that are not a U-Net's are left out.
 std::map<std::string, std::string> ldm_unet_names(const std::vector<std::string>& diffusers_names);
 
-// The family of the renamed U-Net, by the context width of the text encoder it was trained with (the mid
-// block's cross-attention): 768 "SD 1.x", 1024 "SD 2.x"; another is an Error naming the tensor.
+// The family of the renamed U-Net, by the context width of the text encoder(s) it was trained with (the mid
+// block's cross-attention): 768 "SD 1.x", 1024 "SD 2.x", 2048 "SDXL"; another is an Error naming the tensor.
 std::string unet_architecture(const TensorSet& unet);
 
 // diffusers' unet/config.json for the renamed tensors. Shapes give everything but the heads, which the
-// family gives: SD 1.x has 8 at every level, SD 2.x heads of 64.
-std::string infer_unet_config(const TensorSet& unet, int sample_size);
+// family gives: SD 1.x has 8 at every level, SD 2.x and SDXL heads of 64. SDXL's transformer depth per level
+// is counted; its added embedding (add_embedding) takes the pooled projection of pooled_width (text_encoder_2's
+// projection_dim) and six time ids, each embedded at (input width - pooled_width) / 6: an Error naming the
+// tensor where that does not divide.
+std::string infer_unet_config(const TensorSet& unet, int sample_size, int64_t pooled_width = 0);
 
 // ---- VAE (ldm_vae.cpp)
 
@@ -54,8 +57,8 @@ std::string infer_unet_config(const TensorSet& unet, int sample_size);
 TensorSet map_ldm_vae(const LdmComponent& c);
 
 // diffusers' vae/config.json for the renamed tensors (GroupNorm of 32 groups, as the original code always has;
-// SD's scaling factor 0.18215).
-std::string infer_vae_config(const TensorSet& vae, int sample_size);
+// SD's scaling factor 0.18215, SDXL's 0.13025 with force_upcast, as diffusers' configs for each).
+std::string infer_vae_config(const TensorSet& vae, int sample_size, bool sdxl);
 
 // ---- text encoder (ldm_text_encoder.cpp)
 
@@ -69,8 +72,16 @@ TensorSet map_ldm_clip(const LdmComponent& c);
 // blocks less one; else the file must hold layers or layers + 1 blocks.
 TensorSet map_open_clip(const LdmComponent& c, int layers);
 
-// transformers' text_encoder/config.json for the renamed tensors; heads of 64 (OpenAI CLIP-L and OpenCLIP-H
-// both), hidden_act "quick_gelu" (OpenAI) or "gelu" (OpenCLIP).
+// conditioner.embedders.1.model.* (OpenCLIP bigG, SDXL's second text encoder) -> transformers'
+// CLIPTextModelWithProjection names without "text_model.": every block kept (SDXL takes the penultimate hidden
+// state of the whole model), in_proj split as above, and text_projection, stored (width, projection) for
+// x @ P, transposed into memory as text_projection.weight (projection, width), the one tensor not a view into
+// the file. layers < 0: the file's blocks; else the file must hold exactly layers.
+TensorSet map_open_clip_with_projection(const LdmComponent& c, int layers);
+
+// transformers' text_encoder/config.json for the renamed tensors; heads of 64 (OpenAI CLIP-L, OpenCLIP-H and
+// -bigG), hidden_act "quick_gelu" (OpenAI) or "gelu" (OpenCLIP); CLIPTextModelWithProjection with its
+// projection_dim where the tensors have text_projection.weight.
 std::string infer_clip_config(const TensorSet& text_encoder, bool open_clip);
 
 }  // namespace rtvd

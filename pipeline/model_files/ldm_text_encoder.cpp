@@ -2,6 +2,7 @@
 // CLIPTextModel already, and SD 2.x's OpenCLIP (open_clip's TextTransformer), renamed to it; and the config.
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -44,34 +45,39 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 5> kResblock
     {"mlp.c_proj", "mlp.fc2"},
 }};
 
-}  // namespace
-
-TensorSet map_ldm_clip(const LdmComponent& c) {
-  TensorSet set(c.label());
-  for (const TensorView* t : c.tensors) {
-    std::string_view rel = std::string_view(t->name).substr(c.prefix.size());
-    if (rel.starts_with("text_model.")) rel.remove_prefix(std::string_view("text_model.").size());
-    if (rel == "embeddings.position_ids") continue;  // a buffer, 0 to 76 (older transformers saved it)
-    if (!is_clip_name(rel))
-      fail(c.label(), ": tensor ", quote(t->name), ": not a parameter of transformers' CLIPTextModel (embeddings, "
-           "encoder.layers, final_layer_norm)");
-    set.add(std::string(rel), *t, t->name, c.file);
-  }
-  return set;
-}
-
-TensorSet map_open_clip(const LdmComponent& c, int layers) {
-  TensorSet set(c.label());
+// The OpenCLIP blocks the file holds (transformer.resblocks.N): the highest N + 1.
+int open_clip_blocks(const LdmComponent& c) {
   const std::string resblocks = c.prefix + "transformer.resblocks.";
   int blocks = 0;
   for (const TensorView* t : c.tensors)
     if (t->name.starts_with(resblocks))
       blocks = std::max(blocks, 1 + name_index(split_name(std::string_view(t->name).substr(resblocks.size()))[0]));
-  const int keep = layers < 0 ? blocks - 1 : layers;
-  if (keep < 1 || (blocks != keep && blocks != keep + 1))
-    fail(c.label(), ": ", blocks, " OpenCLIP blocks (", resblocks, "N), expected ",
-         layers < 0 ? "at least 2 (the text encoder's and the last, which SD 2.x does not use)"
-                    : cat("the text encoder config's ", layers, " or one more (the last, which SD 2.x does not use)"));
+  return blocks;
+}
+
+// text_projection (width, projection), applied as x @ P, as CLIPTextModelWithProjection's Linear weight
+// (projection, width): a transposed copy in a file made in memory, which the set keeps alive.
+void add_transposed_projection(TensorSet& set, const TensorView& t, int64_t width, const LdmComponent& c) {
+  if (t.shape.size() != 2 || t.shape[0] != width ||
+      (t.dtype != DType::F32 && t.dtype != DType::F16 && t.dtype != DType::BF16))
+    fail(c.label(), ": tensor ", quote(t.name), ": expected a float (", width, ", projection) matrix (the width ",
+         width, " of the token embedding first), got ", dtype_name(t.dtype), " ", shape_string(t.shape));
+  const int64_t rows = t.shape[0], cols = t.shape[1];
+  const size_t e = dtype_size(t.dtype);
+  auto file = std::make_shared<const SafeTensorsFile>(SafeTensorsFile::build(
+      cat(c.label(), " (", t.name, " transposed)"), {{"text_projection.weight", t.dtype, {cols, rows}}},
+      [&](size_t, uint8_t* out) {
+        for (int64_t i = 0; i < rows; ++i)
+          for (int64_t j = 0; j < cols; ++j) std::memcpy(out + size_t(j * rows + i) * e, t.data + size_t(i * cols + j) * e, e);
+      }));
+  set.add("text_projection.weight", *file->find("text_projection.weight"), t.name, file);
+}
+
+// The OpenCLIP text tower under CLIPTextModel's names, its first `keep` blocks; text_projection with
+// with_projection (SDXL), else dropped.
+TensorSet map_open_clip_blocks(const LdmComponent& c, int keep, bool with_projection) {
+  TensorSet set(c.label());
+  const std::string resblocks = c.prefix + "transformer.resblocks.";
   const TensorView* token = nullptr;
   for (const TensorView* t : c.tensors)
     if (t->name == c.prefix + "token_embedding.weight") token = t;
@@ -89,6 +95,8 @@ TensorSet map_open_clip(const LdmComponent& c, int layers) {
       add("embeddings.position_embedding.weight", *t);
     } else if (rel == "ln_final.weight" || rel == "ln_final.bias") {
       add(cat("final_layer_norm.", rel.substr(9)), *t);
+    } else if (rel == "text_projection" && with_projection) {
+      add_transposed_projection(set, *t, width, c);
     } else if (rel == "text_projection" || rel == "logit_scale") {
       continue;  // the CLIP model's projection into the joint space and its temperature: SD 2.x uses neither
     } else if (t->name.starts_with(resblocks)) {
@@ -124,7 +132,43 @@ TensorSet map_open_clip(const LdmComponent& c, int layers) {
            "positional_embedding, transformer.resblocks, ln_final, text_projection)");
     }
   }
+  if (with_projection && !set.find("text_projection.weight"))
+    fail(c.label(), ": no tensor '", c.prefix, "text_projection' (the pooled projection SDXL's U-Net takes)");
   return set;
+}
+
+}  // namespace
+
+TensorSet map_ldm_clip(const LdmComponent& c) {
+  TensorSet set(c.label());
+  for (const TensorView* t : c.tensors) {
+    std::string_view rel = std::string_view(t->name).substr(c.prefix.size());
+    if (rel.starts_with("text_model.")) rel.remove_prefix(std::string_view("text_model.").size());
+    if (rel == "embeddings.position_ids") continue;  // a buffer, 0 to 76 (older transformers saved it)
+    if (!is_clip_name(rel))
+      fail(c.label(), ": tensor ", quote(t->name), ": not a parameter of transformers' CLIPTextModel (embeddings, "
+           "encoder.layers, final_layer_norm)");
+    set.add(std::string(rel), *t, t->name, c.file);
+  }
+  return set;
+}
+
+TensorSet map_open_clip(const LdmComponent& c, int layers) {
+  const int blocks = open_clip_blocks(c);
+  const int keep = layers < 0 ? blocks - 1 : layers;
+  if (keep < 1 || (blocks != keep && blocks != keep + 1))
+    fail(c.label(), ": ", blocks, " OpenCLIP blocks (", c.prefix, "transformer.resblocks.N), expected ",
+         layers < 0 ? "at least 2 (the text encoder's and the last, which SD 2.x does not use)"
+                    : cat("the text encoder config's ", layers, " or one more (the last, which SD 2.x does not use)"));
+  return map_open_clip_blocks(c, keep, false);
+}
+
+TensorSet map_open_clip_with_projection(const LdmComponent& c, int layers) {
+  const int blocks = open_clip_blocks(c);
+  if (blocks < 1 || (layers >= 0 && blocks != layers))
+    fail(c.label(), ": ", blocks, " OpenCLIP blocks (", c.prefix, "transformer.resblocks.N), expected ",
+         layers < 0 ? "at least 1" : cat("the text_encoder_2 config's ", layers));
+  return map_open_clip_blocks(c, blocks, true);
 }
 
 std::string infer_clip_config(const TensorSet& text_encoder, bool open_clip) {
@@ -132,12 +176,13 @@ std::string infer_clip_config(const TensorSet& text_encoder, bool open_clip) {
   const int64_t width = token.shape[1];
   if (width % 64 != 0)
     fail(text_encoder.label(), ": tensor ", text_encoder.describe(token.name), ": width ", width,
-         " is not a multiple of CLIP's head dim 64: no known text encoder (SD 1.x: 768, SD 2.x: 1024); give a "
+         " is not a multiple of CLIP's head dim 64: no known text encoder (SD 1.x: 768, SD 2.x: 1024, SDXL: 768 and 1280); give a "
          "diffusers folder whose text_encoder/config.json describes it");
   int layers = 0;
   while (text_encoder.find(cat("encoder.layers.", layers, ".mlp.fc1.weight"))) ++layers;
-  const nlohmann::json config = {
-      {"architectures", {"CLIPTextModel"}},
+  const TensorView* projection = text_encoder.find("text_projection.weight");
+  nlohmann::json config = {
+      {"architectures", {projection ? "CLIPTextModelWithProjection" : "CLIPTextModel"}},
       {"model_type", "clip_text_model"},
       {"vocab_size", token.shape[0]},
       {"hidden_size", width},
@@ -148,6 +193,7 @@ std::string infer_clip_config(const TensorSet& text_encoder, bool open_clip) {
       {"hidden_act", open_clip ? "gelu" : "quick_gelu"},
       {"layer_norm_eps", 1e-5},
   };
+  if (projection) config["projection_dim"] = text_encoder.get_rank(projection->name, 2).shape[0];
   return config.dump(2);
 }
 

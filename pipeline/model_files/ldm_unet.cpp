@@ -19,9 +19,11 @@ namespace {
 constexpr std::array<std::string_view, 2> kWeightBias = {"weight", "bias"};
 
 // Modules outside the blocks, both ways.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 5> kOuterModules = {{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 7> kOuterModules = {{
     {"time_embed.0", "time_embedding.linear_1"},
     {"time_embed.2", "time_embedding.linear_2"},
+    {"label_emb.0.0", "add_embedding.linear_1"},  // SDXL's added embedding: Linear, SiLU, Linear
+    {"label_emb.0.2", "add_embedding.linear_2"},
     {"input_blocks.0.0", "conv_in"},
     {"out.0", "conv_norm_out"},
     {"out.2", "conv_out"},
@@ -100,7 +102,7 @@ TensorSet map_ldm_unet(const LdmComponent& c) {
     const int i = parts.size() > 1 ? name_index(parts[1]) : -1;
     const int sub = in_middle ? i : parts.size() > 2 ? name_index(parts[2]) : -1;
     if (!blocks || i < 0 || sub < 0 || parts.size() <= rest_at || (blocks == &input && i == 0))
-      reject(t, "not a tensor of the original U-Net layout (time_embed, input_blocks, middle_block, output_blocks, out)");
+      reject(t, "not a tensor of the original U-Net layout (time_embed, label_emb, input_blocks, middle_block, output_blocks, out)");
     (*blocks)[i].push_back({sub, join_name(std::span(parts).subspan(rest_at)), t});
   }
 
@@ -231,12 +233,13 @@ std::string unet_architecture(const TensorSet& unet) {
   const int64_t context = unet.get_rank(kMidCrossKey, 2).shape[1];
   if (context == 768) return "SD 1.x";
   if (context == 1024) return "SD 2.x";
+  if (context == 2048) return "SDXL";
   fail(unet.label(), ": tensor ", unet.describe(kMidCrossKey), ": cross-attention width ", context,
-       " fits no known architecture (SD 1.x: 768, with 8 heads; SD 2.x: 1024, with heads of 64), and the heads "
+       " fits no known architecture (SD 1.x: 768, with 8 heads; SD 2.x: 1024, SDXL: 2048, with heads of 64), and the heads "
        "cannot be read off shapes: give a diffusers folder whose unet/config.json describes this U-Net");
 }
 
-std::string infer_unet_config(const TensorSet& unet, int sample_size) {
+std::string infer_unet_config(const TensorSet& unet, int sample_size, int64_t pooled_width) {
   const auto count = [&](const auto& name_of) {
     int n = 0;
     while (unet.find(name_of(n))) ++n;
@@ -256,12 +259,13 @@ std::string infer_unet_config(const TensorSet& unet, int sample_size) {
   for (int l = levels - 1; l >= 0; --l) up.push_back(attention[l] ? "CrossAttnUpBlock2D" : "UpBlock2D");
 
   // Heads are not in the shapes (diffusers' legacy naming: attention_head_dim holds head counts).
+  const std::string architecture = unet_architecture(unet);
   nlohmann::json heads = 8;
-  if (unet_architecture(unet) == "SD 2.x") {
+  if (architecture != "SD 1.x") {
     heads = nlohmann::json::array();
     for (int64_t c : channels) {
       if (c % 64 != 0)
-        fail(unet.label(), ": level channels ", c, " are not a multiple of SD 2.x's head dim 64: no known architecture");
+        fail(unet.label(), ": level channels ", c, " are not a multiple of ", architecture, "'s head dim 64: no known architecture");
       heads.push_back(c / 64);
     }
   }
@@ -282,6 +286,22 @@ std::string infer_unet_config(const TensorSet& unet, int sample_size) {
       {"use_linear_projection", proj_in && proj_in->shape.size() == 2},  // SD 2.x: Linear, SD 1.x: 1x1 conv
       {"transformer_layers_per_block", count([&](int k) { return cat(mid, "transformer_blocks.", k, ".norm1.weight"); })},
   };
+  if (architecture == "SDXL") {
+    // Depth by level ([1, 2, 10] in SDXL; 1 where a level has no transformer, as diffusers writes it) and the
+    // added embedding's widths.
+    std::vector<int> depth;
+    for (int l = 0; l < levels; ++l)
+      depth.push_back(std::max(1, count([&](int k) { return cat("down_blocks.", l, ".attentions.0.transformer_blocks.", k, ".norm1.weight"); })));
+    config["transformer_layers_per_block"] = depth;
+    const std::string add = "add_embedding.linear_1.weight";
+    const int64_t input = unet.get_rank(add, 2).shape[1];
+    if (input <= pooled_width || (input - pooled_width) % 6 != 0)
+      fail(unet.label(), ": tensor ", unet.describe(add), ": input width ", input, " is not the pooled text embedding's ",
+           pooled_width, " and six time ids of one width (SDXL: 1280 + 6 x 256)");
+    config["addition_embed_type"] = "text_time";
+    config["addition_time_embed_dim"] = (input - pooled_width) / 6;
+    config["projection_class_embeddings_input_dim"] = input;
+  }
   return config.dump(2);
 }
 

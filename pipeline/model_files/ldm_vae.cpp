@@ -107,7 +107,7 @@ TensorSet map_ldm_vae(const LdmComponent& c) {
   return set;
 }
 
-std::string infer_vae_config(const TensorSet& vae, int sample_size) {
+std::string infer_vae_config(const TensorSet& vae, int sample_size, bool sdxl) {
   const auto count = [&](const auto& name_of) {
     int n = 0;
     while (vae.find(name_of(n))) ++n;
@@ -118,7 +118,7 @@ std::string infer_vae_config(const TensorSet& vae, int sample_size) {
   std::vector<int64_t> channels;
   for (int l = 0; l < levels; ++l)
     channels.push_back(vae.get_rank(cat("encoder.down_blocks.", l, ".resnets.0.conv1.weight"), 4).shape[0]);
-  const nlohmann::json config = {
+  nlohmann::json config = {
       {"_class_name", "AutoencoderKL"},
       {"in_channels", vae.get_rank("encoder.conv_in.weight", 4).shape[1]},
       {"out_channels", vae.get_rank("decoder.conv_out.weight", 4).shape[0]},
@@ -130,11 +130,13 @@ std::string infer_vae_config(const TensorSet& vae, int sample_size) {
       {"latent_channels", vae.get_rank("decoder.conv_in.weight", 4).shape[1]},
       {"norm_num_groups", 32},  // the original's Normalize(): GroupNorm(32)
       {"sample_size", sample_size},
-      {"scaling_factor", 0.18215},  // SD 1.x and 2.x (their configs' scale_factor)
+      // Not in the shapes: SD 1.x and 2.x scale latents by 0.18215, SDXL by 0.13025 (their configs' scale_factor).
+      {"scaling_factor", sdxl ? 0.13025 : 0.18215},
       {"mid_block_add_attention", vae.find("encoder.mid_block.attentions.0.to_q.weight") != nullptr},
       {"use_quant_conv", vae.find("quant_conv.weight") != nullptr},
       {"use_post_quant_conv", vae.find("post_quant_conv.weight") != nullptr},
   };
+  if (sdxl) config["force_upcast"] = true;  // its decoder overflows in fp16 (diffusers' SDXL VAE config)
   return config.dump(2);
 }
 

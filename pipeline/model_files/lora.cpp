@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <tuple>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -21,10 +22,12 @@ namespace rtvd {
 
 namespace {
 
-enum class Component { UNet, TextEncoder };
+enum class Component { UNet, TextEncoder, TextEncoder2 };
 enum class Role { Down, Up, Alpha };
 
-const char* component_name(Component c) { return c == Component::UNet ? "U-Net" : "text encoder"; }
+const char* component_name(Component c) {
+  return c == Component::UNet ? "U-Net" : c == Component::TextEncoder ? "text encoder" : "second text encoder (text_encoder_2)";
+}
 
 // A key of the file, split: which model part, the module as the file writes it, and what the tensor is.
 struct LoraKey {
@@ -63,10 +66,12 @@ constexpr ProcessorFactor kProcessorFactors[] = {
 
 std::optional<LoraKey> parse_key(std::string_view key) {
   LoraKey k{Component::UNet, "", false, Role::Down};
-  // kohya: "lora_unet_<module>" or "lora_te_<module>" ("lora_te1_" in its SDXL files), then the factor.
+  // kohya: "lora_unet_<module>" or "lora_te_<module>" (in its SDXL files "lora_te1_" and "lora_te2_"), then the
+  // factor.
   for (const auto& [prefix, component] : {std::pair{std::string_view("lora_unet_"), Component::UNet},
                                           std::pair{std::string_view("lora_te_"), Component::TextEncoder},
-                                          std::pair{std::string_view("lora_te1_"), Component::TextEncoder}}) {
+                                          std::pair{std::string_view("lora_te1_"), Component::TextEncoder},
+                                          std::pair{std::string_view("lora_te2_"), Component::TextEncoder2}}) {
     if (!key.starts_with(prefix)) continue;
     const size_t dot = key.find('.');
     if (dot == std::string_view::npos) return std::nullopt;
@@ -79,6 +84,9 @@ std::optional<LoraKey> parse_key(std::string_view key) {
   } else if (key.starts_with("text_encoder.")) {
     key.remove_prefix(13);
     k.component = Component::TextEncoder;
+  } else if (key.starts_with("text_encoder_2.")) {
+    key.remove_prefix(15);
+    k.component = Component::TextEncoder2;
   }
   for (const auto& [suffix, role] : kDottedFactors)
     if (key.ends_with(suffix)) {
@@ -147,7 +155,7 @@ class ModuleIndex {
   std::map<std::string, std::string> dotted_, underscored_;  // module -> weight ("" when ambiguous)
 
   std::string canonical(std::string_view module, bool underscore) const {
-    return std::string(component_ == Component::TextEncoder ? without_text_model(module, underscore) : module);
+    return std::string(component_ != Component::UNet ? without_text_model(module, underscore) : module);
   }
   void add(const std::string& module, const std::string& weight) {
     const std::string dotted = canonical(module, false);
@@ -174,8 +182,10 @@ std::map<Component, AdapterConfig> adapter_configs(const SafeTensorsFile& file) 
   for (const auto& [key, value] : root.items()) {
     const size_t dot = key.find('.');
     const std::string part = key.substr(0, dot), field = dot == std::string::npos ? "" : key.substr(dot + 1);
-    if (part != "unet" && part != "text_encoder") continue;  // another pipeline's part: not rtvd's to merge
-    AdapterConfig& c = out[part == "unet" ? Component::UNet : Component::TextEncoder];
+    if (part != "unet" && part != "text_encoder" && part != "text_encoder_2") continue;  // another pipeline's part
+    AdapterConfig& c = out[part == "unet"           ? Component::UNet
+                           : part == "text_encoder" ? Component::TextEncoder
+                                                    : Component::TextEncoder2];
     const auto number = [&](const nlohmann::json& v, const std::string& what) {
       if (!v.is_number() || !(std::abs(v.get<double>()) <= std::numeric_limits<float>::max()))
         fail(label, ": ", quote(what), ": expected a finite number, got ", describe_json(v));
@@ -228,12 +238,15 @@ LoraSpec parse_lora_spec(const std::string& value) {
   return spec;
 }
 
-void apply_lora(const LoraSpec& spec, TensorSet& unet, TensorSet* text_encoder) {
+void apply_lora(const LoraSpec& spec, TensorSet& unet, TensorSet* text_encoder, TensorSet* text_encoder_2) {
   const std::shared_ptr<const SafeTensorsFile> file = open_checkpoint_file(spec.path, "LoRA");
   const std::string& label = file->label();
-  const ModuleIndex unet_modules(unet, Component::UNet);
-  const std::optional<ModuleIndex> text_modules =
-      text_encoder ? std::optional<ModuleIndex>(std::in_place, *text_encoder, Component::TextEncoder) : std::nullopt;
+  // The model's parts by Component (nullptr: the model has none) and the modules a LoRA may name in each.
+  const std::map<Component, TensorSet*> parts = {
+      {Component::UNet, &unet}, {Component::TextEncoder, text_encoder}, {Component::TextEncoder2, text_encoder_2}};
+  std::map<Component, ModuleIndex> modules;
+  for (const auto& [component, set] : parts)
+    if (set) modules.emplace(std::piecewise_construct, std::forward_as_tuple(component), std::forward_as_tuple(*set, component));
   const std::map<Component, AdapterConfig> configs = adapter_configs(*file);
   if (file->tensors().empty()) fail(label, ": holds no tensors, expected LoRA factors");
 
@@ -244,10 +257,9 @@ void apply_lora(const LoraSpec& spec, TensorSet& unet, TensorSet* text_encoder) 
       fail(label, ": key ", quote(t.name), ": not a LoRA factor rtvd knows (diffusers/PEFT: unet.<module>.lora_A.weight, "
            "lora_B, lora.down/up, alpha; kohya: lora_unet_<module>.lora_down.weight, lora_up, alpha; LyCORIS, DoRA "
            "and bias updates are not supported)");
-    if (k->component == Component::TextEncoder && !text_encoder)
-      fail(label, ": key ", quote(t.name), ": an update of the text encoder, but the model has none");
-    const ModuleIndex& modules = k->component == Component::UNet ? unet_modules : *text_modules;
-    const std::string weight = modules.weight(*k, label, t.name);
+    if (!parts.at(k->component))
+      fail(label, ": key ", quote(t.name), ": an update of the ", component_name(k->component), ", but the model has none");
+    const std::string weight = modules.at(k->component).weight(*k, label, t.name);
     if (weight.empty())
       fail(label, ": key ", quote(t.name), ": the ", component_name(k->component), " has no module ", quote(k->module));
     Update& u = updates[{k->component, weight}];
@@ -259,7 +271,7 @@ void apply_lora(const LoraSpec& spec, TensorSet& unet, TensorSet* text_encoder) 
   }
 
   // Checked whole before anything is attached, so that a failing file leaves the model as it was.
-  std::vector<std::pair<TensorSet*, std::pair<std::string, LowRankDelta>>> deltas;
+  std::vector<std::pair<Component, std::pair<std::string, LowRankDelta>>> deltas;
   for (const auto& [where, u] : updates) {
     if (!u.down || !u.up)
       fail(label, ": key ", quote(u.first_key), ": the update of ", quote(u.weight), " has no ", u.down ? "up" : "down",
@@ -268,8 +280,7 @@ void apply_lora(const LoraSpec& spec, TensorSet& unet, TensorSet* text_encoder) 
       if (f->numel() == 0)
         fail(label, ": key ", quote(f->name), ": shape ", shape_string(f->shape), " holds no values (an update of rank 0), "
              "expected factors of rank 1 or more");
-    TensorSet& set = u.component == Component::UNet ? unet : *text_encoder;
-    const TensorView& w = *set.find(u.weight);
+    const TensorView& w = *parts.at(u.component)->find(u.weight);
     LowRankDelta d{as_rank(*u.up, w.shape.size()), as_rank(*u.down, w.shape.size()), 1.0f, label};
     const int64_t rank = d.down.shape.empty() ? 0 : d.down.shape[0];
     float alpha = float(rank);
@@ -288,15 +299,15 @@ void apply_lora(const LoraSpec& spec, TensorSet& unet, TensorSet* text_encoder) 
     }
     const bool rslora = configs.contains(u.component) && configs.at(u.component).use_rslora;
     d.scale = rank > 0 ? spec.scale * alpha / (rslora ? std::sqrt(float(rank)) : float(rank)) : 0.0f;
-    deltas.push_back({&set, {u.weight, d}});
+    deltas.push_back({u.component, {u.weight, d}});
   }
   // add_delta checks the factors (shapes, dtypes, finite values); it runs on copies so that a failure on the
   // last update leaves the sets as they were.
-  TensorSet unet_copy = unet;
-  std::optional<TensorSet> text_copy = text_encoder ? std::optional<TensorSet>(*text_encoder) : std::nullopt;
-  for (auto& [set, named] : deltas) (set == &unet ? unet_copy : *text_copy).add_delta(named.first, named.second, file);
-  unet = std::move(unet_copy);
-  if (text_encoder) *text_encoder = std::move(*text_copy);
+  std::map<Component, TensorSet> copies;
+  for (const auto& [component, set] : parts)
+    if (set) copies.emplace(component, *set);
+  for (auto& [component, named] : deltas) copies.at(component).add_delta(named.first, named.second, file);
+  for (auto& [component, copy] : copies) *parts.at(component) = std::move(copy);
 }
 
 }  // namespace rtvd

@@ -78,7 +78,7 @@ std::string taesd_folder(const std::string& model_path, bool sdxl) {
 }
 
 // The latent model's components from their files: --vae replaces the checkpoint's autoencoder, --lora updates
-// the U-Net and the text encoder, --prediction-type overrides the scheduler's; then the U-Net's and the
+// the U-Net and the text encoders, --prediction-type overrides the scheduler's; then the U-Net's and the
 // autoencoder's tensors go into one store.
 struct LatentParts {
   TensorSet unet;
@@ -103,10 +103,9 @@ void finish_latent_model(Model& m, LatentParts parts, const ModelOptions& o) {
   }
   if (!parts.autoencoder)
     fail(m.source, ": the checkpoint has no autoencoder (vae/), which a latent model needs: give one with --vae DIR");
-  if (parts.text_encoder_2 && !o.loras.empty())
-    fail("--lora ", o.loras.front().path, ": ", m.source, " is an SDXL pipeline, for which rtvd does not load LoRAs yet");
   for (const LoraSpec& lora : o.loras)
-    apply_lora(lora, parts.unet, parts.text_encoder ? &parts.text_encoder->tensors : nullptr);
+    apply_lora(lora, parts.unet, parts.text_encoder ? &parts.text_encoder->tensors : nullptr,
+               parts.text_encoder_2 ? &parts.text_encoder_2->tensors : nullptr);
   if (o.prediction_type) m.scheduler->prediction = *o.prediction_type;
   if (o.timestep_spacing) m.scheduler->timestep_spacing = *o.timestep_spacing;
 
@@ -221,9 +220,11 @@ Model load_single_file_model(const ModelOptions& o) {
   m.format = cat("single file, ", c.architecture);
   m.config = parse_diffusers_unet_config(c.unet.config_json, c.unet.config_label, unet_dtype(c.unet.tensors));
   m.config.name = fs::path(o.path).stem().string();
-  if (m.config.text_time())
-    fail(c.unet.config_label, ": an SDXL U-Net (addition_embed_type \"text_time\"), but ", o.path, " is a single "
-         "file, which rtvd reads for SD 1.x and 2.x only: give SDXL's diffusers folder to --model");
+  const bool sdxl = c.text_encoder_layout == "sdxl";
+  if (m.config.text_time() != sdxl)
+    fail(c.unet.config_label, sdxl ? ": the U-Net has no addition_embed_type \"text_time\", but " : ": an SDXL U-Net "
+         "(addition_embed_type \"text_time\"), but ", o.path, sdxl ? " holds SDXL's two text encoders" : " holds one text "
+         "encoder (SDXL's are conditioner.embedders.0.transformer.* and conditioner.embedders.1.model.*)");
   // The scheduler: the config folder's, else SD's schedule with the prediction type the flag, the file's
   // metadata or the architecture gives (SD 1.x is epsilon; SD 2.x has epsilon and v-prediction checkpoints).
   const std::string folder_scheduler = o.config.empty() ? "" : o.config + "/scheduler/scheduler_config.json";
@@ -232,7 +233,7 @@ Model load_single_file_model(const ModelOptions& o) {
   } else {
     std::optional<PredictionType> prediction = o.prediction_type;
     if (!prediction && !c.prediction_type.empty()) prediction = prediction_type_named(c.prediction_type);
-    if (!prediction && c.architecture == "SD 1.x") prediction = PredictionType::Epsilon;
+    if (!prediction && (c.architecture == "SD 1.x" || c.architecture == "SDXL")) prediction = PredictionType::Epsilon;
     if (!prediction)
       fail(o.path, ": the file does not say whether its U-Net predicts noise or velocity (", c.architecture,
            " checkpoints are trained either way): give --prediction-type epsilon (SD 2.x base, SD-Turbo) or "
@@ -249,8 +250,14 @@ Model load_single_file_model(const ModelOptions& o) {
                                              std::move(c.text_encoder.tensors)};
   parts.text_source = o.path;
   // Single files carry no tokenizer: CLIP's published vocabulary, padded as the checkpoint's family pads
-  // (SD 1.x with <|endoftext|>, SD 2.x's OpenCLIP with "!", id 0).
+  // (SD 1.x with <|endoftext|>, SD 2.x's OpenCLIP with "!", id 0; SDXL's encoders each as these).
   m.tokenizer_pad = c.text_encoder_layout == "openclip" ? "!" : "<|endoftext|>";
+  if (sdxl) {
+    const ClipTextConfig second = parse_clip_text_config(c.text_encoder_2.config_json, c.text_encoder_2.config_label);
+    check_sdxl_text_widths(m.config, c.unet.config_label, parts.text_encoder->config, second);
+    parts.text_encoder_2 = TextEncoderCheckpoint{second, std::move(c.text_encoder_2.tensors)};
+    parts.text_2_source = o.path;
+  }
   finish_latent_model(m, std::move(parts), o);
   return m;
 }

@@ -88,6 +88,8 @@ PipelineErrors run_pipeline_case(const PipelineReference& ref, size_t i, DeviceK
 
   ModelOptions options;
   options.path = ref.model_dir;
+  options.config = ref.config;
+  options.loras = ref.loras;
   if (c.value("vae", "full") == "tiny") options.vae = VaeChoice{VaeChoice::Kind::Folder, ref.taesd_dir};
   Model model = load_model(options);
   json scheduler = c["scheduler"];
@@ -152,12 +154,14 @@ PipelineErrors run_pipeline_case(const PipelineReference& ref, size_t i, DeviceK
   backend->read(plan.sample, latents.data(), latents.size());
   backend->read(plan.prev, image.data(), image.size());
   PipelineErrors e;
-  e.latents = rel_l2(latents, nhwc(ref.tensors, name + ".final_latents"));
-  e.has_image = ref.tensors.find(name + ".image") != nullptr;
-  if (e.has_image) {
-    for (float& v : image) v = std::clamp((v + 1.0f) / 2.0f, 0.0f, 1.0f);
-    e.image = rel_l2(image, nhwc(ref.tensors, name + ".image"));
-  }
+  const SafeTensorsFile& expected = ref.expected ? *ref.expected : ref.tensors;
+  const std::string expected_name = ref.expected ? ref.expected_name : name;
+  e.latents = rel_l2(latents, nhwc(expected, expected_name + ".final_latents"));
+  e.has_image = expected.find(expected_name + ".image") != nullptr;
+  for (float& v : image) v = std::clamp((v + 1.0f) / 2.0f, 0.0f, 1.0f);
+  if (e.has_image) e.image = rel_l2(image, nhwc(expected, expected_name + ".image"));
+  e.latents_out = std::move(latents);
+  e.image_out = std::move(image);
   return e;
 }
 

@@ -13,6 +13,7 @@
 
 #include "kernels/common/kernel_family.h"
 #include "pipeline/device.h"
+#include "pipeline/model_files/lora.h"
 #include "pipeline/model_files/safetensors.h"
 
 namespace rtvd::test {
@@ -20,11 +21,18 @@ namespace rtvd::test {
 struct PipelineReference {
   nlohmann::json cases;    // pipelines.json's "cases"
   SafeTensorsFile tensors;
-  std::string model_dir;   // the diffusers folder the cases ran
+  std::string model_dir;   // the diffusers folder the cases ran (or a single file of it: config)
   std::string taesd_dir;   // the AutoencoderTiny folder of the "tiny" cases
   // The noise the sampler adds at step i of case NAME: the tensor NAME + step_noise + i, present exactly for the
   // steps where the sampler adds noise.
   std::string step_noise = ".lcm_noise_";
+  // How the model is loaded: model_dir a folder or a single file, with --config and --lora as these say.
+  std::string config;
+  std::vector<LoraSpec> loras;
+  // diffusers' outputs to compare with: NAME.final_latents and NAME.image of tensors (nullptr: the reference's
+  // own, under the case's name).
+  const SafeTensorsFile* expected = nullptr;
+  std::string expected_name;
 };
 
 // dir holds pipelines.json and pipelines.safetensors.
@@ -33,6 +41,7 @@ PipelineReference read_pipeline_reference(const std::string& dir, std::string mo
 struct PipelineErrors {
   double latents = 0, image = 0;  // relative L2 against diffusers
   bool has_image = false;         // the reference holds the decoded image (else only the latents are compared)
+  std::vector<float> latents_out, image_out;  // rtvd's, NHWC (the image in [0, 1])
 };
 
 // Case i on the device: the frame run `frames` times with the same inputs (on the GPU: the eager frame, the

@@ -132,4 +132,11 @@ std::string tiny_taesdxl_dir() {
                       "export_tiny_taesdxl.py");
 }
 
+std::string tiny_sdxl_single_file_dir() {
+  return exported_dir("tiny_sdxl_single_file",
+                      {"tiny_sdxl.manifest.json", "tiny_sdxl_extras.safetensors", "lora_peft.safetensors",
+                       "lora_kohya.safetensors", "lora_cases.json", "lora_cases.safetensors"},
+                      "export_tiny_sdxl_single_file.py");
+}
+
 }  // namespace rtvd::test

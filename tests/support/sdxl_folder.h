@@ -35,4 +35,9 @@ std::string tiny_sdxl_pipeline_dir();
 // pipelines.safetensors: the tiny SDXL pipeline's cases with a tiny TAESDXL as its vae); "" and a failure as above.
 std::string tiny_taesdxl_dir();
 
+// tests/data/tiny_sdxl_single_file, tools/reference/export_tiny_sdxl_single_file.py's output (the single file
+// packed as tiny_sdxl.manifest.json and tiny_sdxl_extras.safetensors, the LoRA files, lora_cases.json and
+// lora_cases.safetensors); as tiny_sdxl_pipeline_dir when it is missing.
+std::string tiny_sdxl_single_file_dir();
+
 }  // namespace rtvd::test

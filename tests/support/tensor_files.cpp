@@ -4,8 +4,12 @@
 #include <cstring>
 #include <fstream>
 
+#include <zlib.h>
+
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
+#include "pipeline/model_files/config_reader.h"
 #include "pipeline/model_files/half.h"
 #include "pipeline/model_files/tensor_set.h"
 #include "support/test_util.h"
@@ -65,6 +69,40 @@ std::map<std::string, int64_t> safetensors_elements(const std::string& path) {
     int64_t n = 1;
     for (const auto& d : t.at("shape")) n *= d.get<int64_t>();
     out[name] = n;
+  }
+  return out;
+}
+
+namespace {
+
+std::string content_key(const uint8_t* data, size_t n) {
+  const uLong crc = crc32(0, data, uInt(n)), adler = adler32(1, data, uInt(n));
+  char key[64];
+  std::snprintf(key, sizeof key, "%08lx-%08lx-%zu", crc, adler, n);
+  return key;
+}
+
+}  // namespace
+
+std::vector<TensorToWrite> packed_file_tensors(const std::string& manifest, const std::vector<std::string>& sources,
+                                               std::map<std::string, std::string>& metadata) {
+  std::vector<SafeTensorsFile> files;
+  for (const std::string& s : sources) files.push_back(SafeTensorsFile::open(s));
+  std::map<std::string, const TensorView*> by_content;
+  for (const SafeTensorsFile& f : files)
+    for (const TensorView& t : f.tensors()) by_content.emplace(content_key(t.data, t.bytes), &t);
+  const nlohmann::json m = parse_config_object(read_config_file(manifest), manifest);
+  for (const auto& [k, v] : m.at("metadata").items()) metadata[k] = v.get<std::string>();
+  std::vector<TensorToWrite> out;
+  for (const nlohmann::json& row : m.at("tensors")) {
+    const auto it = by_content.find(row[3].get<std::string>());
+    if (it == by_content.end()) fail(manifest, ": no tensor with the content of ", row[0]);
+    const std::string dtype = row[1].get<std::string>();
+    DType d = DType::F16;
+    for (DType c : {DType::F16, DType::F32, DType::BF16, DType::I64})
+      if (dtype == dtype_name(c)) d = c;
+    out.push_back({row[0].get<std::string>(), d, row[2].get<std::vector<int64_t>>(),
+                   std::vector<uint8_t>(it->second->data, it->second->data + it->second->bytes)});
   }
   return out;
 }

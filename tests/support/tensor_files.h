@@ -1,6 +1,6 @@
 // Small safetensors files in memory for the model-file tests (tensor_set_test, single_file_test, lora_test):
 // tensors from float values in a float dtype, and the values of a tensor back as doubles; the element counts
-// of a file's tensors, read without rtvd's reader.
+// of a file's tensors, read without rtvd's reader; packed single files rebuilt.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -29,5 +29,13 @@ std::vector<double> values_of(const TensorView& t);
 // The elements of each tensor of a safetensors file, by name, from its header (8 bytes of length, then JSON)
 // read here with nlohmann's parser: an independent count to check rtvd's against.
 std::map<std::string, int64_t> safetensors_elements(const std::string& path);
+
+// The tensors and metadata of a single file packed as tools/reference/pack_sd_refs.py packs one
+// (NAME.manifest.json: its metadata and, in file order, each tensor's name, dtype, shape and content key, the
+// crc32 and adler32 of its bytes and their count), byte for byte: each tensor's bytes found by content among
+// the tensors of `sources` (weights files and the pack's extras). An Error names the manifest and a tensor not
+// found.
+std::vector<TensorToWrite> packed_file_tensors(const std::string& manifest, const std::vector<std::string>& sources,
+                                               std::map<std::string, std::string>& metadata);
 
 }  // namespace rtvd::test

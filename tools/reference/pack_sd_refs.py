@@ -68,16 +68,17 @@ def sign(p, i):
     return -1.0 if splitmix64((p << 40) + i) >> 63 else 1.0
 
 
-def pack_single_files(refs, tiny_sd, out):
+def pack_files(sources, singles, out_dir, extras_path):
+    """Each single file (name -> (path, source)) as out_dir/NAME.manifest.json, its tensors found by content among
+    the source weights files, the others in extras_path."""
     by_content = {}
-    for rel in ("unet/diffusion_pytorch_model.safetensors", "vae/diffusion_pytorch_model.safetensors",
-                "text_encoder/model.safetensors"):
-        for _, _, _, raw in read_safetensors(os.path.join(tiny_sd, rel))[1]:
+    for path in sources:
+        for _, _, _, raw in read_safetensors(path)[1]:
             by_content.setdefault(content_key(raw), raw)
     extras = {}
-    os.makedirs(os.path.join(out, "single_file"), exist_ok=True)
-    for name in ("tiny_sd_sd1", "tiny_sd_openclip"):
-        meta, tensors = read_safetensors(os.path.join(refs, name + ".safetensors"))
+    os.makedirs(out_dir, exist_ok=True)
+    for name, (path, source) in singles.items():
+        meta, tensors = read_safetensors(path)
         rows = []
         for tname, dtype, shape, raw in tensors:
             key = content_key(raw)
@@ -86,12 +87,19 @@ def pack_single_files(refs, tiny_sd, out):
             found = by_content.get(key, extras.get(key, (None, None, None))[2])
             assert found == raw, f"{name}: {tname}: content key {key} is not unique"
             rows.append([tname, dtype, shape, key])
-        with open(os.path.join(out, "single_file", name + ".manifest.json"), "w") as f:
-            json.dump({"source": f"export_sd_references.py's {name}.safetensors", "metadata": meta, "tensors": rows},
-                      f, indent=0)
+        with open(os.path.join(out_dir, name + ".manifest.json"), "w") as f:
+            json.dump({"source": source, "metadata": meta, "tensors": rows}, f, indent=0)
         print(f"{name}: {len(rows)} tensors, {sum(1 for r in rows if r[3] in extras)} from extras")
-    write_safetensors(os.path.join(out, "single_file", "extras.safetensors"),
-                      [(k, d, s, raw) for k, (d, s, raw) in sorted(extras.items())])
+    write_safetensors(extras_path, [(k, d, s, raw) for k, (d, s, raw) in sorted(extras.items())])
+
+
+def pack_single_files(refs, tiny_sd, out):
+    sources = [os.path.join(tiny_sd, rel) for rel in ("unet/diffusion_pytorch_model.safetensors",
+                                                      "vae/diffusion_pytorch_model.safetensors",
+                                                      "text_encoder/model.safetensors")]
+    singles = {name: (os.path.join(refs, name + ".safetensors"), f"export_sd_references.py's {name}.safetensors")
+               for name in ("tiny_sd_sd1", "tiny_sd_openclip")}
+    pack_files(sources, singles, os.path.join(out, "single_file"), os.path.join(out, "single_file", "extras.safetensors"))
 
 
 def pack_lora(refs, out):
