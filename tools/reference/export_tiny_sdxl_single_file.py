@@ -46,7 +46,7 @@ from safetensors.torch import load_file, save_file
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from export_sd_references import RecordNoise  # noqa: E402  (what a module draws through its randn_tensor)
-from export_tiny_sd import randomize  # noqa: E402  (every parameter random)
+from export_tiny_sd import print_file_sizes, randomize  # noqa: E402  (every parameter random)
 from pack_sd_refs import pack_files  # noqa: E402  (a single file as a manifest of the folder's tensors)
 
 CASE = "txt2img_euler_a_2steps"
@@ -233,6 +233,27 @@ def export_loras(model_dir, pipeline_dir, out, gen):
     refs = load_file(os.path.join(pipeline_dir, "pipelines.safetensors"))
     with open(os.path.join(pipeline_dir, "pipelines.json")) as f:
         case = next(c for c in json.load(f)["cases"] if c["name"] == CASE)
+    # diffusers' kohya conversion names the text encoders' modules text_model.*, as transformers 4 named them;
+    # transformers 5's CLIPTextModel has no text_model. level (its CLIPTextModelWithProjection keeps it), so diffusers
+    # finds none of the first encoder's modules (its rank table comes out empty). The converted names of an encoder
+    # without that level are mapped onto its modules', nothing else changed (the alphas included).
+    converted = StableDiffusionXLPipeline.lora_state_dict.__func__
+    flat = [part for part in ("text_encoder", "text_encoder_2")
+            if not any(n.startswith("text_model.") for n, _ in getattr(pipe, part).named_modules())]
+
+    def rename(key):
+        for part in flat:
+            key = key.replace(f"{part}.text_model.", f"{part}.") if key.startswith(f"{part}.") else key
+        return key
+
+    def lora_state_dict(cls, *args, **kwargs):
+        out = list(converted(cls, *args, **kwargs))
+        for i in (0, 1):  # the state dict, the network alphas
+            if out[i]:
+                out[i] = {rename(k): v for k, v in out[i].items()}
+        return tuple(out)
+    StableDiffusionXLPipeline.lora_state_dict = classmethod(lora_state_dict)
+
     tensors, cases, fused, ok = {}, [], {}, True  # fused: the PEFT file's fused weights, for the kohya file's
     for fmt in ("peft", "kohya"):
         try:
@@ -270,12 +291,6 @@ def export_loras(model_dir, pipeline_dir, out, gen):
         except Exception as e:  # noqa: BLE001 - reported, the other goes on
             ok = False
             print(f"lora {fmt}: FAILED {e!r}\n{traceback.format_exc()}", flush=True)
-            sd, alphas = StableDiffusionXLPipeline.lora_state_dict(os.path.join(out, f"lora_{fmt}.safetensors"),
-                                                                   unet_config=p.unet.config)
-            te = sorted(k for k in sd if k.startswith("text_encoder."))
-            print(f"DIAG {len(sd)} keys, {len(te)} text_encoder., first {te[:4]}, "
-                  f"alphas {sorted(alphas or {})[:3]}", flush=True)
-            print("DIAG modules", [n for n, _ in load().text_encoder.named_modules() if n.endswith("q_proj")][:2])
     save_file({k: v.contiguous() for k, v in tensors.items()}, os.path.join(out, "lora_cases.safetensors"))
     with open(os.path.join(out, "lora_cases.json"), "w") as f:
         json.dump({"cases": cases}, f, indent=1)
@@ -302,12 +317,7 @@ def main():
         pack_files(sources, {"tiny_sdxl": (single, "export_tiny_sdxl_single_file.py's tiny_sdxl.safetensors")}, a.out,
                    os.path.join(a.out, "tiny_sdxl_extras.safetensors"))
     ok = export_loras(model_dir, a.pipeline_dir, a.out, gen)
-    total = 0
-    for f in sorted(os.listdir(a.out)):
-        size = os.path.getsize(os.path.join(a.out, f))
-        total += size
-        print(f"{size:>10} {f}")
-    print(f"{total:>10} in all")
+    print_file_sizes(a.out)
     sys.exit(0 if ok else 1)
 
 
