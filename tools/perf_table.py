@@ -107,14 +107,6 @@ def find_keys(doc, word, path=""):
     return found
 
 
-def kernel_row(kernels, case, impl_prefix):
-    """The first timed row of the case whose implementation starts with impl_prefix (refusals have no time)."""
-    for r in (kernels or {}).get("results", []):
-        if r["case"] == case and r["impl"].startswith(impl_prefix) and "tflops" in r:
-            return r
-    return None
-
-
 def cache_error(fc):
     """The feature cache's error against the uncached frames from a bench frames --moving JSON, in words."""
     e = (fc or {}).get("feature_cache")
@@ -265,7 +257,7 @@ def table_rows(raw):
     return rows
 
 
-FORMATS = {"ms": "{:.3f} ms", "frames/s": "{:.0f} frames/s", "TFLOP/s": "{:.0f} TFLOP/s", "×": "{:.2f}×",
+FORMATS = {"ms": "{:.3f} ms", "s": "{:.2f} s", "frames/s": "{:.0f} frames/s", "TFLOP/s": "{:.0f} TFLOP/s", "×": "{:.2f}×",
            "% / % skipped": "{:.1f}% / {:.1f}% skipped"}
 
 
@@ -294,63 +286,124 @@ def markdown(rows):
     return "\n".join(lines)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--work", default="/tmp/rtvd-perf", help="weights and reports (GBs: not the repo)")
+class PerfRun:
+    """One run's document (machine, raw results, notes, timeline) under a deadline, rewritten to $OUT/NAME after
+    every step with its rows (table_rows(raw)), so a run cut short keeps what it measured."""
+
+    def __init__(self, name, work, deadline, table_rows, cuda, rtvd, env):
+        self.begin, self.deadline, self.work, self.table_rows = time.time(), deadline, work, table_rows
+        self.rtvd, self.env = rtvd, env
+        out_dir = os.environ.get("OUT", "/tmp/rtvd-out")
+        os.makedirs(out_dir, exist_ok=True)
+        os.makedirs(os.path.join(work, "logs"), exist_ok=True)
+        self.path = os.path.join(out_dir, name)
+        self.doc = dict(machine() if cuda else {}, bench=name.removesuffix(".json"), work=work, raw={}, notes=[],
+                        timeline=[])
+
+    def left(self):
+        return self.deadline - (time.time() - self.begin)
+
+    def save(self):
+        self.doc["rows"] = self.table_rows(self.doc["raw"])
+        self.doc["table"] = markdown(self.doc["rows"])
+        self.doc["seconds"] = time.time() - self.begin
+        with open(self.path, "w") as f:
+            json.dump(self.doc, f, indent=1)
+
+    def note(self, text):
+        self.doc["notes"].append(text)
+        print("==", text, flush=True)
+
+    def mark(self, what):
+        self.doc["timeline"].append([what, round(time.time() - self.begin, 1)])
+        print(f"-- {time.time() - self.begin:6.1f} s: {what}", flush=True)
+
+    def log(self, key, text):
+        with open(os.path.join(self.work, "logs", f"{key}.log"), "w") as f:
+            f.write(text)
+
+    def rtvd_json(self, key, command, timeout=120, env=None):
+        """rtvd with --json into the raw results under key (NOT_BUILT where it refuses a flag it does not know)."""
+        path = os.path.join(self.work, f"{key}.json")
+        if os.path.exists(path):
+            os.remove(path)
+        code, out = sh([self.rtvd] + command + ["--json", path], min(timeout, max(1, self.left() - 10)),
+                       env or self.env)
+        self.log(key, out)
+        last = out.strip().splitlines()[-1] if out.strip() else ""
+        self.doc["raw"][key] = load(path) if code == 0 else NOT_BUILT if "unknown flag" in last else None
+        if code:
+            self.note(f"{key}: exit {code}: {last}")
+        self.mark(key)
+        self.save()
+
+    def torch_runs(self, commands):
+        """PyTorch processes ({key: command}, each with --ready/--go/--lock added), all built and compiled at once
+        so that torch.compile's minutes overlap, then timed one at a time; each one's JSON into raw[key]."""
+        sync = os.path.join(self.work, "sync")
+        subprocess.run(["rm", "-rf", sync])
+        os.makedirs(sync)
+        go, lock = os.path.join(sync, "go"), os.path.join(sync, "lock")
+        workers = {}
+        for key, command in commands.items():
+            command = command + ["--json", os.path.join(self.work, f"{key}.json"), "--ready", os.path.join(sync, key),
+                                 "--go", go, "--lock", lock]
+            workers[key] = start(command, dict(self.env, TORCHINDUCTOR_COMPILE_THREADS="4"),
+                                 os.path.join(self.work, "logs", f"{key}.log"))
+        self.mark("pytorch started")
+        while self.left() > 60 and not all(os.path.exists(os.path.join(sync, k)) or p.poll() is not None
+                                           for k, p in workers.items()):
+            time.sleep(1)
+        not_ready = [k for k, p in workers.items() if p.poll() is None and not os.path.exists(os.path.join(sync, k))]
+        self.mark("pytorch ready" + (f" but {', '.join(not_ready)}" if not_ready else ""))
+        open(go, "w").close()
+        for key, p in workers.items():
+            try:
+                p.wait(timeout=max(1, self.left() - 5))
+            except subprocess.TimeoutExpired:
+                p.kill()
+            self.doc["raw"][key] = load(os.path.join(self.work, f"{key}.json")) if p.returncode == 0 else None
+            if p.returncode != 0:
+                with open(os.path.join(self.work, "logs", f"{key}.log")) as f:
+                    tail = f.read().strip()[-300:]
+                self.note(f"pytorch {key}: " + ("not ready by the deadline" if key in not_ready
+                                                 else f"exit {p.returncode}: {tail}"))
+            self.save()
+        self.mark("pytorch timed")
+
+    def finish(self):
+        self.save()
+        d = self.doc
+        print(f"\n{d.get('gpu')}, driver {d.get('driver')}, commit {d.get('commit')}, {d.get('date')}\n{d['table']}\n"
+              f"wrote {self.path} ({d['seconds']:.0f} s)")
+
+
+def command_line_run(name, description, work, runs, table_rows):
+    """(PerfRun, its arguments) from a perf table script's command line: --work, --deadline, --runs, --device and
+    --rtvd, the bundle unpacked unless --rtvd names a binary."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--work", default=work, help="weights and reports (GBs: not the repo)")
     parser.add_argument("--deadline", type=float, default=570, help="seconds the whole run may take")
-    parser.add_argument("--runs", type=int, default=100, help="timed calls per PyTorch measurement")
+    parser.add_argument("--runs", type=int, default=runs, help="timed calls per PyTorch measurement")
     parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     parser.add_argument("--rtvd", help="the rtvd binary to run instead of the bundle's (--device cpu: build-cpu/rtvd)")
     args = parser.parse_args()
-    begin = time.time()
-    left = lambda: args.deadline - (time.time() - begin)  # noqa: E731
-    out_dir = os.environ.get("OUT", "/tmp/rtvd-out")
-    os.makedirs(out_dir, exist_ok=True)
-    w = args.work
-    os.makedirs(os.path.join(w, "logs"), exist_ok=True)
     env = dict(os.environ) if args.rtvd else unpack_bundle()
     rtvd = os.path.abspath(args.rtvd) if args.rtvd else os.path.join(BUNDLE_DIR, "rtvd")
-    cuda = args.device == "cuda"
+    return PerfRun(name, args.work, args.deadline, table_rows, args.device == "cuda", rtvd, env), args
+
+
+def main():
+    run, args = command_line_run("perf_table.json", __doc__.splitlines()[0], "/tmp/rtvd-perf", 100, table_rows)
+    w, env, cuda = args.work, run.env, args.device == "cuda"
     size = "512" if cuda else "64"
-    doc = dict(machine() if cuda else {}, bench="perf_table", work=w, raw={}, notes=[], timeline=[])
-
-    def save():
-        doc["rows"] = table_rows(doc["raw"])
-        doc["table"] = markdown(doc["rows"])
-        doc["seconds"] = time.time() - begin
-        with open(os.path.join(out_dir, "perf_table.json"), "w") as f:
-            json.dump(doc, f, indent=1)
-
-    def note(text):
-        doc["notes"].append(text)
-        print("==", text, flush=True)
-
-    def mark(what):
-        doc["timeline"].append([what, round(time.time() - begin, 1)])
-        print(f"-- {time.time() - begin:6.1f} s: {what}", flush=True)
-
-    def rtvd_json(key, command, timeout=120):
-        """rtvd with --json into the raw results under key (NOT_BUILT where it refuses a flag it does not know)."""
-        path = os.path.join(w, f"{key}.json")
-        if os.path.exists(path):
-            os.remove(path)
-        code, out = sh([rtvd] + command + ["--json", path],
-                       min(timeout, max(1, left() - 10)), env)
-        with open(os.path.join(w, "logs", f"{key}.log"), "w") as f:
-            f.write(out)
-        last = out.strip().splitlines()[-1] if out.strip() else ""
-        doc["raw"][key] = load(path) if code == 0 else NOT_BUILT if "unknown flag" in last else None
-        if code:
-            note(f"{key}: exit {code}: {last}")
-        mark(key)
-        save()
+    left, note, mark, rtvd_json, save = run.left, run.note, run.mark, run.rtvd_json, run.save
 
     # 1. the checkpoint, then what does not read it
     if not os.path.exists(os.path.join(w, "model", "model_index.json")):
         code, out = sh([sys.executable, "tools/reference/export_sd_references.py", "tests/data/tiny_sd", w, "--full",
                         VOCAB, "--weights-only"], max(1, left() - 120), env)
-        with open(os.path.join(w, "logs", "export.log"), "w") as f:
-            f.write(out)
+        run.log("export", out)
         mark("export")
         if code != 0:
             note(f"export_sd_references.py failed ({code}): see {w}/logs/export.log")
@@ -365,7 +418,7 @@ def main():
         sdpa = os.path.join(w, "torch_sdpa.json")
         code, out = sh([sys.executable, "tools/reference/bench_torch_attention.py", "--json", sdpa],
                        min(120, left() - 10), env)
-        doc["raw"]["torch_sdpa"] = load(sdpa)
+        run.doc["raw"]["torch_sdpa"] = load(sdpa)
         if code:
             note(f"bench_torch_attention.py: exit {code}: {out.strip()[-300:]}")
         mark("torch_sdpa")
@@ -388,42 +441,13 @@ def main():
                                       "300" if cuda else "1", "--profile"] + device)
     if not cuda:
         save()
-        print(doc["table"])
+        print(run.doc["table"])
         return
 
     # 3. PyTorch: all built and compiled at once, then timed one at a time
-    sync = os.path.join(w, "sync")
-    subprocess.run(["rm", "-rf", sync])
-    os.makedirs(sync)
-    go, lock = os.path.join(sync, "go"), os.path.join(sync, "lock")
-    workers = {}
-    for key, what, mode, batch in TORCH_RUNS:
-        command = [sys.executable, TORCH, what, model, "--taesd", taesd, "--mode", mode, "--batch", str(batch),
-                   "--runs", str(args.runs), "--json", os.path.join(w, f"{key}.json"), "--ready",
-                   os.path.join(sync, key), "--go", go, "--lock", lock]
-        workers[key] = start(command, dict(env, TORCHINDUCTOR_COMPILE_THREADS="4"), os.path.join(w, "logs", f"{key}.log"))
-    mark("pytorch started")
-    while left() > 60 and not all(os.path.exists(os.path.join(sync, k)) or p.poll() is not None
-                                  for k, p in workers.items()):
-        time.sleep(1)
-    not_ready = [k for k, p in workers.items() if p.poll() is None and not os.path.exists(os.path.join(sync, k))]
-    mark("pytorch ready" + (f" but {', '.join(not_ready)}" if not_ready else ""))
-    open(go, "w").close()
-    for key, p in workers.items():
-        try:
-            p.wait(timeout=max(1, left() - 5))
-        except subprocess.TimeoutExpired:
-            p.kill()
-        doc["raw"][key] = load(os.path.join(w, f"{key}.json")) if p.returncode == 0 else None
-        if p.returncode != 0:
-            with open(os.path.join(w, "logs", f"{key}.log")) as f:
-                tail = f.read().strip()[-300:]
-            note(f"pytorch {key}: " + ("not ready by the deadline" if key in not_ready else f"exit {p.returncode}: {tail}"))
-        save()
-    mark("pytorch timed")
-    save()
-    print(f"\n{doc['gpu']}, driver {doc['driver']}, commit {doc['commit']}, {doc['date']}\n{doc['table']}\n"
-          f"wrote {os.path.join(out_dir, 'perf_table.json')} ({doc['seconds']:.0f} s)")
+    run.torch_runs({key: [sys.executable, TORCH, what, model, "--taesd", taesd, "--mode", mode, "--batch", str(batch),
+                          "--runs", str(args.runs)] for key, what, mode, batch in TORCH_RUNS})
+    run.finish()
 
 
 if __name__ == "__main__":

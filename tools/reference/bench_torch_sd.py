@@ -1,12 +1,14 @@
 """PyTorch's side of tools/perf_table.py: one piece of a diffusers SD pipeline, one way of running it, per process.
 
     PYTHONPATH=<diffusers>/src python3 tools/reference/bench_torch_sd.py WHAT MODEL_DIR --mode eager|graph|compile
-        [--taesd DIR] [--batch N] [--runs N] [--json FILE] [--ready FILE --go FILE --lock FILE]
+        [--taesd DIR] [--batch N] [--size PIXELS] [--runs N] [--json FILE] [--ready FILE --go FILE --lock FILE]
 
-MODEL_DIR is a diffusers folder (export_sd_references.py --full writes a random-weight SD-Turbo-architecture one);
+MODEL_DIR is a diffusers folder (export_sd_references.py --full writes a random-weight SD-Turbo-architecture one,
+export_tiny_sdxl_pipeline.py --full --weights-only an SDXL one: an SDXL U-Net gets its added conditioning, a pooled
+text embedding and the time ids (size, size, 0, 0, size, size), as the pipeline gives it);
 the weights are read as rtvd reads them, in fp16, on the GPU, channels-last, with SDPA and cuDNN's convolution
 autotuning on. WHAT:
-  frame       the real-time img2img frame at 512x512, as `rtvd bench frames --img2img --steps 2 --strength 0.5
+  frame       the real-time img2img frame at --size (512) square, as `rtvd bench frames --img2img --steps 2 --strength 0.5
               --guidance 0 --vae TAESD` runs it: an fp32 HWC image in [-1, 1] copied from pinned host memory,
               TAESD's encoder, noise at the step's sigma (Euler, trailing spacing: diffusers' add_noise), the
               U-Net, Euler's step to sigma 0, TAESD's decoder, RGBA8, copied back to pinned host memory; timed
@@ -14,9 +16,10 @@ autotuning on. WHAT:
               K frames per call (`--stream-batch K` of that frame): K source images uploaded and encoded
               together, the U-Net and TAESD's decoder at batch K, K RGBA8 frames read back; its ms per frame is
               the call's over K
-  unet        UNet2DConditionModel alone at --batch: latents (N, 4, 64, 64), a timestep, a context (N, 77, width)
-  taesd       AutoencoderTiny's encoder (1, 3, 512, 512) and decoder (1, 4, 64, 64), each timed apart
-  vae_decode  AutoencoderKL's decoder (1, 4, 64, 64) -> (1, 3, 512, 512)
+  unet        UNet2DConditionModel alone at --batch: latents (N, 4, s, s) at its config's sample_size s, a timestep,
+              a context (N, 77, width)
+  taesd       AutoencoderTiny's encoder (1, 3, S, S) and decoder (1, 4, S/8, S/8), each timed apart (S = --size)
+  vae_decode  AutoencoderKL's decoder (1, 4, S/8, S/8) -> (1, 3, S, S)
   text        CLIPTextModel (transformers, SDPA) at --batch x 77 tokens
 Modes: eager; eager captured in one CUDA graph (static inputs, replayed); torch.compile(mode="reduce-overhead")
 (Inductor with CUDA graphs). Timing (but frame's): CUDA events around each of --runs calls queued back to back,
@@ -47,7 +50,18 @@ CL = torch.channels_last
 HALF = torch.float16
 
 
-def load(what, model_dir, taesd_dir, batch):
+def added_conditioning(unet, batch, size, gen):
+    """An SDXL U-Net's added_cond_kwargs (a pooled text embedding and the time ids), or {} for SD's."""
+    c = unet.config
+    if c.addition_embed_type != "text_time":
+        return {}
+    pooled = c.projection_class_embeddings_input_dim - 6 * c.addition_time_embed_dim
+    text_embeds = torch.randn(batch, pooled, generator=gen, device="cuda", dtype=HALF)
+    time_ids = torch.tensor([[size, size, 0, 0, size, size]] * batch, device="cuda", dtype=HALF)
+    return {"added_cond_kwargs": {"text_embeds": text_embeds, "time_ids": time_ids}}
+
+
+def load(what, model_dir, taesd_dir, batch, size):
     """{name: callable} of the pieces to time, each with its inputs bound; the modules stay alive through them."""
     from diffusers import AutoencoderKL, AutoencoderTiny, EulerDiscreteScheduler, UNet2DConditionModel
 
@@ -66,15 +80,17 @@ def load(what, model_dir, taesd_dir, batch):
         x = x.to(memory_format=CL)
         t = torch.full((batch,), 499.0, device="cuda")
         ctx = torch.randn(batch, 77, c.cross_attention_dim, generator=gen, device="cuda", dtype=HALF)
-        return {"unet": lambda: unet(x, t, encoder_hidden_states=ctx).sample}
+        added = added_conditioning(unet, batch, c.sample_size * 8, gen)
+        return {"unet": lambda: unet(x, t, encoder_hidden_states=ctx, **added).sample}
     if what == "taesd":
         taesd = taesd_model()
-        image = torch.rand(1, 3, 512, 512, generator=gen, device="cuda", dtype=HALF).mul(2).sub(1).to(memory_format=CL)
-        latent = torch.randn(1, 4, 64, 64, generator=gen, device="cuda", dtype=HALF).to(memory_format=CL)
+        image = torch.rand(1, 3, size, size, generator=gen, device="cuda", dtype=HALF).mul(2).sub(1).to(memory_format=CL)
+        latent = torch.randn(1, 4, size // 8, size // 8, generator=gen, device="cuda", dtype=HALF).to(memory_format=CL)
         return {"encode": lambda: taesd.encode(image).latents, "decode": lambda: taesd.decode(latent).sample}
     if what == "vae_decode":
         vae = AutoencoderKL.from_pretrained(os.path.join(model_dir, "vae"), torch_dtype=HALF).to("cuda", memory_format=CL).eval()
-        latent = torch.randn(1, 4, 64, 64, generator=gen, device="cuda", dtype=HALF).to(memory_format=CL)
+        latent = torch.randn(1, vae.config.latent_channels, size // 8, size // 8, generator=gen, device="cuda",
+                             dtype=HALF).to(memory_format=CL)
         return {"decode": lambda: vae.decode(latent).sample}
     if what == "text":
         from transformers import CLIPTextModel
@@ -89,20 +105,21 @@ def load(what, model_dir, taesd_dir, batch):
     t, sigma = scheduler.timesteps[1], float(scheduler.sigmas[1])  # strength 0.5 of 2 steps: the second only
     c_in = 1.0 / (sigma * sigma + 1.0) ** 0.5
     ctx = torch.randn(batch, 77, unet.config.cross_attention_dim, generator=gen, device="cuda", dtype=HALF)
-    alpha = torch.full((batch, 512, 512, 1), 255, device="cuda", dtype=torch.uint8)
+    added = added_conditioning(unet, batch, size, gen)
+    alpha = torch.full((batch, size, size, 1), 255, device="cuda", dtype=torch.uint8)
 
     def frame(images_nhwc):
         x = images_nhwc.permute(0, 3, 1, 2).to(HALF).contiguous(memory_format=CL)
         latent = taesd.encode(x).latents  # scaling factor 1
         noisy = latent + sigma * torch.randn_like(latent)
-        eps = unet(noisy * c_in, t, encoder_hidden_states=ctx).sample
+        eps = unet(noisy * c_in, t, encoder_hidden_states=ctx, **added).sample
         decoded = taesd.decode(noisy - sigma * eps).sample
         rgb = ((decoded.permute(0, 2, 3, 1).float().clamp(-1, 1) + 1) * 127.5).round().to(torch.uint8)
         return torch.cat([rgb, alpha], dim=3)
     return {"frame": frame}
 
 
-def runner(fn, mode, what, batch):
+def runner(fn, mode, what, batch, size):
     """A call of fn as the mode runs it; for frame, batch whole frames with their upload and read-back."""
     if what != "frame":
         if mode == "compile":
@@ -120,9 +137,9 @@ def runner(fn, mode, what, batch):
                 return out
             return run
         return fn
-    host_image = torch.empty(batch, 512, 512, 3, dtype=torch.float32).uniform_(-1, 1).pin_memory()
-    host_rgba = torch.empty(batch, 512, 512, 4, dtype=torch.uint8).pin_memory()
-    image = torch.empty(batch, 512, 512, 3, device="cuda")
+    host_image = torch.empty(batch, size, size, 3, dtype=torch.float32).uniform_(-1, 1).pin_memory()
+    host_rgba = torch.empty(batch, size, size, 4, dtype=torch.uint8).pin_memory()
+    image = torch.empty(batch, size, size, 3, device="cuda")
     if mode == "compile":
         compiled = torch.compile(fn, mode="reduce-overhead")
 
@@ -164,6 +181,7 @@ def main():
     parser.add_argument("--taesd", help="an AutoencoderTiny folder (frame, taesd)")
     parser.add_argument("--mode", choices=["eager", "graph", "compile"], required=True)
     parser.add_argument("--batch", type=int, default=1)
+    parser.add_argument("--size", type=int, default=512, help="the image's side (frame, taesd, vae_decode)")
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--json")
@@ -174,12 +192,12 @@ def main():
     torch.backends.cudnn.benchmark = True
     steps, step = step_clock(START_S)
 
-    result = {"impl": f"pytorch {args.mode}", "what": args.what, "mode": args.mode, "batch": args.batch,
+    result = {"impl": f"pytorch {args.mode}", "what": args.what, "mode": args.mode, "batch": args.batch, "size": args.size,
               "runs": args.runs, "torch": torch.__version__, "gpu": torch.cuda.get_device_name(), "ms_median": {}}
     with torch.inference_mode():
-        pieces = load(args.what, args.model_dir, args.taesd, args.batch)
+        pieces = load(args.what, args.model_dir, args.taesd, args.batch, args.size)
         step("weights")
-        runs = {name: runner(fn, args.mode, args.what, args.batch) for name, fn in pieces.items()}
+        runs = {name: runner(fn, args.mode, args.what, args.batch, args.size) for name, fn in pieces.items()}
         for name, run in runs.items():
             out = run()
             torch.cuda.synchronize()

@@ -30,7 +30,9 @@ On the GPU machine, full size (never committed: ~7 GB):
 writes OUT_DIR/model, a random-weight pipeline of SDXL's published architecture (the U-Net of 320/640/1280
 channels with transformer depths [1, 2, 10] and context 2048, CLIP ViT-L and OpenCLIP ViT-bigG with their
 tokenizers from VOCAB_GZ, the SDXL VAE; SDXL-Turbo's scheduler), fp16, and FULL_RUNS in fp32 on the GPU at 512x512
-and 1024x1024 into OUT_DIR/pipelines.*, for RTVD_SDXL_PARITY_DIR=OUT_DIR tests/sd_pipeline_cuda_test.
+and 1024x1024 into OUT_DIR/pipelines.*, for RTVD_SDXL_PARITY_DIR=OUT_DIR tests/sd_pipeline_cuda_test. With
+--weights-only it writes the model and OUT_DIR/taesdxl, a random-weight AutoencoderTiny of TAESDXL's published
+architecture (fp16), and runs nothing: tools/perf_table_sdxl.py's weights.
 """
 import argparse
 import importlib
@@ -151,6 +153,14 @@ def write_full_model(vocab_gz, model_dir, gen):
     print(f"full size: {sum(p.numel() for p in unet.parameters())} U-Net parameters", flush=True)
 
 
+def write_full_taesdxl(out, gen):
+    """TAESDXL's architecture (AutoencoderTiny's defaults; its latents need no scaling) with random weights, fp16."""
+    from diffusers import AutoencoderTiny
+    taesdxl = AutoencoderTiny()
+    randomize(taesdxl, gen)
+    taesdxl.to(torch.float16).save_pretrained(out, safe_serialization=True)
+
+
 def export_pipelines(model_dir, out, gen, runs=None, device="cpu", vae=None):
     """runs (RUNS' format, or FULL_RUNS' with a size each) on model_dir's folder, with its own VAE or with vae (an
     autoencoder module, such as an AutoencoderTiny: the cases say "vae": "tiny")."""
@@ -223,6 +233,7 @@ def main():
     ap.add_argument("out", nargs="?", help="tests/data/tiny_sdxl_pipeline; with --full, where the model goes")
     ap.add_argument("--full", action="store_true",
                     help="text_dir is then CLIP's vocabulary (.txt.gz): SDXL at full size on the GPU (see above)")
+    ap.add_argument("--weights-only", action="store_true", help="with --full: the model and TAESDXL, no pipelines")
     a = ap.parse_args()
     if a.full:
         torch.backends.cuda.matmul.allow_tf32 = False
@@ -231,6 +242,9 @@ def main():
         gen = torch.Generator().manual_seed(29)
         os.makedirs(a.out, exist_ok=True)
         write_full_model(a.text_dir, os.path.join(a.out, "model"), gen)
+        if a.weights_only:
+            write_full_taesdxl(os.path.join(a.out, "taesdxl"), gen)
+            sys.exit(0)
         sys.exit(0 if export_pipelines(os.path.join(a.out, "model"), a.out, gen, FULL_RUNS, "cuda") else 1)
     for part in TEXT_PARTS:
         if not os.path.isdir(os.path.join(a.text_dir, part)):
