@@ -73,15 +73,18 @@ TEST(SdPipelineCuda, FullSizeAt512MatchesDiffusers) {
 
 // SDXL at full size, random weights, at 512x512 and 1024x1024 (the 1024x1024 frame's VAE decode runs the
 // mid-block attention over 16,384 tokens): tools/reference/export_tiny_sdxl_pipeline.py --full writes
-// RTVD_SDXL_PARITY_DIR on the GPU machine (never committed: ~7 GB).
+// RTVD_SDXL_PARITY_DIR on the GPU machine (never committed: ~7 GB). With RTVD_SDXL_PARITY_MODEL, the same cases
+// from that folder as one original-layout file (export_tiny_sdxl_single_file.py --full), its configs read off the
+// tensors' shapes.
 TEST(SdPipelineCuda, FullSizeSdxlMatchesDiffusers) {
   RTVD_SKIP_WITHOUT_CUDA();
   const char* dir = std::getenv("RTVD_SDXL_PARITY_DIR");
   if (!dir) GTEST_SKIP() << "RTVD_SDXL_PARITY_DIR is not set (tools/reference/export_tiny_sdxl_pipeline.py --full)";
   if (!std::filesystem::exists(std::string(dir) + "/pipelines.json")) GTEST_SKIP() << "no " << dir << "/pipelines.json";
-  test::PipelineReference ref = test::read_pipeline_reference(dir, std::string(dir) + "/model", "");
+  const char* model = std::getenv("RTVD_SDXL_PARITY_MODEL");
+  test::PipelineReference ref = test::read_pipeline_reference(dir, model ? model : std::string(dir) + "/model", "");
   ref.step_noise = ".step_noise_";
-  check_all(ref, "full_size_sdxl", true);
+  check_all(ref, model ? "full_size_sdxl_single_file" : "full_size_sdxl", true);
 }
 
 }  // namespace

@@ -32,6 +32,13 @@ cases' latents and noise are reused). OUT_DIR gets:
   lora_cases.safetensors / lora_cases.json
                          per LoRA file, diffusers' output for the pipeline's case CASE with that file loaded and fused
                          at LORA_SCALE (the case's own latents from pipelines.safetensors): final_latents and image.
+
+On the GPU machine, full size (never committed: 6.9 GB):
+
+    PYTHONPATH=<diffusers>/src python3 tools/reference/export_tiny_sdxl_single_file.py --full MODEL_DIR FILE
+
+writes export_tiny_sdxl_pipeline.py --full's model folder as one original-layout FILE, checked the same way, for
+RTVD_SDXL_PARITY_MODEL=FILE tests/sd_pipeline_cuda_test (the folder's cases from the single file).
 """
 import argparse
 import json
@@ -299,9 +306,16 @@ def export_loras(model_dir, pipeline_dir, out, gen):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("pipeline_dir", help="export_tiny_sdxl_pipeline.py's output (tests/data/tiny_sdxl_pipeline)")
-    ap.add_argument("out", help="tests/data/tiny_sdxl_single_file")
+    ap.add_argument("pipeline_dir", nargs="?", help="export_tiny_sdxl_pipeline.py's output (tests/data/tiny_sdxl_pipeline)")
+    ap.add_argument("out", nargs="?", help="tests/data/tiny_sdxl_single_file")
+    ap.add_argument("--full", nargs=2, metavar=("MODEL_DIR", "FILE"), help="a full-size folder as one file (see above)")
     a = ap.parse_args()
+    if a.full:
+        torch.set_grad_enabled(False)
+        write_single_file(*a.full)
+        sys.exit(0)
+    if not a.out:
+        ap.error("PIPELINE_DIR and OUT_DIR are needed without --full")
     model_dir = os.path.join(a.pipeline_dir, "model")
     if not os.path.isfile(os.path.join(a.pipeline_dir, "pipelines.json")):
         sys.exit(f"{a.pipeline_dir}: no pipelines.json (run tools/reference/export_tiny_sdxl_pipeline.py first)")
