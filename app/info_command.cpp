@@ -81,7 +81,7 @@ int info_command(const std::vector<std::string>& args) {
                 sampler_name(sc.sampler_for(s.sampler)), s.sampler ? " (--sampler)" : " (the scheduler's)");
     const LatentSpace& l = m.autoencoder->latent();
     std::printf("  autoencoder  %s, %d latent channels, one per %dx%d pixels, scaling factor %g\n",
-                m.autoencoder->tiny() ? "AutoencoderTiny (TAESD)" : "AutoencoderKL", l.channels, l.pixels_per_latent,
+                m.autoencoder->tiny() ? (m.sdxl() ? "AutoencoderTiny (TAESDXL)" : "AutoencoderTiny (TAESD)") : "AutoencoderKL", l.channels, l.pixels_per_latent,
                 l.pixels_per_latent, l.scaling_factor);
   }
   std::printf("  frame        %dx%dx%d (multiples of %d)%s\n", m.native_size(), m.native_size(), m.image_channels(),

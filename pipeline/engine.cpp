@@ -14,7 +14,6 @@
 namespace rtvd {
 Engine::Engine(const EngineOptions& o) : device_start_(start_device(o.device)), model_(load_model(o.model)) {
   startup_.lap("model files");
-  const ModelConfig& c = model_.config;
   width_ = o.width > 0 ? o.width : model_.native_size();
   height_ = o.height > 0 ? o.height : model_.native_size();
   if (width_ > kMaxFrameSide || height_ > kMaxFrameSide)

@@ -121,7 +121,7 @@ TEST(TinyAutoencoderFolder, TaesdxlForSdxlTaesdForSd) {
   put_taesd(cache + "/taesdxl");
   const Model from_cache = load_tiny(sdxl);
   EXPECT_EQ(vae_source(from_cache), cache + "/taesdxl");
-  EXPECT_EQ(from_cache.components.at(1).name, "vae (TAESD)");
+  EXPECT_EQ(from_cache.components.at(1).name, "vae (TAESDXL)");
   EXPECT_TRUE(from_cache.autoencoder->tiny());
   put_taesd(tmp.path("models/taesdxl"));
   EXPECT_EQ(vae_source(load_tiny(sdxl)), tmp.path("models/taesdxl")) << "beside the model first";

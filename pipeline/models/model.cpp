@@ -124,8 +124,8 @@ void finish_latent_model(Model& m, LatentParts parts, const ModelOptions& o) {
          m.config.in_channels, " in and ", m.config.out_channels, " out", kind, *kind ? ", which rtvd does not run" : "");
   }
   m.components.push_back(component("unet", parts.unet, parts.unet_source));
-  m.components.push_back(component(m.autoencoder->tiny() ? "vae (TAESD)" : "vae", parts.autoencoder->tensors,
-                                   parts.autoencoder_source));
+  m.components.push_back(component(m.autoencoder->tiny() ? (m.sdxl() ? "vae (TAESDXL)" : "vae (TAESD)") : "vae",
+                                   parts.autoencoder->tensors, parts.autoencoder_source));
   if (parts.text_encoder) {
     m.components.push_back(component("text_encoder", parts.text_encoder->tensors, parts.text_source));
     m.text_encoder = std::move(parts.text_encoder);
@@ -178,7 +178,7 @@ Model load_diffusers_model(const ModelOptions& o) {
   Model m;
   m.source = o.path;
   m.format = "diffusers folder";
-  LatentParts parts{open_component_weights(f.unet_weights), f.unet_weights, {}, "", {}, ""};
+  LatentParts parts{open_component_weights(f.unet_weights), f.unet_weights, {}, "", {}, "", {}, ""};
   m.config = parse_diffusers_unet_config(read_config_file(f.unet_config), f.unet_config, unet_dtype(parts.unet));
   m.config.name = fs::canonical(o.path).filename().string();
   check_pipeline_matches_unet(f, m.config);
@@ -240,7 +240,7 @@ Model load_single_file_model(const ModelOptions& o) {
            "v_prediction (SD 2.x 768-v)");
     m.scheduler = default_scheduler_config(*prediction);
   }
-  LatentParts parts{std::move(c.unet.tensors), o.path, {}, "", {}, ""};
+  LatentParts parts{std::move(c.unet.tensors), o.path, {}, "", {}, "", {}, ""};
   if (own_autoencoder(o)) {
     parts.autoencoder = AutoencoderFolder{parse_autoencoder_config(c.vae.config_json, c.vae.config_label),
                                           std::move(c.vae.tensors)};
