@@ -1,6 +1,7 @@
 // canny on its case table (kernels/canny/canny_cases.h): the control image of ControlNet's canny preprocessor.
 // Fresh random images every run (the seed is in the failure message): noise, soft-edged shapes over a ramp,
-// flat blocks, at the case's thresholds and a random pair; outputs poisoned with NaN, the workspace with junk.
+// flat blocks, at the case's thresholds and a random pair in either order; outputs poisoned with NaN, the
+// workspace with junk.
 //   CannyCpu (needs OpenCV): canny_cpu against cv::Canny on the same bytes, pixel for pixel in every channel;
 //     sources off the byte grid and out of range round and clamp to the bytes cv::Canny gets; a long snake of
 //     weak edge pixels hangs on one strong pixel; bad params are refused.
