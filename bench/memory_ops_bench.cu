@@ -2,6 +2,8 @@
 // ceiling. Bytes are what the op must read and write at least once (fp16 activations, fp32 vectors and
 // sampler state); re-reads (a GroupNorm reads x twice) count once.
 #include "bench/bench_table.cuh"
+#include "kernels/canny/canny.cuh"
+#include "kernels/canny/canny_cases.h"
 #include "kernels/cast/cast.cuh"
 #include "kernels/cast/cast_cases.h"
 #include "kernels/denoise/denoise.cuh"
@@ -139,6 +141,20 @@ void bench_memory_ops(Table& t) {
     float* sums = static_cast<float*>(b.raw(size_t(c.chunks) * 3 * 4));
     timed(t, "similarity", c.name, size_t(c.count), c.count * (4.0 + 2.0), [&](const void* y, const CudaContext& ctx) {
       similarity(similarity_params(c, x, y, sums), ctx);
+    });
+  }
+  for (const CannyCase& c : canny_cases()) {
+    if (!c.production) continue;
+    Buffers b;
+    const float* x = b.float_random(size_t(c.pixels()) * c.c);  // noise: peaks everywhere, hysteresis's busiest
+    auto* thresholds = static_cast<int32_t*>(b.raw(2 * sizeof(int32_t)));
+    const int32_t low_high[2] = {c.low, c.high};
+    RTVD_CUDA_CHECK(cudaMemcpy(thresholds, low_high, sizeof(low_high), cudaMemcpyHostToDevice));
+    float* y = static_cast<float*>(b.raw(size_t(c.pixels()) * kCannyOutChannels * 4));
+    const CannyParams p = canny_params(c, x, thresholds, y, nullptr);
+    void* workspace = b.raw(canny_workspace_bytes(p));
+    timed(t, "canny", c.name, 1, c.pixels() * (4.0 * c.c + 4.0 * kCannyOutChannels), [&](const void*, const CudaContext& ctx) {
+      canny(canny_params(c, x, thresholds, y, workspace), ctx);
     });
   }
   for (const GuidanceStepCase& c : guidance_step_cases()) {

@@ -43,7 +43,7 @@ else
   # The test binaries that tools/device-check.sh runs there (the GPU suites, the op tests of tests/ops, the
   # engine and golden tests), among those ctest knows in this build (not whatever an older tree left in the
   # folder): the CPU-only suites would take the bundle past what a call may carry.
-  gpu_tests="_cuda_test|/engine_test|/unet_golden_test|/similarity_filter_test|/feature_cache_test$(for f in "$root"/tests/ops/*_test.cpp; do printf '|/%s' "$(basename "$f" .cpp)"; done)"
+  gpu_tests="_cuda_test|/engine_test|/unet_golden_test|/similarity_filter_test|/feature_cache_test|/canny_graph_test$(for f in "$root"/tests/ops/*_test.cpp; do printf '|/%s' "$(basename "$f" .cpp)"; done)"
   ctest --test-dir "$root/build-device" --show-only=json-v1 | grep -o '"/[^"]*/tests/[a-z0-9_]*_test"' | tr -d '"' |
     sort -u | grep -E "($gpu_tests)\$" | xargs -I{} cp {} "$stage/tests/"
   out=$root/.device/bundle.tar.xz

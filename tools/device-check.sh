@@ -26,7 +26,7 @@ note() { summary+=("$1"); echo "== $1"; }
 # The test binaries of tests/ops (each op's case table, the CPU reference and every GPU implementation; one
 # per op folder, and conv2d's requirements), the other GPU suites, and the engine and golden tests.
 op_tests=(conv2d_test conv2d_requirements_test attention_test linear_test group_norm_test layer_norm_test
-          elementwise_test embedding_test cast_test denoise_test similarity_test)
+          elementwise_test embedding_test cast_test denoise_test similarity_test canny_test)
 
 # Each test binary runs from a scratch directory of its own, with nothing pointing elsewhere: it must find
 # tests/data, tests/assets (the tree's, linked) and rtvd beside itself (tests/support/test_util.h).
@@ -38,7 +38,7 @@ run_test() {
 
 run_tests() {
   for t in $dir/tests/*_cuda_test "${op_tests[@]/#/$dir/tests/}" $dir/tests/engine_test $dir/tests/unet_golden_test \
-           $dir/tests/similarity_filter_test $dir/tests/feature_cache_test; do
+           $dir/tests/similarity_filter_test $dir/tests/feature_cache_test $dir/tests/canny_graph_test; do
     name=$(basename "$t")
     run_test timeout 300 "$t" --gtest_brief=1 >"$LOGS/$name.log" 2>&1
     rc=$?

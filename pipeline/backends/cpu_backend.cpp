@@ -228,6 +228,7 @@ class CpuBackend final : public Backend {
                      [](DenoiseBlendOp& o) { denoise_blend_cpu(o.p); },
                      [](ScaleActivationOp& o) { scale_activation_cpu(o.p); },
                      [](SimilarityOp& o) { similarity_cpu(o.p); },
+                     [](CannyOp& o) { canny_cpu(o.p); },
                  },
                  op.body);
       if (cancel.stopped()) throw Cancelled("cancelled");

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/attention/attention.h"
+#include "kernels/canny/canny.h"
 #include "kernels/cast/cast.h"
 #include "kernels/conv2d/conv2d.h"
 #include "kernels/denoise/denoise.h"
@@ -136,11 +137,16 @@ struct SimilarityOp {
   Ref x, y, sums;
   template <class F> void refs(F&& f) { RTVD_BIND(x, x); RTVD_BIND(y, y); RTVD_BIND(sums, sums); }
 };
+struct CannyOp {
+  CannyParams p;
+  Ref x, thresholds, y, workspace;
+  template <class F> void refs(F&& f) { RTVD_BIND(x, x); RTVD_BIND(thresholds, thresholds); RTVD_BIND(y, y); RTVD_BIND(workspace, workspace); }
+};
 #undef RTVD_BIND
 
 using OpBody = std::variant<ConvOp, GroupNormOp, LayerNormOp, LinearOp, AttentionOp, GegluOp, SiluOp, Upsample2xOp,
                             ConcatOp, TimestepEmbeddingOp, EmbeddingOp, FilmOp, CastOp, GuidanceStepOp,
-                            DenoiseBlendOp, ScaleActivationOp, SimilarityOp>;
+                            DenoiseBlendOp, ScaleActivationOp, SimilarityOp, CannyOp>;
 
 const char* op_type_name(const OpBody& body);  // "conv2d", "attention", ... for the profiler
 
@@ -171,5 +177,10 @@ struct Graph {
 
   Ref add_tensor(std::string name, Elem elem, std::vector<int64_t> shape, bool persistent = false);
 };
+
+// ControlNet's canny preprocessor (kernels/canny): the edge maps y (n, h, w, 3) fp32 of the source images x
+// (n, h, w, c) fp32, with cv::Canny's low and high from thresholds, an I32 tensor (2) that the host writes (so
+// that they change between frames without a new plan). Adds the op's workspace to g.
+CannyOp canny_op(Graph& g, Ref x, Ref thresholds, Ref y, int n, int h, int w, int c);
 
 }  // namespace rtvd

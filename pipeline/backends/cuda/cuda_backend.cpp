@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/attention/attention.cuh"
+#include "kernels/canny/canny.cuh"
 #include "kernels/cast/cast.cuh"
 #include "kernels/common/nvtx_range.h"
 #include "kernels/conv2d/conv2d.cuh"
@@ -335,6 +336,7 @@ class CudaBackend final : public Backend {
                      [&](DenoiseBlendOp& o) { denoise_blend(o.p, c); },
                      [&](ScaleActivationOp& o) { scale_activation(o.p, c); },
                      [&](SimilarityOp& o) { similarity(o.p, c); },
+                     [&](CannyOp& o) { canny(o.p, c); },
                  },
                  op.body);
     }
