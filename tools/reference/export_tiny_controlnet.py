@@ -28,7 +28,18 @@ control image is (2h, 2w) for (h, w) latents, as StableDiffusionControlNetPipeli
                                    MultiControlNetModel sums them so)
   with the metadata "cases", "downs" (residuals per net), "scale1", "scale2".
 
-StableDiffusionControlNetPipeline / Img2Img references are not written yet.
+  pipelines.safetensors / pipelines.json  StableDiffusionControlNetPipeline and
+                         StableDiffusionControlNetImg2ImgPipeline runs (PIPELINE_RUNS) on TINY_SD_DIR with these
+                         nets, fp32 on the CPU, as export_sd_references.py records StableDiffusionPipeline's:
+                         control1, control2 (1, 3, 32, 32) the nets' control images in [0, 1], source_image the
+                         img2img source (the same size, [0, 1]); per run NAME the given latents (NAME.latents,
+                         txt2img) or the noise img2img draws (NAME.noise: the first draw of the run's seed; img2img
+                         encodes with the latent mean, as rtvd does), NAME.final_latents and NAME.image (output_type
+                         "pt", [0, 1]); all NCHW, as diffusers lays them out. pipelines.json lists each run's
+                         settings: nets (1 = net1, 2 = net2), controlnet_conditioning_scale, control_guidance_start
+                         and _end (one per net), guess_mode, steps, guidance, strength, prompts, seed, and the
+                         scheduler's config. A run that fails is logged and left out; the model-level references
+                         above are written first, from a generator of their own.
 """
 import argparse
 import os
@@ -52,6 +63,86 @@ CASES = [(1, 8, 8, 999.0), (2, 16, 8, 261.5)]
 
 def nhwc(x):
     return x.permute(0, 2, 3, 1).contiguous().numpy()
+
+
+PIPELINE_IMAGE_SIZE = 32  # tiny_sd's VAE halves it: 16x16 latents, the nets' control images at 32x32
+# (name, mode, nets, scales, starts, ends, guess_mode, steps, guidance, strength, prompt, negative): one net and
+# two, scales, start/end as fractions of the steps, guidance with and without guess mode, txt2img and img2img.
+PIPELINE_RUNS = [
+    ("txt2img_one_g0", "txt2img", [1], [0.7], [0.0], [1.0], False, 2, 0.0, 1.0, "a watercolor fox", ""),
+    ("txt2img_one_g5", "txt2img", [1], [1.0], [0.0], [1.0], False, 2, 5.0, 1.0, "a watercolor fox", "blurry"),
+    ("txt2img_one_end05", "txt2img", [2], [0.8], [0.0], [0.5], False, 4, 0.0, 1.0, "a red fox in the snow", ""),
+    ("txt2img_two_g3", "txt2img", [1, 2], [0.7, 0.4], [0.0, 0.5], [1.0, 1.0], False, 4, 3.0, 1.0,
+     "a watercolor fox", ""),
+    ("txt2img_one_guess_g3", "txt2img", [1], [1.0], [0.0], [1.0], True, 2, 3.0, 1.0, "a watercolor fox", ""),
+    ("img2img_one_s05", "img2img", [1], [0.7], [0.0], [1.0], False, 4, 0.0, 0.5, "a watercolor fox", ""),
+    ("img2img_two_g4", "img2img", [1, 2], [0.5, 1.0], [0.0, 0.25], [0.75, 1.0], False, 4, 4.0, 0.75,
+     "a watercolor fox", "blurry"),
+]
+
+
+def export_pipelines(tiny_sd, nets, out):
+    """PIPELINE_RUNS with nets (net1, net2 as loaded back), into out/pipelines.safetensors and pipelines.json."""
+    import json
+    import traceback
+    from diffusers import (StableDiffusionControlNetImg2ImgPipeline, StableDiffusionControlNetPipeline,
+                           StableDiffusionPipeline)
+    import diffusers.pipelines.controlnet.pipeline_controlnet_img2img as img2img_module
+    from diffusers.utils.torch_utils import randn_tensor
+    # img2img encodes with the latent distribution's mean, as rtvd does (diffusers samples it by default)
+    retrieve = img2img_module.retrieve_latents
+    img2img_module.retrieve_latents = lambda out, generator=None, sample_mode="sample": retrieve(out, generator, "argmax")
+    base = StableDiffusionPipeline.from_pretrained(tiny_sd, torch_dtype=torch.float32)
+    gen = torch.Generator().manual_seed(2029)
+    size = PIPELINE_IMAGE_SIZE
+    controls = [torch.rand(1, 3, size, size, generator=gen) for _ in nets]
+    source = torch.rand(1, 3, size, size, generator=gen)
+    tensors = {"control1": controls[0], "control2": controls[1], "source_image": source}
+    latent_size = size // base.vae_scale_factor
+    cases = []
+    for name, mode, used, scales, starts, ends, guess, steps, guidance, strength, prompt, negative in PIPELINE_RUNS:
+        try:
+            cls = StableDiffusionControlNetPipeline if mode == "txt2img" else StableDiffusionControlNetImg2ImgPipeline
+            one = len(used) == 1
+            comps = dict(base.components)
+            comps.update(controlnet=nets[used[0] - 1] if one else [nets[k - 1] for k in used],
+                         requires_safety_checker=False)
+            pipe = cls(**comps)
+            pipe.set_progress_bar_config(disable=True)
+            images = controls[used[0] - 1] if one else [controls[k - 1] for k in used]
+            kw = dict(prompt=prompt, negative_prompt=negative or None, num_inference_steps=steps,
+                      guidance_scale=guidance, guess_mode=guess,
+                      controlnet_conditioning_scale=scales[0] if one else scales,
+                      control_guidance_start=starts[0] if one else starts,
+                      control_guidance_end=ends[0] if one else ends)
+            seed = 3000 + len(cases)
+            if mode == "txt2img":
+                latents = torch.randn(1, 4, latent_size, latent_size, generator=gen)
+                tensors[f"{name}.latents"] = latents
+                kw.update(image=images, height=size, width=size, latents=latents)
+            else:
+                kw.update(image=source, control_image=images, height=size, width=size, strength=strength)
+                # the noise prepare_latents draws with this generator: the first draw of the same seed and shape
+                tensors[f"{name}.noise"] = randn_tensor((1, 4, latent_size, latent_size),
+                                                        generator=torch.Generator().manual_seed(seed))
+            with torch.no_grad():
+                final = pipe(**kw, output_type="latent", generator=torch.Generator().manual_seed(seed)).images
+                img = pipe(**kw, output_type="pt", generator=torch.Generator().manual_seed(seed)).images
+            tensors[f"{name}.final_latents"] = final
+            tensors[f"{name}.image"] = img
+            cases.append(dict(name=name, mode=mode, nets=used, controlnet_conditioning_scale=scales,
+                              control_guidance_start=starts, control_guidance_end=ends, guess_mode=guess,
+                              steps=steps, guidance=guidance, strength=strength, prompt=prompt,
+                              negative_prompt=negative, seed=seed,
+                              scheduler={k: v for k, v in pipe.scheduler.config.items() if not k.startswith("_")}))
+            print(f"pipeline {name}: image {tuple(img.shape)} mean {float(img.mean()):.4f}")
+        except Exception as e:  # noqa: BLE001
+            print(f"pipeline {name}: FAILED {e!r}")
+            traceback.print_exc()
+    st_io.write(os.path.join(out, "pipelines.safetensors"),
+                {k: v.contiguous().numpy() for k, v in tensors.items()})
+    with open(os.path.join(out, "pipelines.json"), "w") as f:
+        json.dump({"image_size": size, "cases": cases}, f, indent=1)
 
 
 def main():
@@ -107,6 +198,7 @@ def main():
               f"|output_sum - output1| / |output1| {(out_sum - out1).norm() / out1.norm():.4f}")
     st_io.write(os.path.join(a.out, "reference.safetensors"), tensors,
                 {"cases": len(CASES), "downs": downs, "scale1": SCALES[0], "scale2": SCALES[1]})
+    export_pipelines(a.tiny_sd, nets, a.out)
     print_file_sizes(a.out)
 
 
