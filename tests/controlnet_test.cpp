@@ -1,6 +1,6 @@
 // ControlNets (diffusers' ControlNetModel) on the CPU: the config as published ControlNets write it and its
 // refusals, one line each; the graph's residuals have the shapes of the U-Net's skips and every parameter is
-// read; a U-Net given zero residuals computes what it computes without (and has no op for them without); and
+// read (SD's structure and SDXL's, with its added embedding); a U-Net given zero residuals computes what it computes without (and has no op for them without); and
 // tests/data/tiny_controlnet (tools/reference/export_tiny_controlnet.py) against diffusers: each net's
 // residuals, their sum, and the U-Net's output given them, relative L2 <= 1e-4.
 #include <gtest/gtest.h>
@@ -186,6 +186,37 @@ TEST(ControlNetGraph, ResidualsHaveTheSkipsShapes) {
   for (const Op& op : t.g.frame)
     if (op.layer.find("controlnet") != std::string::npos)
       EXPECT_TRUE(op.layer.starts_with("controlnet.0.")) << op.layer;
+}
+
+// An SDXL ControlNet (tests/data/tiny_sdxl's U-Net: text_time, no attention at the top level, 2 transformer
+// layers deeper) builds from the same code with its added embedding, every parameter read; its residuals fit
+// that U-Net's skips.
+TEST(ControlNetGraph, SdxlStructureBuilds) {
+  const std::string path = test::test_data("tiny_sdxl/unet/config.json");
+  ControlNetConfig net;
+  net.encoder = parse_diffusers_unet_config(read_config_file(path), path, DType::F32);
+  net.conditioning_embedding_out_channels = {4, 8};
+  const ModelConfig& cfg = net.encoder;
+  TensorSet set(SafeTensorsFile::build("unet", unet_parameters(cfg), [](size_t, uint8_t*) {}));
+  set.add_all(TensorSet(SafeTensorsFile::build("controlnet", controlnet_parameters(net), [](size_t, uint8_t*) {})),
+              "controlnet.0.");
+  WeightStore weights(std::move(set));
+  Graph g;
+  const int n = 2, h = 8, w = 8;
+  const Ref x = g.add_tensor("x", Elem::Act, {n, h, w, cfg.in_channels}, true);
+  const Ref context = g.add_tensor("context", Elem::Act, {n, cfg.context_length, cfg.cross_attention_dim}, true);
+  const Ref text = g.add_tensor("text_embeds", Elem::Act, {n, cfg.text_embeds_dim()}, true);
+  const Ref ids = g.add_tensor("time_ids", Elem::F32, {n, ModelConfig::kTimeIds}, true);
+  const Ref image = g.add_tensor("image", Elem::Act, {n, 2 * h, 2 * w, 3}, true);
+  UNetBuilder unet(cfg, weights, g, n, 2);
+  ControlNetBuilder cn(net, weights, g, n, 2, "controlnet.0.");
+  const StepConditioning cond = unet.conditioning(0.5, {}, "unet", unet.added_embedding(text, ids));
+  const StepConditioning net_cond = cn.conditioning(0.5, {}, "net", cn.added_embedding(text, ids));
+  const ControlResiduals r = cn.forward(x, image, h, w, net_cond, cn.cross_context(context), "net", 1.0f);
+  // conv_in's, each level's ResNets', each downsampler's (none at the last level)
+  EXPECT_EQ(r.down.size(), size_t(cfg.levels() * (cfg.layers_per_block + 1)));
+  unet.forward(x, h, w, cond, unet.cross_context(context), "unet", nullptr, &r);
+  weights.check_all_read();
 }
 
 // The U-Net given zero residuals computes exactly what it computes without them, and random residuals change
