@@ -1,8 +1,9 @@
 // ControlNets (diffusers' ControlNetModel) on the CPU: the config as published ControlNets write it and its
 // refusals, one line each; the graph's residuals have the shapes of the U-Net's skips and every parameter is
-// read (SD's structure and SDXL's, with its added embedding); a U-Net given zero residuals computes what it computes without (and has no op for them without); and
-// tests/data/tiny_controlnet (tools/reference/export_tiny_controlnet.py) against diffusers: each net's
-// residuals, their sum, and the U-Net's output given them, relative L2 <= 1e-4.
+// read (SD's structure and SDXL's, with its added embedding); a U-Net given zero residuals computes what it
+// computes without (and has no op for them without); and tests/data/tiny_controlnet
+// (tools/reference/export_tiny_controlnet.py) against diffusers: each net's residuals, their sum, and the
+// U-Net's output given them, relative L2 <= 1e-4.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
