@@ -91,9 +91,9 @@ void bench_memory_ops(Table& t) {
     if (!c.production) continue;
     Buffers b;
     void* y = b.raw(c.count * 2);
-    timed(t, "scale_activation", c.name, c.count, c.count * 4.0, [&](const void* x, const CudaContext& ctx) {
-      scale_activation(scale_activation_params(c, x, y), ctx);
-    });
+    const void* residual = c.with_residual ? b.half_random(c.count) : nullptr;
+    timed(t, "scale_activation", c.name, c.count, c.count * (c.with_residual ? 6.0 : 4.0),
+          [&](const void* x, const CudaContext& ctx) { scale_activation(scale_activation_params(c, x, y, residual), ctx); });
   }
   for (const TimestepEmbeddingCase& c : timestep_embedding_cases()) {
     if (!c.production) continue;

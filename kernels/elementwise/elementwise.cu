@@ -97,23 +97,26 @@ __global__ void __launch_bounds__(kThreads) concat_kernel(const __half* __restri
   reinterpret_cast<Chunk<VEC>*>(y)[i] = *src;
 }
 
-// Flat y = out_scale * act(in_scale * x + in_shift), laid out as silu_kernel: `vectors` threads of 8, then
-// `tail` of one. The activation is activation.h's, in fp32: its exact exp and tanh cost nothing here.
+// Flat y = out_scale * act(in_scale * x + in_shift) (+ residual), laid out as silu_kernel: `vectors` threads
+// of 8, then `tail` of one. The activation is activation.h's, in fp32: its exact exp and tanh cost nothing here.
 __global__ void __launch_bounds__(kThreads) scale_activation_kernel(const __grid_constant__ ScaleActivationParams p,
                                                                     uint32_t vectors, uint32_t tail) {
   start_after_prior_kernels();
   const auto* x = static_cast<const __half*>(p.x);
+  const auto* r = static_cast<const __half*>(p.residual);
   auto* y = static_cast<__half*>(p.y);
   const uint32_t i = thread_index();
   if (i < vectors) {
-    float v[8];
+    float v[8], add[8] = {};
     load_vec<8>(x + size_t(i) * 8, v);
+    if (r) load_vec<8>(r + size_t(i) * 8, add);
 #pragma unroll
-    for (int k = 0; k < 8; ++k) v[k] = p.out_scale * apply_activation(p.in_scale * v[k] + p.in_shift, p.act);
+    for (int k = 0; k < 8; ++k) v[k] = p.out_scale * apply_activation(p.in_scale * v[k] + p.in_shift, p.act) + add[k];
     store_vec<8>(y + size_t(i) * 8, v);
   } else if (i - vectors < tail) {
     const size_t e = size_t(vectors) * 8 + (i - vectors);
-    y[e] = __float2half_rn(p.out_scale * apply_activation(p.in_scale * __half2float(x[e]) + p.in_shift, p.act));
+    const float v = p.out_scale * apply_activation(p.in_scale * __half2float(x[e]) + p.in_shift, p.act);
+    y[e] = __float2half_rn(r ? v + __half2float(r[e]) : v);
   }
 }
 
@@ -192,7 +195,7 @@ void concat(const ConcatParams& p, const CudaContext& ctx) {
 void scale_activation(const ScaleActivationParams& p, const CudaContext& ctx) {
   nvtx3::scoped_range range{"scale_activation"};
   if (p.count < 0) fail("scale_activation: negative count ", p.count);
-  const bool vec = aligned16(p.x) && aligned16(p.y);
+  const bool vec = aligned16(p.x) && aligned16(p.y) && aligned16(p.residual);
   const int64_t vectors = vec ? p.count / 8 : 0, tail = p.count - 8 * vectors;
   const uint32_t items = checked_items(vectors + tail, "scale_activation");
   if (items == 0) return;

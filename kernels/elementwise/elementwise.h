@@ -1,5 +1,5 @@
 // Small memory-bound ops of the U-Net and the autoencoders: GEGLU, SiLU, nearest 2x upsampling, channel
-// concat, and an activation between two affine maps.
+// concat, and an activation between two affine maps (plus a residual: the sums of ControlNet residuals).
 #pragma once
 #include "kernels/common/activation.h"
 
@@ -34,12 +34,14 @@ struct ConcatParams {
   int ca = 0, cb = 0;
 };
 
-// y = out_scale * act(in_scale * x + in_shift), element by element: what the autoencoders do to their
-// inputs that no conv can absorb, because the conv after them zero-pads (TAESD's encoder maps the image to
-// [0, 1] with in_scale 0.5, in_shift 0.5; its decoder clamps latents softly, 3 tanh(x / 3)).
+// y = out_scale * act(in_scale * x + in_shift) (+ residual), element by element: what the autoencoders do to
+// their inputs that no conv can absorb, because the conv after them zero-pads (TAESD's encoder maps the image
+// to [0, 1] with in_scale 0.5, in_shift 0.5; its decoder clamps latents softly, 3 tanh(x / 3)); a ControlNet's
+// residual scaled by its conditioning scale and added to another net's, or to the U-Net's skip.
 struct ScaleActivationParams {
   const void* x = nullptr;
   void* y = nullptr;  // may be x
+  const void* residual = nullptr;  // (count) or null: added last; may be y
   int64_t count = 0;
   float in_scale = 1.0f, in_shift = 0.0f, out_scale = 1.0f;
   Activation act = Activation::None;  // any of activation.h's

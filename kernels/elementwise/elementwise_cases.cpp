@@ -61,12 +61,14 @@ const std::vector<ConcatCase>& concat_cases() {
 }
 
 // TAESD at 512x512: its encoder's input map (x + 1) / 2 of the RGB image, its decoder's 3 tanh(x / 3) of the
-// 64x64x4 latents.
+// 64x64x4 latents; SD 2.1's largest ControlNet residual at 512x512, batch 2, scaled and added to another's.
 const std::vector<ScaleActivationCase>& scale_activation_cases() {
   static const std::vector<ScaleActivationCase> cases = {
       {.name = "taesd_image_to_unit", .count = 512 * 512 * 3, .in_scale = 0.5f, .in_shift = 0.5f, .production = true},
       {.name = "taesd_latent_clamp", .count = 64 * 64 * 4, .in_scale = 1.0f / 3, .out_scale = 3.0f,
        .act = Activation::Tanh, .production = true},
+      {.name = "controlnet_residual_sum", .count = 2 * 64 * 64 * 320, .in_scale = 0.7f, .with_residual = true,
+       .production = true},
       {.name = "relu_shifted_1000003", .count = 1000003, .in_scale = 2.0f, .in_shift = -0.25f,
        .act = Activation::Relu, .hostile = "a ragged tail"},
       {.name = "silu_in_place_37", .count = 37, .in_scale = -1.5f, .out_scale = 0.5f, .act = Activation::Silu,
@@ -78,6 +80,8 @@ const std::vector<ScaleActivationCase>& scale_activation_cases() {
        .misalign_bytes = 2, .hostile = "x and y only 2-byte aligned"},
       {.name = "affine_in_place_misaligned", .count = 1029, .in_scale = 0.5f, .in_shift = 0.5f, .misalign_bytes = 2,
        .in_place = true, .hostile = "in place, 2-byte aligned, ragged"},
+      {.name = "residual_in_place_misaligned", .count = 1029, .in_scale = 0.4f, .misalign_bytes = 2, .in_place = true,
+       .with_residual = true, .hostile = "a residual, in place, 2-byte aligned, ragged"},
   };
   return cases;
 }
@@ -106,9 +110,11 @@ ConcatParams concat_params(const ConcatCase& c, const void* a, const void* b, vo
   return p;
 }
 
-ScaleActivationParams scale_activation_params(const ScaleActivationCase& c, const void* x, void* y) {
+ScaleActivationParams scale_activation_params(const ScaleActivationCase& c, const void* x, void* y,
+                                              const void* residual) {
   ScaleActivationParams p;
   p.x = x, p.y = c.in_place ? const_cast<void*>(x) : y, p.count = c.count;
+  p.residual = c.with_residual ? residual : nullptr;
   p.in_scale = c.in_scale, p.in_shift = c.in_shift, p.out_scale = c.out_scale, p.act = c.act;
   return p;
 }

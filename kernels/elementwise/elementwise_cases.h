@@ -51,8 +51,9 @@ struct ScaleActivationCase {
   int64_t count = 0;
   float in_scale = 1.0f, in_shift = 0.0f, out_scale = 1.0f;
   Activation act = Activation::None;
-  int misalign_bytes = 0;  // x and y
+  int misalign_bytes = 0;  // x and y (and the residual)
   bool in_place = false;   // y = x
+  bool with_residual = false;
   bool production = false;
   std::string hostile = "";
 };
@@ -65,11 +66,12 @@ const std::vector<ScaleActivationCase>& scale_activation_cases();
 
 // Each case's params over the caller's buffers (x (rows, 2f) -> y (rows, f); x -> y (count), y = x in
 // place; x (n, h, w, c) -> y (n, 2h, 2w, c); a (pixels, ca), b (pixels, cb) -> y (pixels, ca + cb); x -> y
-// (count), y = x in place).
+// (count), y = x in place, + residual (count) where the case has one).
 GegluParams geglu_params(const GegluCase& c, const void* x, void* y);
 SiluParams silu_params(const SiluCase& c, const void* x, void* y);
 Upsample2xParams upsample2x_params(const Upsample2xCase& c, const void* x, void* y);
 ConcatParams concat_params(const ConcatCase& c, const void* a, const void* b, void* y);
-ScaleActivationParams scale_activation_params(const ScaleActivationCase& c, const void* x, void* y);
+ScaleActivationParams scale_activation_params(const ScaleActivationCase& c, const void* x, void* y,
+                                              const void* residual);
 
 }  // namespace rtvd

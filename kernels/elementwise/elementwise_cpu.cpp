@@ -72,10 +72,14 @@ void concat_cpu(const ConcatParams& p) {
 void scale_activation_cpu(const ScaleActivationParams& p) {
   const auto* x = static_cast<const float*>(p.x);
   auto* y = static_cast<float*>(p.y);
+  const auto* r = static_cast<const float*>(p.residual);
   const float a = p.in_scale, b = p.in_shift, s = p.out_scale;
   const Activation act = p.act;
 #pragma omp parallel for schedule(dynamic, cpu::chunk_for(1)) if (p.count >= cpu::kParallelElements)
-  for (int64_t i = 0; i < p.count; ++i) y[i] = s * apply_activation(a * x[i] + b, act);
+  for (int64_t i = 0; i < p.count; ++i) {
+    const float v = s * apply_activation(a * x[i] + b, act);
+    y[i] = r ? v + r[i] : v;
+  }
 }
 
 }  // namespace rtvd

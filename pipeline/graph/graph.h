@@ -88,8 +88,8 @@ struct Upsample2xOp {
 };
 struct ScaleActivationOp {
   ScaleActivationParams p;
-  Ref x, y;
-  template <class F> void refs(F&& f) { RTVD_BIND(x, x); RTVD_BIND(y, y); }
+  Ref x, y, residual;
+  template <class F> void refs(F&& f) { RTVD_BIND(x, x); RTVD_BIND(y, y); RTVD_BIND(residual, residual); }
 };
 struct ConcatOp {
   ConcatParams p;

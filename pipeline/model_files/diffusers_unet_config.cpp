@@ -6,6 +6,7 @@
 
 #include <array>
 #include <climits>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -18,16 +19,18 @@ namespace {
 
 using nlohmann::json;
 
-// Read into ModelConfig below.
-constexpr std::array<std::string_view, 19> kMappedKeys = {
-    "sample_size",         "in_channels",          "out_channels",
-    "flip_sin_to_cos",     "freq_shift",           "block_out_channels",
-    "layers_per_block",    "down_block_types",     "up_block_types",
+// Keys that both UNet2DConditionModel and ControlNetModel (a copy of the U-Net's encoder) have, read into
+// ModelConfig by read_diffusers_encoder_config.
+constexpr std::array<std::string_view, 16> kEncoderKeys = {
+    "in_channels",         "flip_sin_to_cos",      "freq_shift",
+    "block_out_channels",  "layers_per_block",     "down_block_types",
     "norm_num_groups",     "norm_eps",             "cross_attention_dim",
     "attention_head_dim",  "num_attention_heads",  "use_linear_projection",
     "transformer_layers_per_block",                "addition_embed_type",
     "addition_time_embed_dim",                     "projection_class_embeddings_input_dim",
 };
+// The U-Net's own, read by parse_diffusers_unet_config.
+constexpr std::array<std::string_view, 3> kUNetKeys = {"sample_size", "out_channels", "up_block_types"};
 
 // Keys that select a variant of the architecture rtvd does not build: accepted only at diffusers' default,
 // which is also what a missing key means. value is the default as JSON; what names the variant in the error.
@@ -36,30 +39,34 @@ struct FixedKey {
   const char* value;
   const char* what;
 };
-constexpr FixedKey kFixedKeys[] = {
+// Both models' (the encoder's).
+constexpr FixedKey kEncoderFixedKeys[] = {
     // diffusers' "UNetMidBlock2D" in a UNet2DConditionModel is one ResNet alone (num_layers=0), and null no
     // mid block at all; rtvd's mid block without attention keeps both ResNets, so neither maps onto it.
     {"mid_block_type", R"("UNetMidBlock2DCrossAttn")", "a mid block other than ResNet, transformer, ResNet"},
     {"act_fn", R"("silu")", "another activation"},
-    {"center_input_sample", "false", "centering the input sample"},
     {"only_cross_attention", "false", "transformer blocks without self-attention"},
-    {"dual_cross_attention", "false", "dual cross-attention"},
     {"downsample_padding", "1", "another downsampler padding"},
     {"mid_block_scale_factor", "1", "a scaled mid block"},
-    {"reverse_transformer_layers_per_block", "null", "other transformer depths on the up path"},
     {"encoder_hid_dim", "null", "a projection of the context"},
     {"encoder_hid_dim_type", "null", "a projection of the context"},
-    {"cross_attention_norm", "null", "a norm of the context"},
-    {"attention_type", R"("default")", "gated (GLIGEN) attention"},
     {"num_class_embeds", "null", "class labels"},
     {"class_embed_type", "null", "a class embedding"},
+    {"resnet_time_scale_shift", R"("default")", "scale-shift time conditioning"},
+};
+// The U-Net's own.
+constexpr FixedKey kUNetFixedKeys[] = {
+    {"center_input_sample", "false", "centering the input sample"},
+    {"dual_cross_attention", "false", "dual cross-attention"},
+    {"reverse_transformer_layers_per_block", "null", "other transformer depths on the up path"},
+    {"cross_attention_norm", "null", "a norm of the context"},
+    {"attention_type", R"("default")", "gated (GLIGEN) attention"},
     {"class_embeddings_concat", "false", "class embeddings concatenated to the time embedding"},
     {"time_embedding_type", R"("positional")", "another time embedding"},
     {"time_embedding_dim", "null", "a time embedding width other than 4 x block_out_channels[0]"},
     {"time_embedding_act_fn", "null", "an activation after the time embedding"},
     {"timestep_post_act", "null", "a second activation in the time embedding"},
     {"time_cond_proj_dim", "null", "a guidance embedding (LCM)"},
-    {"resnet_time_scale_shift", R"("default")", "scale-shift time conditioning"},
     {"resnet_skip_time_act", "false", "ResNets without the time activation"},
     {"resnet_out_scale_factor", "1.0", "scaled ResNet outputs"},
     {"conv_in_kernel", "3", "another conv_in kernel"},
@@ -73,21 +80,12 @@ constexpr FixedKey kTextTimeKeys[] = {
     {"addition_time_embed_dim", "null", "an added time embedding"},
 };
 
-// Keys that change nothing rtvd computes, checked for type only (below), and metadata.
-constexpr std::array<std::string_view, 4> kIgnoredKeys = {
-    "upcast_attention", "dropout", "addition_embed_type_num_heads", "mid_block_only_cross_attention"};
+// Keys that change nothing rtvd computes, checked for type only (read_diffusers_encoder_config and below), and
+// metadata.
+constexpr std::array<std::string_view, 2> kEncoderIgnoredKeys = {"upcast_attention", "addition_embed_type_num_heads"};
+constexpr std::array<std::string_view, 2> kUNetIgnoredKeys = {"dropout", "mid_block_only_cross_attention"};
 constexpr std::array<std::string_view, 4> kMetadataKeys = {"_class_name", "_diffusers_version", "_name_or_path",
                                                            "_use_default_values"};
-
-const std::vector<std::string_view>& known_keys() {
-  static const std::vector<std::string_view> keys = [] {
-    std::vector<std::string_view> k(kMappedKeys.begin(), kMappedKeys.end());
-    for (const FixedKey& f : kFixedKeys) k.push_back(f.key);
-    k.insert(k.end(), kIgnoredKeys.begin(), kIgnoredKeys.end());
-    return k;
-  }();
-  return keys;
-}
 
 const std::vector<std::string> kDefaultDownBlocks = {"CrossAttnDownBlock2D", "CrossAttnDownBlock2D",
                                                      "CrossAttnDownBlock2D", "DownBlock2D"};
@@ -146,8 +144,7 @@ int same_at_every_level(const ConfigReader& r, const char* key, int levels, int 
   return v[0];
 }
 
-// down_block_types: per level, transformers after the ResNets or not; up_block_types their mirror, as
-// rtvd's up path has attention exactly where its down path does.
+// down_block_types: per level, transformers after the ResNets or not.
 std::vector<bool> attention_levels(const ConfigReader& r, int levels) {
   const std::vector<std::string> down =
       r.has("down_block_types") ? r.string_array("down_block_types", kMaxLevels) : kDefaultDownBlocks;
@@ -161,12 +158,16 @@ std::vector<bool> attention_levels(const ConfigReader& r, int levels) {
                  describe_json(json(type)));
     attention.push_back(type == "CrossAttnDownBlock2D");
   }
+  return attention;
+}
+
+// up_block_types: down_block_types mirrored, as rtvd's up path has attention exactly where its down path does.
+void check_up_blocks(const ConfigReader& r, const std::vector<bool>& attention) {
   std::vector<std::string> mirror;
-  for (int i = levels - 1; i >= 0; --i) mirror.push_back(attention[i] ? "CrossAttnUpBlock2D" : "UpBlock2D");
+  for (int i = int(attention.size()) - 1; i >= 0; --i) mirror.push_back(attention[i] ? "CrossAttnUpBlock2D" : "UpBlock2D");
   const json up = value_or(r, "up_block_types", kDefaultUpBlocks);
   if (up != json(mirror))
     r.fail_key("up_block_types", cat(json(mirror).dump(), " (down_block_types mirrored)"), describe_json(up));
-  return attention;
 }
 
 // Heads, in diffusers' legacy naming: without num_attention_heads, attention_head_dim holds the number of
@@ -209,35 +210,28 @@ void read_heads(const ConfigReader& r, ModelConfig& c) {
 
 }  // namespace
 
-ModelConfig parse_diffusers_unet_config(const std::string& json_text, const std::string& label, DType dtype) {
-  const json root = parse_config_object(json_text, label);
-  const ConfigReader r(root, label);
-  r.choice("_class_name", {"UNet2DConditionModel"});
-  r.reject_unknown_keys(known_keys(), kMetadataKeys);
-  for (const FixedKey& f : kFixedKeys) check_fixed(r, f);
+void read_diffusers_encoder_config(const ConfigReader& r, std::string_view class_name,
+                                   std::span<const std::string_view> own_keys, ModelConfig& c) {
+  r.choice("_class_name", {class_name});
+  std::vector<std::string_view> known(kEncoderKeys.begin(), kEncoderKeys.end());
+  for (const FixedKey& f : kEncoderFixedKeys) known.push_back(f.key);
+  known.insert(known.end(), kEncoderIgnoredKeys.begin(), kEncoderIgnoredKeys.end());
+  known.insert(known.end(), own_keys.begin(), own_keys.end());
+  r.reject_unknown_keys(known, kMetadataKeys);
+  for (const FixedKey& f : kEncoderFixedKeys) check_fixed(r, f);
   // diffusers computes attention scores and softmax in fp32 with upcast_attention (SD 2.1 at 768 overflows
   // fp16 without): rtvd's attention does both in fp32 on every backend, so any value runs the same (SDXL's
   // configs have null, which diffusers takes as false).
   bool ignored_bool = false;
   if (!r.is_null("upcast_attention")) r.optional_bool("upcast_attention", ignored_bool);
-  // Training only, or read only by variants refused above (addition_embed_type "text", the
-  // UNetMidBlock2DSimpleCrossAttn mid block).
-  float ignored_number = 0;
-  r.optional_number("dropout", false, ignored_number);
+  // Read only by variants refused here (addition_embed_type "text").
   int ignored_int = 0;
   r.optional_integer("addition_embed_type_num_heads", 0, INT_MAX, ignored_int);
-  if (!r.is_null("mid_block_only_cross_attention")) r.optional_bool("mid_block_only_cross_attention", ignored_bool);
 
-  ModelConfig c;
-  c.name = label;
-  c.dtype = dtype;
   c.norm = NormKind::Group;  // diffusers' ResnetBlock2D: GroupNorm, SiLU, conv
-  // diffusers' default is null: rtvd needs the size to render at.
-  c.sample_size = r.integer("sample_size", 1, kMaxFrameSide);
-  // The other keys start at diffusers' defaults, which differ from ModelConfig's.
-  c.in_channels = c.out_channels = 4;
+  // The keys start at diffusers' defaults, which differ from ModelConfig's.
+  c.in_channels = 4;
   r.optional_integer("in_channels", 1, kMaxImageChannels, c.in_channels);
-  r.optional_integer("out_channels", 1, kMaxImageChannels, c.out_channels);
   c.block_out_channels = {320, 640, 1280, 1280};
   if (r.has("block_out_channels"))
     c.block_out_channels = r.integer_array("block_out_channels", kMaxLevels, 1, kMaxChannels);
@@ -251,7 +245,7 @@ ModelConfig parse_diffusers_unet_config(const std::string& json_text, const std:
   read_heads(r, c);
   // Level i's depth, its down and up blocks' alike (diffusers reverses the list for the up blocks, which run
   // the levels in reverse), the mid block's the last level's. Nested lists (asymmetric depths) need
-  // reverse_transformer_layers_per_block, refused above.
+  // reverse_transformer_layers_per_block, which the U-Net refuses.
   c.transformer_layers_per_block = per_level(r, "transformer_layers_per_block", c.levels(), 1, 1, kMaxTransformerLayers);
   c.cross_attention_dim = 1280;
   r.optional_integer("cross_attention_dim", 1, kMaxChannels, c.cross_attention_dim);
@@ -265,7 +259,29 @@ ModelConfig parse_diffusers_unet_config(const std::string& json_text, const std:
   r.optional_number("freq_shift", false, c.freq_shift);
   c.timestep_scale = 1000.0f;  // diffusers' schedulers run t in [0, 1000)
   read_added_embedding(r, c);
+}
 
+ModelConfig parse_diffusers_unet_config(const std::string& json_text, const std::string& label, DType dtype) {
+  const json root = parse_config_object(json_text, label);
+  const ConfigReader r(root, label);
+  std::vector<std::string_view> own(kUNetKeys.begin(), kUNetKeys.end());
+  for (const FixedKey& f : kUNetFixedKeys) own.push_back(f.key);
+  own.insert(own.end(), kUNetIgnoredKeys.begin(), kUNetIgnoredKeys.end());
+  ModelConfig c;
+  c.name = label;
+  c.dtype = dtype;
+  read_diffusers_encoder_config(r, "UNet2DConditionModel", own, c);
+  for (const FixedKey& f : kUNetFixedKeys) check_fixed(r, f);
+  // Training only, or read only by a variant refused above (the UNetMidBlock2DSimpleCrossAttn mid block).
+  float ignored_number = 0;
+  r.optional_number("dropout", false, ignored_number);
+  bool ignored_bool = false;
+  if (!r.is_null("mid_block_only_cross_attention")) r.optional_bool("mid_block_only_cross_attention", ignored_bool);
+  // diffusers' default is null: rtvd needs the size to render at.
+  c.sample_size = r.integer("sample_size", 1, kMaxFrameSide);
+  c.out_channels = 4;
+  r.optional_integer("out_channels", 1, kMaxImageChannels, c.out_channels);
+  check_up_blocks(r, c.attention_levels);
   check_model_config(c, r);
   return c;
 }

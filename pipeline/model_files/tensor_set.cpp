@@ -131,14 +131,17 @@ const TensorSet::Entry* TensorSet::entry(std::string_view name) const {
   return it == index_.end() ? nullptr : &entries_[it->second];
 }
 
-void TensorSet::add_all(TensorSet other) {
+void TensorSet::add_all(TensorSet other, std::string_view prefix) {
   for (size_t i = 0; i < other.tensors_.size(); ++i) {
-    const std::string& name = other.tensors_[i].name;
+    const std::string name = cat(prefix, other.tensors_[i].name);
     if (index_.count(name))
-      fail(other.label_of(name), ": tensor ", quote(name), " is also in ", label_of(name), " (two components share a name)");
+      fail(other.label_of(other.tensors_[i].name), ": tensor ", quote(name), " is also in ", label_of(name),
+           " (two components share a name)");
     Entry e = std::move(other.entries_[i]);
     if (e.label.empty()) e.label = other.label_;
+    if (e.source.empty() && !prefix.empty()) e.source = other.tensors_[i].name;
     index_.emplace(name, tensors_.size());
+    other.tensors_[i].name = name;
     tensors_.push_back(std::move(other.tensors_[i]));
     entries_.push_back(std::move(e));
   }

@@ -34,8 +34,9 @@ class TensorSet {
   void add(std::string name, const TensorView& view, std::string source, std::shared_ptr<const SafeTensorsFile> file);
 
   // Every tensor of `other` (with its source names, updates and files) into this set, keeping the file each
-  // came from for errors: a model's components in one store. Error on a name both hold.
-  void add_all(TensorSet other);
+  // came from for errors: a model's components in one store. Error on a name both hold. prefix goes before
+  // each name (a ControlNet's "controlnet.0.", whose names are the U-Net's); errors still name it as in the file.
+  void add_all(TensorSet other, std::string_view prefix = {});
 
   const std::string& label() const { return label_; }
   // The file a tensor of the set came from: the set's label, or that of the set it was added from.

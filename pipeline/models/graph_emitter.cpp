@@ -12,21 +12,24 @@ std::string join(const std::string& a, const std::string& b) { return a.empty() 
 }  // namespace
 
 Ref GraphEmitter::matrix(const std::string& name, int out, int in) {
-  return weights_.get(name, Elem::Act, [&] { return WeightTensor::stacked({out, in}, {weights_.view(name, {out, in})}); });
+  const std::string k = param(name);
+  return weights_.get(k, Elem::Act, [&] { return WeightTensor::stacked({out, in}, {weights_.view(k, {out, in})}); });
 }
 
 Ref GraphEmitter::vector(const std::string& name, int n) {
-  return weights_.get(name, Elem::F32, [&] { return WeightTensor::floats({n}, weights_.read(name, {n})); });
+  const std::string k = param(name);
+  return weights_.get(k, Elem::F32, [&] { return WeightTensor::floats({n}, weights_.read(k, {n})); });
 }
 
 Ref GraphEmitter::conv_weight(const std::string& name, int out, int in, int k) {
-  return weights_.get(name, Elem::Act, [&] {
-    return WeightTensor::stacked({out, k, k, in}, {weights_.view(name, {out, in, k, k})}, true);
+  const std::string key = param(name);
+  return weights_.get(key, Elem::Act, [&] {
+    return WeightTensor::stacked({out, k, k, in}, {weights_.view(key, {out, in, k, k})}, true);
   });
 }
 
 Ref GraphEmitter::constant(const std::string& name, int n, float value) {
-  return weights_.get(name, Elem::F32, [&] { return WeightTensor::floats({n}, std::vector<float>(size_t(n), value)); });
+  return weights_.get(param(name), Elem::F32, [&] { return WeightTensor::floats({n}, std::vector<float>(size_t(n), value)); });
 }
 
 GraphEmitter::ConvArgs GraphEmitter::conv_args(const std::string& name, int out, int in, int k, bool with_bias) {
@@ -40,11 +43,11 @@ GraphEmitter::ConvArgs GraphEmitter::conv_args(const std::string& name, int out,
 }
 
 Ref GraphEmitter::new_act(const std::string& name, std::vector<int64_t> shape) {
-  return g_.add_tensor(tag_.empty() ? name : tag_ + "." + name, Elem::Act, std::move(shape));
+  return g_.add_tensor(join(tag_, param(name)), Elem::Act, std::move(shape));
 }
 
 void GraphEmitter::emit(const std::string& layer, OpBody body, double flops, double bytes) {
-  ops_->push_back(Op{layer, std::move(body), flops, bytes});
+  ops_->push_back(Op{param(layer), std::move(body), flops, bytes});
 }
 
 Ref GraphEmitter::linear(const std::string& layer, Ref x, int rows, int in, int out, Ref w, Ref bias, Ref residual,
@@ -176,7 +179,7 @@ GraphEmitter::Act4 GraphEmitter::upsample2x(const std::string& layer, const Act4
 }
 
 GraphEmitter::Act4 GraphEmitter::scale_activation(const std::string& layer, const Act4& x, float in_scale,
-                                                  float in_shift, Activation act, float out_scale) {
+                                                  float in_shift, Activation act, float out_scale, Ref residual) {
   const int64_t count = int64_t(batch_) * x.h * x.w * x.c;
   ScaleActivationOp op;
   op.p.count = count;
@@ -185,9 +188,10 @@ GraphEmitter::Act4 GraphEmitter::scale_activation(const std::string& layer, cons
   op.p.act = act;
   op.p.out_scale = out_scale;
   op.x = x.t;
+  op.residual = residual;
   op.y = new_act(layer, {batch_, x.h, x.w, x.c});
   const Act4 y{op.y, x.h, x.w, x.c};
-  emit(layer, std::move(op), 0, 2.0 * act_bytes_ * elems(count));
+  emit(layer, std::move(op), 0, (residual ? 3.0 : 2.0) * act_bytes_ * elems(count));
   return y;
 }
 

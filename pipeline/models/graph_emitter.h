@@ -32,6 +32,8 @@ class GraphEmitter {
     bool act_after_residual = false;
   };
 
+  // A weight's name in the store: weight_prefix_ + name (every weight below is asked for so).
+  std::string param(const std::string& name) const { return weight_prefix_ + name; }
   // Weights: a matrix in the activation type, a vector as fp32, a conv weight (out, in, k, k) of the
   // checkpoint in the engine's OHWI layout.
   Ref matrix(const std::string& name, int out, int in);
@@ -43,6 +45,7 @@ class GraphEmitter {
   // input as keep its size (k / 2), nothing else fused yet.
   ConvArgs conv_args(const std::string& name, int out, int in, int k, bool with_bias = true);
 
+  // An activation named tag_.weight_prefix_ name, and an op of layer weight_prefix_ layer.
   Ref new_act(const std::string& name, std::vector<int64_t> shape);
   void emit(const std::string& layer, OpBody body, double flops, double bytes);
   // y (rows, out) = act(x (rows, in) w^T + bias) + residual
@@ -59,9 +62,10 @@ class GraphEmitter {
   GroupNormOp group_norm_op(const std::string& layer, const Act4& x, int groups, float eps);
   // Nearest-neighbour 2x: (batch_, 2h, 2w, c).
   Act4 upsample2x(const std::string& layer, const Act4& x);
-  // out_scale * act(in_scale * x + in_shift), element by element, into a new tensor of x's extent.
+  // out_scale * act(in_scale * x + in_shift) (+ residual of x's extent), element by element, into a new tensor
+  // of x's extent.
   Act4 scale_activation(const std::string& layer, const Act4& x, float in_scale, float in_shift, Activation act,
-                        float out_scale);
+                        float out_scale, Ref residual = {});
   // o (batch * q_len, c) from q (batch * q_len, ...) and k, v (batch * kv_len, ...) at the given token
   // strides, c = heads * head_dim; causal: token i sees keys 0..i only.
   Ref attention(const std::string& layer, Ref q, Ref k, Ref v, int batch, int heads, int q_len, int kv_len, int c,
@@ -73,6 +77,7 @@ class GraphEmitter {
   std::vector<Op>* ops_ = nullptr;  // setup or frame list being filled
   std::string tag_;                 // prefix of the tensor names
   int batch_ = 1;                   // images of the activations conv() and the GroupNorms see
+  std::string weight_prefix_;       // of the model's names in a store shared with others ("controlnet.0.")
 };
 
 }  // namespace rtvd

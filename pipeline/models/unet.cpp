@@ -14,8 +14,9 @@ double elems(int64_t a) { return static_cast<double>(a); }
 
 }  // namespace
 
-UNetBuilder::UNetBuilder(const ModelConfig& cfg, WeightStore& weights, Graph& graph, int batch, int act_bytes)
-    : GraphEmitter(weights, graph, act_bytes), cfg_(cfg) {
+UNetBuilder::UNetBuilder(const ModelConfig& cfg, WeightStore& weights, Graph& graph, int batch, int act_bytes,
+                         bool encoder_only)
+    : GraphEmitter(weights, graph, act_bytes), cfg_(cfg), encoder_only_(encoder_only) {
   batch_ = batch;
 }
 
@@ -25,12 +26,12 @@ int UNetBuilder::resnet_proj_width(int out) const { return cfg_.norm == NormKind
 
 // All ResNets' time_emb_proj stacked into one (sum of widths, T) matrix: one linear per step for all FiLM.
 Ref UNetBuilder::time_projection_weight() {
-  return weights_.get("time_emb_proj.all.weight", Elem::Act, [&] {
+  return weights_.get(param("time_emb_proj.all.weight"), Elem::Act, [&] {
     const int T = cfg_.time_embed_dim();
     WeightTensor t = WeightTensor::stacked({0, T}, {});
-    for (const auto& [prefix, out] : unet_resnets(cfg_)) {
+    for (const auto& [prefix, out] : unet_resnets(cfg_, encoder_only_)) {
       const int width = resnet_proj_width(out);
-      t.parts.push_back(weights_.view(prefix + ".time_emb_proj.weight", {width, T}));
+      t.parts.push_back(weights_.view(param(prefix + ".time_emb_proj.weight"), {width, T}));
       t.shape[0] += width;
     }
     return t;
@@ -38,11 +39,11 @@ Ref UNetBuilder::time_projection_weight() {
 }
 
 Ref UNetBuilder::time_projection_bias() {
-  return weights_.get("time_emb_proj.all.bias", Elem::F32, [&] {
+  return weights_.get(param("time_emb_proj.all.bias"), Elem::F32, [&] {
     WeightTensor t = WeightTensor::floats({0}, {});
-    for (const auto& [prefix, out] : unet_resnets(cfg_)) {
+    for (const auto& [prefix, out] : unet_resnets(cfg_, encoder_only_)) {
       const int width = resnet_proj_width(out);
-      auto b = weights_.read(prefix + ".time_emb_proj.bias", {width});
+      auto b = weights_.read(param(prefix + ".time_emb_proj.bias"), {width});
       t.values.insert(t.values.end(), b.begin(), b.end());
       t.shape[0] += width;
     }
@@ -56,8 +57,10 @@ std::pair<Ref, Ref> UNetBuilder::folded_batch_norm(const std::string& prefix, in
   std::vector<float> scale, shift;
   auto make = [&] {
     if (scale.empty()) {
-      const auto gamma = weights_.read(prefix + ".weight", {c}), beta = weights_.read(prefix + ".bias", {c});
-      const auto mean = weights_.read(prefix + ".running_mean", {c}), var = weights_.read(prefix + ".running_var", {c});
+      const auto gamma = weights_.read(param(prefix + ".weight"), {c});
+      const auto beta = weights_.read(param(prefix + ".bias"), {c});
+      const auto mean = weights_.read(param(prefix + ".running_mean"), {c});
+      const auto var = weights_.read(param(prefix + ".running_var"), {c});
       scale.resize(c);
       shift.resize(c);
       for (int i = 0; i < c; ++i) {
@@ -66,8 +69,8 @@ std::pair<Ref, Ref> UNetBuilder::folded_batch_norm(const std::string& prefix, in
       }
     }
   };
-  Ref s = weights_.get(prefix + ".folded_scale", Elem::F32, [&] { make(); return WeightTensor::floats({c}, scale); });
-  Ref b = weights_.get(prefix + ".folded_shift", Elem::F32, [&] { make(); return WeightTensor::floats({c}, shift); });
+  Ref s = weights_.get(param(prefix + ".folded_scale"), Elem::F32, [&] { make(); return WeightTensor::floats({c}, scale); });
+  Ref b = weights_.get(param(prefix + ".folded_shift"), Elem::F32, [&] { make(); return WeightTensor::floats({c}, shift); });
   return {s, b};
 }
 
@@ -123,7 +126,7 @@ StepConditioning UNetBuilder::conditioning(const std::vector<double>& t, Ref cla
   Ref semb = so.y;
   emit("time_embedding.silu", std::move(so), 0, 0);  // (n, T)
 
-  const auto resnets = unet_resnets(cfg_);
+  const auto resnets = unet_resnets(cfg_, encoder_only_);
   int total = 0;
   for (const auto& r : resnets) total += resnet_proj_width(r.second);
   // Every ResNet's time_emb_proj in one linear: (n, total), total = the sum of c (group norm) or 2c (batch norm).
@@ -195,8 +198,9 @@ CrossContext UNetBuilder::cross_context(Ref context) {
     const int c = cfg_.block_out_channels[level];
     for (int k = 0; k < cfg_.transformer_depth(level); ++k) {
       const std::string p = cat(attn_prefix, ".transformer_blocks.", k, ".attn2");
-      Ref w = weights_.get(p + ".to_kv.weight", Elem::Act, [&] {
-        return WeightTensor::stacked({2 * c, D}, {weights_.view(p + ".to_k.weight", {c, D}), weights_.view(p + ".to_v.weight", {c, D})});
+      Ref w = weights_.get(param(p + ".to_kv.weight"), Elem::Act, [&] {
+        return WeightTensor::stacked({2 * c, D}, {weights_.view(param(p + ".to_k.weight"), {c, D}),
+                                                  weights_.view(param(p + ".to_v.weight"), {c, D})});
       });
       Ref kv = linear(p + ".to_kv", context, rows, D, 2 * c, w, {}, {});  // (n*S, 2c): K | V, S = context_length
       g_.tensors[kv.id].persistent = true;
@@ -207,6 +211,7 @@ CrossContext UNetBuilder::cross_context(Ref context) {
     if (cfg_.attention_levels[i])
       for (int j = 0; j < cfg_.layers_per_block; ++j) add_block(cat("down_blocks.", i, ".attentions.", j), i);
   if (cfg_.mid_attention) add_block("mid_block.attentions.0", L - 1);
+  if (encoder_only_) return cross;
   for (int i = 0; i < L; ++i)
     if (cfg_.attention_levels[L - 1 - i])
       for (int j = 0; j <= cfg_.layers_per_block; ++j) add_block(cat("up_blocks.", i, ".attentions.", j), L - 1 - i);
@@ -281,8 +286,8 @@ UNetBuilder::Act4 UNetBuilder::transformer(const std::string& prefix, const Act4
   // Projections are Linear (SD 2.1) or 1x1 conv (SD 1.5): the same matrix on NHWC tokens.
   auto projection = [&](const std::string& name) {
     if (cfg_.use_linear_projection) return matrix(name + ".weight", C, C);
-    return weights_.get(name + ".weight", Elem::Act, [&] {
-      return WeightTensor::stacked({C, C}, {weights_.view(name + ".weight", {C, C, 1, 1})});
+    return weights_.get(param(name + ".weight"), Elem::Act, [&] {
+      return WeightTensor::stacked({C, C}, {weights_.view(param(name + ".weight"), {C, C, 1, 1})});
     });
   };
 
@@ -294,10 +299,10 @@ UNetBuilder::Act4 UNetBuilder::transformer(const std::string& prefix, const Act4
     const std::string b = cat(prefix, ".transformer_blocks.", k);
     // self-attention: one fused QKV projection, read in place by the attention op
     Ref n1 = layer_norm(b + ".norm1", h, rows, C);  // (n*h*w, c)
-    Ref wqkv = weights_.get(b + ".attn1.to_qkv.weight", Elem::Act, [&] {
+    Ref wqkv = weights_.get(param(b + ".attn1.to_qkv.weight"), Elem::Act, [&] {
       WeightTensor t = WeightTensor::stacked({3 * C, C}, {});
       for (const char* name : {".attn1.to_q.weight", ".attn1.to_k.weight", ".attn1.to_v.weight"})
-        t.parts.push_back(weights_.view(b + name, {C, C}));
+        t.parts.push_back(weights_.view(param(b + name), {C, C}));
       return t;
     });
     Ref qkv = linear(b + ".attn1.to_qkv", n1, rows, C, 3 * C, wqkv, {}, {});  // (n*h*w, 3c): Q | K | V
@@ -335,15 +340,37 @@ UNetBuilder::Act4 UNetBuilder::transformer(const std::string& prefix, const Act4
 // diffusers' UNet2DConditionModel.forward: x (n, h, w, in_channels) -> velocity (n, h, w, out_channels).
 // Level l (0 at the top) works at (h/2^l, w/2^l) with c_l = block_out_channels[l] channels; L levels.
 Ref UNetBuilder::forward(Ref x_in, int h, int w, const StepConditioning& cond, const CrossContext& cross,
-                         const std::string& tag, Ref* deep) {
+                         const std::string& tag, Ref* deep, const ControlResiduals* residuals) {
   ops_ = &g_.frame;
   tag_ = tag;
   const int L = cfg_.levels();
-  const auto& ch = cfg_.block_out_channels;
 
   Act4 x = input(x_in, h, w);  // (n, h, w, c0)
-  // down_blocks.i: level i; skips is diffusers' down_block_res_samples.
-  std::vector<Act4> skips{x};
+  std::vector<Act4> skips{x};  // diffusers' down_block_res_samples
+  x = encode(x, skips, cond, cross);  // (n, h/2^(L-1), w/2^(L-1), c_(L-1))
+  if (residuals) {
+    if (residuals->down.size() != skips.size() || !residuals->mid)
+      fail("internal: ", residuals->down.size(), " ControlNet residuals for ", skips.size(), " skips");
+    // The down path has read the skips as they were: the up blocks read them with the residuals added.
+    for (size_t i = 0; i < skips.size(); ++i)
+      skips[i] = scale_activation(cat("down_residual.", i), skips[i], 1.0f, 0.0f, Activation::None, 1.0f,
+                                  residuals->down[i]);  // (n, h_i, w_i, c_i) skip + residual
+    x = scale_activation("mid_residual", x, 1.0f, 0.0f, Activation::None, 1.0f, residuals->mid);  // mid + residual
+  }
+
+  for (int i = 0; i < L; ++i) {
+    if (i == L - 1 && deep) *deep = x.t;  // (n, h, w, c1): what forward_cached() takes in its place
+    x = up_level(i, x, skips, cond, cross);
+  }
+  return output(x);  // (n, h, w, out_channels)
+}
+
+// Shapes as forward()'s.
+UNetBuilder::Act4 UNetBuilder::encode(Act4 x, std::vector<Act4>& skips, const StepConditioning& cond,
+                                      const CrossContext& cross) {
+  const int L = cfg_.levels();
+  const auto& ch = cfg_.block_out_channels;
+  // down_blocks.i: level i.
   for (int i = 0; i < L; ++i) {
     x = down_level(i, x, skips, cond, cross);
     if (i < L - 1) {
@@ -361,13 +388,7 @@ Ref UNetBuilder::forward(Ref x_in, int h, int w, const StepConditioning& cond, c
   // mid_block: the bottom level, l = L-1.
   x = resnet("mid_block.resnets.0", x, ch[L - 1], cond);                      // (n, h/2^l, w/2^l, c_l)
   if (cfg_.mid_attention) x = transformer("mid_block.attentions.0", x, cfg_.transformer_depth(L - 1), cross);  // (n, h/2^l, w/2^l, c_l)
-  x = resnet("mid_block.resnets.1", x, ch[L - 1], cond);                      // (n, h/2^l, w/2^l, c_l)
-
-  for (int i = 0; i < L; ++i) {
-    if (i == L - 1 && deep) *deep = x.t;  // (n, h, w, c1): what forward_cached() takes in its place
-    x = up_level(i, x, skips, cond, cross);
-  }
-  return output(x);  // (n, h, w, out_channels)
+  return resnet("mid_block.resnets.1", x, ch[L - 1], cond);                   // (n, h/2^l, w/2^l, c_l)
 }
 
 // DeepCache's shallow pass: the top level's blocks alone, the deeper ones' contribution read from `deep`.
@@ -384,13 +405,11 @@ Ref UNetBuilder::forward_cached(Ref x_in, Ref deep, int h, int w, const StepCond
   return output(up_level(L - 1, {deep, h, w, cfg_.block_out_channels[1]}, skips, cond, cross));  // (n, h, w, out_channels)
 }
 
-// conv_in: x (n, h, w, in_channels) -> (n, h, w, c0).
-UNetBuilder::Act4 UNetBuilder::input(Ref x_in, int h, int w) {
+// conv_in: x (n, h, w, in_channels) -> (n, h, w, c0) (+ residual).
+UNetBuilder::Act4 UNetBuilder::input(Ref x_in, int h, int w, Ref residual) {
   const int c0 = cfg_.block_out_channels[0];
-  ConvArgs ci;
-  ci.w = conv_weight("conv_in.weight", c0, cfg_.in_channels, 3);
-  ci.bias = vector("conv_in.bias", c0);
-  ci.out = c0;
+  ConvArgs ci = conv_args("conv_in", c0, cfg_.in_channels, 3);
+  ci.residual = residual;
   return conv("conv_in", {x_in, h, w, cfg_.in_channels}, ci);  // (n, h, w, c0)
 }
 

@@ -24,10 +24,20 @@ struct CrossContext {
   std::map<std::string, Ref> kv;
 };
 
-class UNetBuilder : GraphEmitter {
+// What ControlNets add to the U-Net (diffusers' down_block_additional_residuals and
+// mid_block_additional_residual): down[i] (batch, h_i, w_i, c_i) to skip i, in the order of diffusers'
+// down_block_res_samples (conv_in's output, then each down ResNet's or attention's and each downsampler's), and
+// mid (batch, h/2^(L-1), w/2^(L-1), c_(L-1)) to the mid block's output.
+struct ControlResiduals {
+  std::vector<Ref> down;
+  Ref mid;
+};
+
+class UNetBuilder : protected GraphEmitter {
  public:
   // act_bytes: size of one activation element on the backend (4 CPU, 2 CUDA), for the cost model.
-  UNetBuilder(const ModelConfig& cfg, WeightStore& weights, Graph& graph, int batch, int act_bytes);
+  UNetBuilder(const ModelConfig& cfg, WeightStore& weights, Graph& graph, int batch, int act_bytes)
+      : UNetBuilder(cfg, weights, graph, batch, act_bytes, false) {}
 
   // Setup ops: time (+ class, + added) embedding at time t in [0, 1] (embedded as t * timestep_scale: rectified
   // flow's t, or a DDPM timestep / 1000 for diffusers' U-Nets) and the FiLM of every ResNet.
@@ -49,9 +59,11 @@ class UNetBuilder : GraphEmitter {
 
   // Frame ops: the velocity (batch, h, w, out_channels) for x (batch, h, w, in_channels). deep (if given):
   // set to the feature that enters the last up block, up_blocks.(L-1) at the top level (batch, h, w, c1),
-  // c1 = block_out_channels[1]: what forward_cached() reads in place of the deeper levels.
+  // c1 = block_out_channels[1]: what forward_cached() reads in place of the deeper levels. residuals (if
+  // given): ControlNets' (summed where there are several), added to the skips the up blocks read and to the
+  // mid block's output; without, the graph has no op for them.
   Ref forward(Ref x, int h, int w, const StepConditioning& cond, const CrossContext& cross, const std::string& tag,
-              Ref* deep = nullptr);
+              Ref* deep = nullptr, const ControlResiduals* residuals = nullptr);
   // Cached frame ops (Graph::cached_frame), DeepCache's shallow forward: conv_in, down_blocks.0's ResNets and
   // attentions (the top level's skips), up_blocks.(L-1) on `deep` (a feature forward() set on the same
   // conditioning) with those skips, conv_out. The same output as forward() where deep is that of the same x.
@@ -59,8 +71,13 @@ class UNetBuilder : GraphEmitter {
   Ref forward_cached(Ref x, Ref deep, int h, int w, const StepConditioning& cond, const CrossContext& cross,
                      const std::string& tag);
 
- private:
+ protected:
+  // encoder_only: the builder of a ControlNet (controlnet.h), whose checkpoint is the U-Net's encoder alone:
+  // conditioning() and cross_context() make the FiLM and K/V of the down and mid blocks only.
+  UNetBuilder(const ModelConfig& cfg, WeightStore& weights, Graph& graph, int batch, int act_bytes, bool encoder_only);
+
   const ModelConfig& cfg_;
+  const bool encoder_only_;
 
   // Weights.
   Ref time_projection_weight();
@@ -75,15 +92,20 @@ class UNetBuilder : GraphEmitter {
   Act4 transformer(const std::string& prefix, const Act4& x, int depth, const CrossContext& cross);
   int resnet_proj_width(int out) const;
 
-  // The U-Net's parts, in forward order: forward() runs them all, forward_cached() the top level's.
-  Act4 input(Ref x, int h, int w);
+  // The U-Net's parts, in forward order: forward() runs them all, forward_cached() the top level's, a
+  // ControlNet input() and encode(). input(): conv_in, plus residual (batch, h, w, c0) if given.
+  Act4 input(Ref x, int h, int w, Ref residual = {});
+  // down_blocks (each level's ResNets and attentions, then its downsampler) and mid_block on conv_in's output x,
+  // each skip pushed onto skips (which holds x): the mid block's output.
+  Act4 encode(Act4 x, std::vector<Act4>& skips, const StepConditioning& cond, const CrossContext& cross);
   Act4 down_level(int i, Act4 x, std::vector<Act4>& skips, const StepConditioning& cond, const CrossContext& cross);
   Act4 up_level(int i, Act4 x, std::vector<Act4>& skips, const StepConditioning& cond, const CrossContext& cross);
   Ref output(const Act4& x);
 };
 
-// Every ResNet of the architecture in forward order: (parameter prefix, output channels).
-std::vector<std::pair<std::string, int>> unet_resnets(const ModelConfig& cfg);
+// Every ResNet of the architecture in forward order: (parameter prefix, output channels); encoder_only: those
+// of the down and mid blocks.
+std::vector<std::pair<std::string, int>> unet_resnets(const ModelConfig& cfg, bool encoder_only = false);
 
 // Every parameter of the architecture: checkpoint key (diffusers' for SD-class configs), the config's
 // dtype and the PyTorch shape, in the order of docs/model-format.md. A checkpoint holds exactly these.

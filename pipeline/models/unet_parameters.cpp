@@ -5,7 +5,7 @@
 
 namespace rtvd {
 
-std::vector<std::pair<std::string, int>> unet_resnets(const ModelConfig& cfg) {
+std::vector<std::pair<std::string, int>> unet_resnets(const ModelConfig& cfg, bool encoder_only) {
   std::vector<std::pair<std::string, int>> out;
   const int L = cfg.levels();
   for (int i = 0; i < L; ++i)
@@ -13,6 +13,7 @@ std::vector<std::pair<std::string, int>> unet_resnets(const ModelConfig& cfg) {
       out.emplace_back(cat("down_blocks.", i, ".resnets.", j), cfg.block_out_channels[i]);
   out.emplace_back("mid_block.resnets.0", cfg.block_out_channels[L - 1]);
   out.emplace_back("mid_block.resnets.1", cfg.block_out_channels[L - 1]);
+  if (encoder_only) return out;
   for (int i = 0; i < L; ++i)
     for (int j = 0; j <= cfg.layers_per_block; ++j)
       out.emplace_back(cat("up_blocks.", i, ".resnets.", j), cfg.block_out_channels[L - 1 - i]);

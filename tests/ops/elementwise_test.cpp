@@ -2,7 +2,8 @@
 // 2x upsampling, channel concat, scale-activation-scale. Fresh random inputs every run (the seed is in the
 // failure message); outputs poisoned with NaN.
 //   <Op>Cpu: the CPU reference against a naive definition (float64): rel L2 <= 1e-5; upsampling and concat
-//     only move values and must be exact. SiLU and scale_activation run out of place and in place.
+//     only move values and must be exact. SiLU and scale_activation run out of place and in place (the latter
+//     with a residual where its case has one).
 //   <Op>Cuda (CUDA builds, skipping without a device): the kernel against the CPU reference on the same fp16
 //     values, also at 2-byte aligned pointers (the scalar kernels): rel L2 <= 2e-3 (fp16 output); upsampling
 //     and concat exact.
@@ -115,17 +116,19 @@ TEST_P(ScaleActivationCpu, MatchesDefinitionAlsoInPlace) {
   test::Rng rng;
   SCOPED_TRACE(test::seed_trace(rng));
   const ScaleActivationCase& c = GetParam();
-  std::vector<float> x = rng.vector(size_t(c.count), -6.0f, 6.0f);
+  std::vector<float> x = rng.vector(size_t(c.count), -6.0f, 6.0f), r = rng.vector(size_t(c.count), -6.0f, 6.0f);
   std::vector<float> expected;
-  for (float e : x) expected.push_back(float(c.out_scale * activation_ref(double(c.in_scale) * e + c.in_shift, c.act)));
+  for (size_t i = 0; i < x.size(); ++i)
+    expected.push_back(float(c.out_scale * activation_ref(double(c.in_scale) * x[i] + c.in_shift, c.act) +
+                             (c.with_residual ? r[i] : 0.0)));
   std::vector<float> y = test::poisoned(size_t(c.count));
   ScaleActivationCase out_of_place = c;
   out_of_place.in_place = false;
-  scale_activation_cpu(scale_activation_params(out_of_place, x.data(), y.data()));
+  scale_activation_cpu(scale_activation_params(out_of_place, x.data(), y.data(), r.data()));
   EXPECT_LE(rel_l2(y, expected), kTolerance) << c.count;
   ScaleActivationCase in_place = c;
   in_place.in_place = true;
-  scale_activation_cpu(scale_activation_params(in_place, x.data(), nullptr));
+  scale_activation_cpu(scale_activation_params(in_place, x.data(), nullptr, r.data()));
   EXPECT_LE(rel_l2(x, expected), kTolerance) << c.count << " in place";
 }
 
@@ -205,10 +208,11 @@ TEST_P(ScaleActivationCuda, MatchesCpu) {
   const size_t count = size_t(c.count);
   const test::HalfTensor x = test::half_tensor(rng.normal_vector(count, 3.0f), c.misalign_bytes);
   const test::HalfTensor y = test::poisoned_half_tensor(count, c.misalign_bytes);
-  scale_activation(scale_activation_params(c, x.get(), y.get()), ctx());
+  const test::HalfTensor r = test::half_tensor(rng.normal_vector(count, 3.0f), c.misalign_bytes);
+  scale_activation(scale_activation_params(c, x.get(), y.get(), r.get()), ctx());
   sync();
   std::vector<float> x_ref = x.host, y_ref(count);
-  scale_activation_cpu(scale_activation_params(c, x_ref.data(), y_ref.data()));
+  scale_activation_cpu(scale_activation_params(c, x_ref.data(), y_ref.data(), r.host.data()));
   EXPECT_LE(rel_l2((c.in_place ? x : y).read(count), c.in_place ? x_ref : y_ref), 2e-3);
 }
 

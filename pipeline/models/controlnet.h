@@ -1,0 +1,46 @@
+// Builds a ControlNet (diffusers' ControlNetModel, names as its checkpoint's) into a Graph with the U-Net's
+// own emitters (UNetBuilder's: conv_in, the time embedding and FiLM, the down blocks and mid block, cross
+// attention): conv_in(x) + controlnet_cond_embedding(image), the encoder, then one 1x1 zero convolution per
+// skip (controlnet_down_blocks) and one for the mid block (controlnet_mid_block), each output multiplied by
+// the conditioning scale: the residuals the U-Net adds (ControlResiduals, unet.h).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "pipeline/model_files/diffusers_controlnet_config.h"
+#include "pipeline/models/unet.h"
+
+namespace rtvd {
+
+class ControlNetBuilder : protected UNetBuilder {
+ public:
+  // weights holds the net's tensors under weight_prefix (TensorSet::add_all: "controlnet.0." beside the U-Net's,
+  // whose names are the same), its ops' layers are named so too. Refuses global_pool_conditions (one line
+  // naming the config's key). act_bytes as UNetBuilder's.
+  ControlNetBuilder(const ControlNetConfig& cfg, WeightStore& weights, Graph& graph, int batch, int act_bytes,
+                    std::string weight_prefix);
+
+  // Setup ops, as the U-Net's, made from the ControlNet's own weights (its copy of the time embedding,
+  // added embedding and cross-attention K/V).
+  using UNetBuilder::added_embedding;
+  using UNetBuilder::conditioning;
+  using UNetBuilder::cross_context;
+
+  // Frame ops: the residuals for x (batch, h, w, in_channels), the U-Net's input, and image (batch, f h, f w,
+  // conditioning_channels), the control image in [0, 1], f = image_factor(); each multiplied by scale and,
+  // with sum_with (another net's residuals for the same U-Net), added to sum_with's.
+  ControlResiduals forward(Ref x, Ref image, int h, int w, const StepConditioning& cond, const CrossContext& cross,
+                           const std::string& tag, float scale, const ControlResiduals* sum_with = nullptr);
+
+ private:
+  const ControlNetConfig& net_;
+
+  Act4 conditioning_embedding(Ref image, int h, int w);
+  Ref residual(const std::string& name, const Act4& x, float scale, Ref sum_with);
+};
+
+// Every parameter of the ControlNet: diffusers' ControlNetModel keys, the config's dtype, PyTorch shapes. A
+// checkpoint holds exactly these.
+std::vector<TensorSpec> controlnet_parameters(const ControlNetConfig& cfg);
+
+}  // namespace rtvd
