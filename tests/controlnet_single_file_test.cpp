@@ -265,6 +265,11 @@ TEST(ControlNetErrors, HintBlock) {
             }),
             "net.safetensors: tensor 'input_hint_block.14.weight' (controlnet_cond_embedding.conv_out.weight): expected "
             "shape (320, 256, 3, 3), got (256, 256, 3, 3)");
+  EXPECT_EQ(error_of_edit([](auto& t) {
+              named(t, "input_hint_block.0.weight").shape = {16, 0, 3, 3};
+            }),
+            "net.safetensors: tensor 'input_hint_block.0.weight' (controlnet_cond_embedding.conv_in.weight): a conv of no "
+            "channels");
   EXPECT_EQ(error_of_edit([](auto& t) { named(t, "input_hint_block.0.bias").shape = {17}; }),
             "net.safetensors: tensor 'input_hint_block.0.bias' (controlnet_cond_embedding.conv_in.bias): expected shape "
             "(16), got (17)");

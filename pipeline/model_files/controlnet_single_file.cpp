@@ -27,7 +27,7 @@ constexpr int kHintConvs = 8;
 // SDXL's pooled text embedding (its second text encoder's projection), beside six time ids in the added embedding.
 constexpr int64_t kSdxlPooledWidth = 1280;
 
-// "weight" or "bias" after `module` in rest ("14.weight" after ""), else "".
+// rest when it is "weight" or "bias", else "".
 std::string_view weight_or_bias(std::string_view rest) {
   return rest == "weight" || rest == "bias" ? rest : std::string_view();
 }
@@ -83,9 +83,12 @@ void add_conv(TensorSet& set, const std::vector<const TensorView*>& conv, const 
   for (const TensorView* t : conv) set.add(cat(module, ".", split_name(t->name).back()), *t, t->name, file);
 }
 
-// The conv's weight (out, in, k, k) and bias (out) as the set names them; out read off the weight when 0.
+// The conv's weight (out, in, k, k) and bias (out) as the set names them, of channels in and out; out read off
+// the weight when 0.
 int64_t check_conv(const TensorSet& set, const std::string& module, int64_t out, int64_t in, int64_t k) {
   if (out == 0) out = set.get_rank(module + ".weight", 4).shape[0];
+  if (out <= 0 || in <= 0)
+    fail(set.label_of(module + ".weight"), ": tensor ", set.describe(module + ".weight"), ": a conv of no channels");
   set.get_float(module + ".weight", std::vector<int64_t>{out, in, k, k});
   set.get_float(module + ".bias", std::vector<int64_t>{out});
   return out;

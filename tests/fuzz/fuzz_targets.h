@@ -346,7 +346,7 @@ inline void single_file(std::span<const uint8_t> bytes) try {
 
 // controlnet_single_file.h, on the single-file fuzzers' inputs too: a file maps as a ControlNet, or is refused
 // with an error that names it; every tensor is a view inside its tensor of the file (its source_name), of its
-// dtype and byte count; the config is a JSON object of ControlNetModel with positive widths.
+// dtype and byte count; the config is a JSON object of ControlNetModel, its hint block's widths positive.
 inline void controlnet_single_file(std::span<const uint8_t> bytes) try {
   const std::vector<uint8_t> copy(bytes.begin(), bytes.end());
   const SafeTensorsFile file = SafeTensorsFile::from_memory(copy.data(), copy.size(), "fuzz input");
@@ -367,8 +367,9 @@ inline void controlnet_single_file(std::span<const uint8_t> bytes) try {
   }
   const nlohmann::json config = nlohmann::json::parse(c.controlnet.config_json, nullptr, false);
   expect(config.is_object() && config.value("_class_name", "") == "ControlNetModel", "the config is a ControlNetModel's");
-  for (const char* key : {"block_out_channels", "conditioning_embedding_out_channels"})
-    for (const nlohmann::json& width : config.at(key)) expect(width.get<int64_t>() > 0, "every width is positive");
+  expect(config.at("conditioning_channels").get<int64_t>() > 0, "the control image has channels");
+  for (const nlohmann::json& width : config.at("conditioning_embedding_out_channels"))
+    expect(width.get<int64_t>() > 0, "every width of the hint block is positive");
 } catch (const Error& e) {
   expect_printable_error(e);
   throw;
