@@ -2,7 +2,8 @@
 // component's prefix renamed to diffusers' (transformers') name, as a view into the file, and the architecture
 // read off the renamed tensors' shapes as the config JSON that diffusers (transformers) would write. The
 // inverse of diffusers' convert_ldm_unet_checkpoint, convert_ldm_vae_checkpoint, convert_ldm_clip_checkpoint and
-// convert_open_clip_checkpoint (loaders/single_file_utils.py). Used by single_file.cpp and lora.cpp.
+// convert_open_clip_checkpoint (loaders/single_file_utils.py). Used by single_file.cpp, controlnet_single_file.cpp
+// and lora.cpp.
 #pragma once
 #include <map>
 #include <memory>
