@@ -292,6 +292,11 @@ TEST(ControlNetErrors, ZeroConvs) {
             "(320, 320, 1, 1), got (640, 640, 1, 1)");
   EXPECT_EQ(error_of_edit([](auto& t) { erase_named(t, "middle_block_out.0.weight"); }),
             "net.safetensors: no tensor middle_block_out.0.weight: a ControlNet's zero conv after its mid block");
+  EXPECT_EQ(error_of_edit([](auto& t) {
+              erase_named(t, "middle_block_out.0.weight");
+              erase_named(t, "middle_block_out.0.bias");
+            }),
+            "net.safetensors: no tensor middle_block_out.0.weight: a ControlNet's zero conv after its mid block");
   EXPECT_EQ(error_of_edit([](auto& t) { named(t, "middle_block_out.0.bias").shape = {640}; }),
             "net.safetensors: tensor 'middle_block_out.0.bias' (controlnet_mid_block.bias): expected shape (1280), got (640)");
 }

@@ -73,7 +73,8 @@ const std::vector<const TensorView*>& conv_at(const std::map<int, std::vector<co
                                               const std::string& path, const std::string& module, const std::string& why) {
   const auto conv = convs.find(i);
   if (conv != convs.end() && conv->second.size() == 2) return conv->second;
-  const bool has_weight = conv != convs.end() && split_name(conv->second.front()->name).back() == "weight";
+  const bool has_weight =
+      conv != convs.end() && !conv->second.empty() && split_name(conv->second.front()->name).back() == "weight";
   fail(path, ": no tensor ", module, has_weight ? "bias" : "weight", ": ", why);
 }
 
