@@ -133,6 +133,7 @@ TEST(FuzzRegression, Png) { replay_all("png", fuzz::png); }
 TEST(FuzzRegression, ClipTokenizer) { replay_all("clip_tokenizer", fuzz::clip_tokenizer); }
 TEST(FuzzRegression, Lora) { replay_all("lora", fuzz::lora); }
 TEST(FuzzRegression, SingleFile) { replay_all("single_file", fuzz::single_file); }
+TEST(FuzzRegression, ControlNetSingleFile) { replay_all("single_file", fuzz::controlnet_single_file); }
 
 }  // namespace
 }  // namespace rtvd

@@ -8,7 +8,6 @@
 //     are the built-in / diffusers ones;
 //   - every bad file: one line naming the file and the tensor.
 #include <gtest/gtest.h>
-#include <sys/mman.h>
 
 #include <cstring>
 #include <filesystem>
@@ -306,39 +305,6 @@ ClipTextConfig open_clip_h() {  // stabilityai/stable-diffusion-2-1's text_encod
   return ClipTextConfig{49408, 1024, 4096, 23, 16, 77, ClipTextConfig::HiddenAct::Gelu, 1e-5f};
 }
 
-// A file of shapes only, as SafeTensorsFile::build makes one but with metadata: the header written at the start
-// of an anonymous mapping whose data section is never touched, so full size costs nothing.
-class ShapeOnlyFile {
- public:
-  ShapeOnlyFile(const std::vector<TensorSpec>& specs, const std::map<std::string, std::string>& metadata) {
-    json header = json::object();
-    if (!metadata.empty()) header["__metadata__"] = metadata;
-    size_t offset = 0;
-    for (const TensorSpec& s : specs) {
-      size_t bytes = dtype_size(s.dtype);
-      for (int64_t d : s.shape) bytes *= size_t(d);
-      header[s.name] = {{"dtype", dtype_name(s.dtype)}, {"shape", s.shape}, {"data_offsets", {offset, offset + bytes}}};
-      offset += bytes;
-    }
-    std::string text = header.dump();
-    text.append((8 - text.size() % 8) % 8, ' ');
-    size_ = 8 + text.size() + offset;
-    data_ = static_cast<uint8_t*>(mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
-    if (data_ == MAP_FAILED) fail("mmap of ", size_, " bytes failed");
-    const uint64_t n = text.size();
-    std::memcpy(data_, &n, 8);
-    std::memcpy(data_ + 8, text.data(), text.size());
-  }
-  ~ShapeOnlyFile() { munmap(data_, size_); }
-  ShapeOnlyFile(const ShapeOnlyFile&) = delete;
-  ShapeOnlyFile& operator=(const ShapeOnlyFile&) = delete;
-  SafeTensorsFile file(const std::string& label) const { return SafeTensorsFile::from_memory(data_, size_, label); }
-
- private:
-  uint8_t* data_ = nullptr;
-  size_t size_ = 0;
-};
-
 // The U-Net of the config and the SD VAE (SDXL's has its shapes), under the original names.
 std::vector<TensorSpec> original_unet_and_vae(const ModelConfig& unet) {
   std::vector<TensorSpec> specs;
@@ -412,7 +378,7 @@ json sd_vae_config(int sample_size) {
 
 TEST(FullSizeSingleFile, Sd15ShapesGiveTheBuiltinConfigs) {
   const ModelConfig sd15 = builtin_model_config("sd15");
-  const ShapeOnlyFile file(full_size_specs(sd15, clip_l(), false), {});
+  const test::ShapeOnlyFile file(full_size_specs(sd15, clip_l(), false), {});
   const SingleFileCheckpoint c = read_single_file(file.file("sd15.safetensors"));
   EXPECT_EQ(c.architecture, "SD 1.x");
   EXPECT_EQ(c.text_encoder_layout, "openai-clip");
@@ -437,7 +403,7 @@ TEST(FullSizeSingleFile, Sd15ShapesGiveTheBuiltinConfigs) {
 
 TEST(FullSizeSingleFile, Sd21ShapesGiveTheBuiltinConfigs) {
   const ModelConfig sd21 = builtin_model_config("sd21");
-  const ShapeOnlyFile file(full_size_specs(sd21, open_clip_h(), true), {});
+  const test::ShapeOnlyFile file(full_size_specs(sd21, open_clip_h(), true), {});
   const SingleFileCheckpoint c = read_single_file(file.file("sd21.safetensors"));
   EXPECT_EQ(c.architecture, "SD 2.x");
   EXPECT_EQ(c.text_encoder_layout, "openclip");
@@ -452,15 +418,6 @@ TEST(FullSizeSingleFile, Sd21ShapesGiveTheBuiltinConfigs) {
 }
 
 // The prediction type from the metadata keys published files carry; SD 2.x at v is the 768 model.
-// SDXL base as published (stabilityai/stable-diffusion-xl-base-1.0's unet/config.json, the keys rtvd reads).
-constexpr const char* kSdxlUNetConfig = R"({
-  "_class_name": "UNet2DConditionModel", "sample_size": 128, "in_channels": 4, "out_channels": 4,
-  "block_out_channels": [320, 640, 1280], "layers_per_block": 2,
-  "down_block_types": ["DownBlock2D", "CrossAttnDownBlock2D", "CrossAttnDownBlock2D"],
-  "up_block_types": ["CrossAttnUpBlock2D", "CrossAttnUpBlock2D", "UpBlock2D"],
-  "attention_head_dim": [5, 10, 20], "cross_attention_dim": 2048, "transformer_layers_per_block": [1, 2, 10],
-  "use_linear_projection": true, "addition_embed_type": "text_time", "addition_time_embed_dim": 256,
-  "projection_class_embeddings_input_dim": 2816, "norm_num_groups": 32})";
 
 ClipTextConfig open_clip_big_g() {  // SDXL's text_encoder_2 (OpenCLIP ViT-bigG, all 32 blocks, projection 1280)
   ClipTextConfig c{49408, 1280, 5120, 32, 20, 77, ClipTextConfig::HiddenAct::Gelu, 1e-5f};
@@ -490,8 +447,8 @@ std::vector<TensorSpec> sdxl_specs(const ModelConfig& unet) {
 // transformer depth [1, 2, 10], heads of 64, the added embedding of 1280 + 6 x 256; the VAE's 0.13025 with
 // force_upcast; the second encoder with its projection, every block kept; the image 1024.
 TEST(FullSizeSingleFile, SdxlShapesGiveThePublishedConfigs) {
-  const ModelConfig sdxl = parse_diffusers_unet_config(kSdxlUNetConfig, "sdxl", DType::F16);
-  const ShapeOnlyFile file(sdxl_specs(sdxl), {});
+  const ModelConfig sdxl = parse_diffusers_unet_config(test::kSdxlBaseUNetConfig, "sdxl", DType::F16);
+  const test::ShapeOnlyFile file(sdxl_specs(sdxl), {});
   const SingleFileCheckpoint c = read_single_file(file.file("sdxl.safetensors"));
   EXPECT_EQ(c.architecture, "SDXL");
   EXPECT_EQ(c.text_encoder_layout, "sdxl");
@@ -530,12 +487,12 @@ TEST(FullSizeSingleFile, SdxlShapesGiveThePublishedConfigs) {
 
 // An SDXL file without one of its encoders, with SD's beside SDXL's, or the refiner's: one line each.
 TEST(FullSizeSingleFile, SdxlFilesRefusedByName) {
-  const ModelConfig sdxl = parse_diffusers_unet_config(kSdxlUNetConfig, "sdxl", DType::F16);
+  const ModelConfig sdxl = parse_diffusers_unet_config(test::kSdxlBaseUNetConfig, "sdxl", DType::F16);
   const std::vector<TensorSpec> specs = sdxl_specs(sdxl);
   const auto error = [&](const std::function<void(std::vector<TensorSpec>&)>& edit) {
     std::vector<TensorSpec> edited = specs;
     edit(edited);
-    const ShapeOnlyFile file(edited, {});
+    const test::ShapeOnlyFile file(edited, {});
     return error_of([&] { read_single_file(file.file("sdxl.safetensors")); });
   };
   const auto without = [](const std::string& prefix) {
@@ -562,7 +519,7 @@ TEST(FullSizeSingleFile, SdxlFilesRefusedByName) {
             "embedding), which rtvd does not run");
   std::vector<TensorSpec> sd15 = full_size_specs(builtin_model_config("sd15"), clip_l(), false);
   sd15.push_back({"model.diffusion_model.label_emb.0.0.weight", DType::F16, {1280, 2816}});
-  const ShapeOnlyFile file(sd15, {});
+  const test::ShapeOnlyFile file(sd15, {});
   EXPECT_EQ(error_of([&] { read_single_file(file.file("sd15.safetensors")); }),
             "sd15.safetensors: an added embedding (model.diffusion_model.label_emb.0.0.weight) in the U-Net, which only "
             "SDXL's takes, but SD's text encoder (cond_stage_model.transformer.*) rather than SDXL's two "
@@ -593,7 +550,7 @@ TEST(FullSizeSingleFile, PredictionTypeAndImageSizeFromMetadata) {
   for (const Case& c : cases) {
     std::vector<TensorSpec> specs = sd21;
     if (c.v_pred_marker) specs.push_back({"v_pred", DType::F32, {0}});
-    const ShapeOnlyFile file(specs, c.metadata);
+    const test::ShapeOnlyFile file(specs, c.metadata);
     const SingleFileCheckpoint got = read_single_file(file.file("sd21.safetensors"));
     SCOPED_TRACE(c.source);
     EXPECT_EQ(got.prediction_type, c.type);
@@ -602,7 +559,7 @@ TEST(FullSizeSingleFile, PredictionTypeAndImageSizeFromMetadata) {
     EXPECT_EQ(json::parse(got.vae.config_json).at("sample_size"), c.image);
   }
   const auto error = [&](const std::map<std::string, std::string>& metadata) {
-    const ShapeOnlyFile file(sd21, metadata);
+    const test::ShapeOnlyFile file(sd21, metadata);
     return error_of([&] { read_single_file(file.file("sd21.safetensors")); });
   };
   EXPECT_EQ(error({{"modelspec.prediction_type", "epsilon"}, {"ss_v_parameterization", "True"}}),
@@ -700,7 +657,7 @@ TEST(SingleFileErrors, NameTheFileAndTheTensor) {
 TEST(SingleFileErrors, OpenClipBlocksAndWidths) {
   const ClipTextConfig h = open_clip_h();
   const auto error = [&](std::vector<TensorSpec> specs) {
-    const ShapeOnlyFile file(specs, {});
+    const test::ShapeOnlyFile file(specs, {});
     return error_of([&] { read_single_file(file.file("sd21.safetensors")); });
   };
   std::vector<TensorSpec> specs = full_size_specs(builtin_model_config("sd21"), h, true);

@@ -66,7 +66,8 @@ fuzzed_sources=(pipeline/model_files/json_text.cpp pipeline/model_files/config_r
                 pipeline/model_files/background_read_in.cpp pipeline/model_files/input_file.cpp pipeline/io/output_files.cpp
                 pipeline/model_files/model_config.cpp pipeline/graph/weights.cpp pipeline/model_files/tensor_set.cpp
                 pipeline/model_files/checkpoint_file.cpp pipeline/model_files/ldm_unet.cpp pipeline/model_files/ldm_vae.cpp
-                pipeline/model_files/ldm_text_encoder.cpp pipeline/model_files/single_file.cpp pipeline/model_files/lora.cpp
+                pipeline/model_files/ldm_text_encoder.cpp pipeline/model_files/single_file.cpp
+                pipeline/model_files/controlnet_single_file.cpp pipeline/model_files/lora.cpp
                 pipeline/model_files/clip_text_config.cpp pipeline/model_files/diffusers_unet_config.cpp
                 pipeline/models/unet_parameters.cpp pipeline/io/png.cpp pipeline/text/clip_tokenizer.cpp
                 pipeline/text/unicode_text.cpp pipeline/model_files/json_text.h
@@ -75,6 +76,7 @@ fuzzed_sources=(pipeline/model_files/json_text.cpp pipeline/model_files/config_r
                 pipeline/model_files/model_config.h
                 pipeline/graph/weights.h pipeline/model_files/tensor_set.h pipeline/model_files/checkpoint_file.h
                 pipeline/model_files/ldm_layout.h pipeline/model_files/dotted_name.h pipeline/model_files/single_file.h
+                pipeline/model_files/controlnet_single_file.h
                 pipeline/model_files/lora.h pipeline/model_files/clip_text_config.h
                 pipeline/model_files/diffusers_unet_config.h pipeline/io/png.h pipeline/text/clip_tokenizer.h
                 pipeline/text/unicode_text.h base/checked_math.h base/quoted_text.h)

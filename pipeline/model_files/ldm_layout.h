@@ -2,13 +2,16 @@
 // component's prefix renamed to diffusers' (transformers') name, as a view into the file, and the architecture
 // read off the renamed tensors' shapes as the config JSON that diffusers (transformers) would write. The
 // inverse of diffusers' convert_ldm_unet_checkpoint, convert_ldm_vae_checkpoint, convert_ldm_clip_checkpoint and
-// convert_open_clip_checkpoint (loaders/single_file_utils.py). Used by single_file.cpp and lora.cpp.
+// convert_open_clip_checkpoint (loaders/single_file_utils.py). Used by single_file.cpp, controlnet_single_file.cpp
+// and lora.cpp.
 #pragma once
 #include <map>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "pipeline/model_files/safetensors.h"
 #include "pipeline/model_files/tensor_set.h"
@@ -39,8 +42,10 @@ TensorSet map_ldm_unet(const LdmComponent& c);
 std::map<std::string, std::string> ldm_unet_names(const std::vector<std::string>& diffusers_names);
 
 // The family of the renamed U-Net, by the context width of the text encoder(s) it was trained with (the mid
-// block's cross-attention): 768 "SD 1.x", 1024 "SD 2.x", 2048 "SDXL"; another is an Error naming the tensor.
-std::string unet_architecture(const TensorSet& unet);
+// block's cross-attention): 768 "SD 1.x", 1024 "SD 2.x", 2048 "SDXL"; another is an Error naming the tensor
+// and ending in what to give instead, config_to_give.
+std::string unet_architecture(const TensorSet& unet, std::string_view config_to_give =
+                                                         "a diffusers folder whose unet/config.json describes this U-Net");
 
 // diffusers' unet/config.json for the renamed tensors. Shapes give everything but the heads, which the
 // family gives: SD 1.x has 8 at every level, SD 2.x and SDXL heads of 64. SDXL's transformer depth per level
@@ -48,6 +53,11 @@ std::string unet_architecture(const TensorSet& unet);
 // projection_dim) and six time ids, each embedded at (input width - pooled_width) / 6: an Error naming the
 // tensor where that does not divide.
 std::string infer_unet_config(const TensorSet& unet, int sample_size, int64_t pooled_width = 0);
+// The keys of that config which the down path and mid block settle (in_channels, block_out_channels,
+// layers_per_block, down_block_types, norm_num_groups, cross_attention_dim, attention_head_dim,
+// use_linear_projection, transformer_layers_per_block, SDXL's addition_*): what a ControlNet, a copy of them,
+// shares with its U-Net.
+nlohmann::json infer_unet_down_config(const TensorSet& unet, int64_t pooled_width);
 
 // ---- VAE (ldm_vae.cpp)
 

@@ -229,17 +229,17 @@ const std::string kMidCrossKey = "mid_block.attentions.0.transformer_blocks.0.at
 
 }  // namespace
 
-std::string unet_architecture(const TensorSet& unet) {
+std::string unet_architecture(const TensorSet& unet, std::string_view config_to_give) {
   const int64_t context = unet.get_rank(kMidCrossKey, 2).shape[1];
   if (context == 768) return "SD 1.x";
   if (context == 1024) return "SD 2.x";
   if (context == 2048) return "SDXL";
   fail(unet.label(), ": tensor ", unet.describe(kMidCrossKey), ": cross-attention width ", context,
        " fits no known architecture (SD 1.x: 768, with 8 heads; SD 2.x: 1024, SDXL: 2048, with heads of 64), and the heads "
-       "cannot be read off shapes: give a diffusers folder whose unet/config.json describes this U-Net");
+       "cannot be read off shapes: give ", config_to_give);
 }
 
-std::string infer_unet_config(const TensorSet& unet, int sample_size, int64_t pooled_width) {
+nlohmann::json infer_unet_down_config(const TensorSet& unet, int64_t pooled_width) {
   const auto count = [&](const auto& name_of) {
     int n = 0;
     while (unet.find(name_of(n))) ++n;
@@ -247,16 +247,13 @@ std::string infer_unet_config(const TensorSet& unet, int sample_size, int64_t po
   };
   const int levels = count([](int l) { return cat("down_blocks.", l, ".resnets.0.conv1.weight"); });
   const int layers = count([](int j) { return cat("down_blocks.0.resnets.", j, ".conv1.weight"); });
-  if (levels == 0) fail(unet.label(), ": no U-Net ResNet (model.diffusion_model.input_blocks.1.0.in_layers.2.weight)");
+  if (levels == 0) fail(unet.label(), ": no ResNet of the down path (input_blocks.1.0.in_layers.2.weight)");
   std::vector<int64_t> channels;
-  std::vector<std::string> down, up;
-  std::vector<bool> attention;
+  std::vector<std::string> down;
   for (int l = 0; l < levels; ++l) {
     channels.push_back(unet.get_rank(cat("down_blocks.", l, ".resnets.0.conv1.weight"), 4).shape[0]);
-    attention.push_back(unet.find(cat("down_blocks.", l, ".attentions.0.proj_in.weight")) != nullptr);
-    down.push_back(attention.back() ? "CrossAttnDownBlock2D" : "DownBlock2D");
+    down.push_back(unet.find(cat("down_blocks.", l, ".attentions.0.proj_in.weight")) ? "CrossAttnDownBlock2D" : "DownBlock2D");
   }
-  for (int l = levels - 1; l >= 0; --l) up.push_back(attention[l] ? "CrossAttnUpBlock2D" : "UpBlock2D");
 
   // Heads are not in the shapes (diffusers' legacy naming: attention_head_dim holds head counts).
   const std::string architecture = unet_architecture(unet);
@@ -272,14 +269,10 @@ std::string infer_unet_config(const TensorSet& unet, int sample_size, int64_t po
   const std::string mid = "mid_block.attentions.0.";
   const TensorView* proj_in = unet.find(mid + "proj_in.weight");
   nlohmann::json config = {
-      {"_class_name", "UNet2DConditionModel"},
-      {"sample_size", sample_size},
       {"in_channels", unet.get_rank("conv_in.weight", 4).shape[1]},
-      {"out_channels", unet.get_rank("conv_out.weight", 4).shape[0]},
       {"block_out_channels", channels},
       {"layers_per_block", layers},
       {"down_block_types", down},
-      {"up_block_types", up},
       {"norm_num_groups", 32},  // the original U-Net's normalization(): GroupNorm32
       {"cross_attention_dim", unet.get_rank(kMidCrossKey, 2).shape[1]},
       {"attention_head_dim", heads},
@@ -302,6 +295,19 @@ std::string infer_unet_config(const TensorSet& unet, int sample_size, int64_t po
     config["addition_time_embed_dim"] = (input - pooled_width) / 6;
     config["projection_class_embeddings_input_dim"] = input;
   }
+  return config;
+}
+
+std::string infer_unet_config(const TensorSet& unet, int sample_size, int64_t pooled_width) {
+  nlohmann::json config = infer_unet_down_config(unet, pooled_width);
+  std::vector<std::string> up;
+  const nlohmann::json& down = config.at("down_block_types");
+  for (auto type = down.rbegin(); type != down.rend(); ++type)
+    up.push_back(*type == "CrossAttnDownBlock2D" ? "CrossAttnUpBlock2D" : "UpBlock2D");
+  config["_class_name"] = "UNet2DConditionModel";
+  config["sample_size"] = sample_size;
+  config["out_channels"] = unet.get_rank("conv_out.weight", 4).shape[0];
+  config["up_block_types"] = up;
   return config.dump(2);
 }
 

@@ -10,6 +10,7 @@
 #include "base/quoted_text.h"
 #include "pipeline/model_files/checkpoint_file.h"
 #include "pipeline/model_files/clip_text_config.h"
+#include "pipeline/model_files/controlnet_single_file.h"
 #include "pipeline/model_files/config_reader.h"
 #include "pipeline/model_files/ldm_layout.h"
 
@@ -112,9 +113,13 @@ SingleFileCheckpoint map_single_file(std::shared_ptr<const SafeTensorsFile> file
     else if (n.starts_with(kRefinerOpenClip))
       fail(path, ": tensor ", quote(n), ": an SDXL refiner checkpoint (its one text encoder, OpenCLIP bigG, as "
            "conditioner.embedders.0, and the aesthetic score in its U-Net's added embedding), which rtvd does not run");
-    else if (!is_schedule_buffer(n) && !n.starts_with("model_ema.") && n != kVPredMarker)
+    else if (!is_schedule_buffer(n) && !n.starts_with("model_ema.") && n != kVPredMarker) {
+      if (const TensorView* control = controlnet_tensor(*file))
+        fail(path, ": tensor ", quote(control->name), ": a ControlNet (its hint block or zero convs), not a Stable "
+             "Diffusion checkpoint");
       fail(path, ": tensor ", quote(n), ": not part of a Stable Diffusion checkpoint's U-Net (", kUNet, "), VAE (", kVae,
            ") or text encoders (", kClip, ", ", kOpenClip, "; SDXL's ", kSdxlClip, ", ", kSdxlOpenClip, ")");
+    }
   }
   for (const auto& [c, what] : {std::pair{&unet, "U-Net"}, std::pair{&vae, "VAE"}})
     if (c->tensors.empty()) fail(path, ": no ", what, " (no tensor ", c->prefix, "*): not a whole Stable Diffusion checkpoint");

@@ -7,7 +7,7 @@
 // in memory), and as the config.json text that diffusers (transformers) would write for it, so that the same
 // parsers check a single file's architecture as a diffusers folder's. Every tensor of the file belongs to a
 // component or is one the original code saved beside the model (the DDPM schedule, the EMA copy); any other is
-// an error naming it, and an SDXL refiner (conditioner.embedders.0.model.*) is refused by name.
+// an error naming it, an SDXL refiner (conditioner.embedders.0.model.*) and a ControlNet are refused by name.
 #pragma once
 #include <string>
 

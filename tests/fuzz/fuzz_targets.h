@@ -28,6 +28,7 @@
 #include "pipeline/graph/weights.h"
 #include "pipeline/io/png.h"
 #include "pipeline/model_files/clip_text_config.h"
+#include "pipeline/model_files/controlnet_single_file.h"
 #include "pipeline/model_files/diffusers_unet_config.h"
 #include "pipeline/model_files/lora.h"
 #include "pipeline/model_files/model_config.h"
@@ -338,6 +339,37 @@ inline void single_file(std::span<const uint8_t> bytes) try {
     for (int64_t d : p.shape) expect(d > 0, "every parameter dimension is positive");
   parse_clip_text_config(c.text_encoder.config_json, c.text_encoder.config_label);
   if (sdxl) parse_clip_text_config(c.text_encoder_2.config_json, c.text_encoder_2.config_label);
+} catch (const Error& e) {
+  expect_printable_error(e);
+  throw;
+}
+
+// controlnet_single_file.h, on the single-file fuzzers' inputs too: a file maps as a ControlNet, or is refused
+// with an error that names it; every tensor is a view inside its tensor of the file (its source_name), of its
+// dtype and byte count; the config is a JSON object of ControlNetModel, its hint block's widths positive.
+inline void controlnet_single_file(std::span<const uint8_t> bytes) try {
+  const std::vector<uint8_t> copy(bytes.begin(), bytes.end());
+  const SafeTensorsFile file = SafeTensorsFile::from_memory(copy.data(), copy.size(), "fuzz input");
+  const ControlNetSingleFile c = [&] {
+    try {
+      return read_controlnet_single_file(file);  // a copy: the same views
+    } catch (const Error& e) {
+      expect(std::string_view(e.what()).starts_with("fuzz input"), "a ControlNet error names the file");
+      throw;
+    }
+  }();
+  for (const TensorView& t : c.controlnet.tensors.tensors()) {
+    const TensorView* source = file.find(c.controlnet.tensors.source_name(t.name));
+    expect(source != nullptr, "every tensor of a ControlNet is a tensor of the file, renamed");
+    expect(t.dtype == source->dtype && t.bytes == source->bytes && t.data == source->data,
+           "a ControlNet's tensor is its tensor in the file");
+    touch(t.data, t.bytes);
+  }
+  const nlohmann::json config = nlohmann::json::parse(c.controlnet.config_json, nullptr, false);
+  expect(config.is_object() && config.value("_class_name", "") == "ControlNetModel", "the config is a ControlNetModel's");
+  expect(config.at("conditioning_channels").get<int64_t>() > 0, "the control image has channels");
+  for (const nlohmann::json& width : config.at("conditioning_embedding_out_channels"))
+    expect(width.get<int64_t>() > 0, "every width of the hint block is positive");
 } catch (const Error& e) {
   expect_printable_error(e);
   throw;

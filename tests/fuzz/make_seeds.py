@@ -379,6 +379,29 @@ def single_file_seeds():
         small[o + f"transformer.resblocks.{i}.attn.in_proj_bias"] = [24]
     write("single_file", "openclip_names.safetensors", seed("tiny_sd_openclip.manifest.json", {**unet, **vae, **small}))
 
+    # A ControlNet (controlnet_single_file.h, the same fuzzers): tiny_sd's encoder under control_model., the hint
+    # block 1 wide, the zero convs of the encoder's widths (32, 32, 32, 64; 64 after the mid block).
+    net = {n[len(u):]: shape for n, shape in unet.items() if not n.startswith((u + "out.", u + "output_blocks."))}
+    # (numbered as the converter that wrote tiny_sd_sd1 numbers them: 2 ResNets a level, block 2 left out)
+    for block, width in ((1, 32), (4, 64)):
+        net[f"input_blocks.{block}.0.out_layers.3.weight"] = [width, 1, 1, 1]
+    net["input_blocks.3.0.op.weight"] = [32, 1, 1, 1]
+    net["middle_block.2.out_layers.3.weight"] = [64, 1, 1, 1]
+    for i in range(8):
+        out, inputs = (32 if i == 7 else 1), (3 if i == 0 else 1)
+        net[f"input_hint_block.{2 * i}.weight"], net[f"input_hint_block.{2 * i}.bias"] = [out, inputs, 3, 3], [out]
+    for name, width in [(f"zero_convs.{i}.0", w) for i, w in enumerate((32, 32, 32, 64))] + [("middle_block_out.0", 64)]:
+        net[name + ".weight"], net[name + ".bias"] = [width, width, 1, 1], [width]
+    with open(os.path.join(ROOT, "tests", "data", "single_file", "tiny_sd_sd1.manifest.json")) as f:
+        encoder = [row[0][len(u):] for row in json.load(f)["tensors"]
+                   if row[0].startswith(u) and not row[0].startswith((u + "out.", u + "output_blocks."))]
+    names = encoder + [n for n in net if n not in encoder]
+    tensors = []
+    for name in names:
+        shape = [d if d != "w" else 768 for d in net.get(name, [1])]
+        tensors.append(("control_model." + name, "F16", shape, bytes(2 * functools.reduce(lambda a, b: a * b, shape, 1))))
+    write("single_file", "controlnet_names.safetensors", safetensors(tensors))
+
 
 if __name__ == "__main__":
     for parser in ("model_config", "safetensors", "png", "clip_tokenizer", "lora", "single_file"):

@@ -1,4 +1,5 @@
-// A single-file checkpoint -> read_single_file, its components' views and configs checked (fuzz_targets.h).
+// A single-file checkpoint -> read_single_file, its components' views and configs checked, and the same bytes as
+// a ControlNet -> read_controlnet_single_file (fuzz_targets.h).
 // single_file_fuzzer is this alone, with libFuzzer's byte mutations; single_file_structured_fuzzer adds
 // single_file_mutator.cpp.
 #include <cstddef>
@@ -10,6 +11,10 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     rtvd::fuzz::single_file({data, size});
+  } catch (const rtvd::Error&) {
+  }
+  try {
+    rtvd::fuzz::controlnet_single_file({data, size});
   } catch (const rtvd::Error&) {
   }
   return 0;

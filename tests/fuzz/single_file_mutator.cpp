@@ -12,7 +12,7 @@
 namespace rtvd::fuzz {
 namespace {
 
-// The words of the original layout's names (U-Net, VAE, OpenAI CLIP, OpenCLIP) and of diffusers'.
+// The words of the original layout's names (U-Net, VAE, OpenAI CLIP, OpenCLIP, ControlNet) and of diffusers'.
 constexpr const char* kWords[] = {
     "input_blocks", "middle_block", "output_blocks", "in_layers", "out_layers", "emb_layers", "skip_connection", "op",
     "conv", "transformer_blocks", "attn1", "attn2", "to_q", "to_k", "to_v", "to_out", "proj_in", "proj_out", "norm",
@@ -21,10 +21,11 @@ constexpr const char* kWords[] = {
     "post_quant_conv", "conv_in", "conv_out", "norm_out", "text_model", "embeddings", "token_embedding",
     "position_embedding", "position_ids", "layers", "self_attn", "q_proj", "out_proj", "layer_norm1", "mlp", "fc1",
     "final_layer_norm", "resblocks", "in_proj_weight", "in_proj_bias", "ln_1", "ln_2", "c_fc", "c_proj", "ln_final",
-    "positional_embedding", "text_projection", "logit_scale", "weight", "bias", "down_blocks", "resnets"};
+    "positional_embedding", "text_projection", "logit_scale", "weight", "bias", "down_blocks", "resnets",
+    "input_hint_block", "zero_convs", "middle_block_out", "label_emb"};
 constexpr const char* kPrefixes[] = {"model.diffusion_model.", "first_stage_model.", "cond_stage_model.transformer.",
                                      "cond_stage_model.transformer.text_model.", "cond_stage_model.model.",
-                                     "model_ema.", "", "cond_stage_model."};
+                                     "model_ema.", "", "cond_stage_model.", "control_model."};
 constexpr const char* kBuffers[] = {"betas", "alphas_cumprod", "logvar", "v_pred", "model_ema.decay", "alphas"};
 
 std::vector<std::string> split(const std::string& s) {

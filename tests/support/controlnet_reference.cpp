@@ -8,7 +8,6 @@
 #include "pipeline/model_files/diffusers_unet_config.h"
 #include "pipeline/models/controlnet.h"
 #include "support/golden.h"
-#include "support/sdxl_folder.h"
 #include "support/test_util.h"
 
 namespace rtvd::test {

@@ -106,17 +106,6 @@ void write_random_sdxl_folder(const std::string& dir) {
   write_json(dir + "/model_index.json", index);
 }
 
-std::string exported_dir(const std::string& name, std::initializer_list<const char*> files, const char* script) {
-  const std::string dir = test_data(name);
-  for (const char* file : files)
-    if (!fs::exists(dir + "/" + file)) {
-      ADD_FAILURE() << dir << "/" << file << " is missing: run tools/reference/" << script << " (its docstring says "
-                    << "how) into tests/data/" << name << " and commit what it writes";
-      return "";
-    }
-  return dir;
-}
-
 std::string tiny_sdxl_pipeline_dir() {
   return exported_dir("tiny_sdxl_pipeline", {"pipelines.json", "pipelines.safetensors", "model/model_index.json"},
                       "export_tiny_sdxl_pipeline.py");

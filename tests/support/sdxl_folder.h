@@ -2,7 +2,6 @@
 // transformers writes them, CLIP's tokenizer padded as SDXL's two are) and a whole pipeline that renders.
 #pragma once
 #include <cstdint>
-#include <initializer_list>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -27,10 +26,6 @@ nlohmann::json sdxl_model_index();
 // and a pooled projection of 32 (80 = 32 + 6 x 8); tests/data/tiny_sd's 2-level VAE with SDXL's scaling factor
 // 0.13025; SDXL-Turbo's scheduler (Euler ancestral, trailing spacing).
 void write_random_sdxl_folder(const std::string& dir);
-
-// tests/data/NAME when it holds every one of files (written by tools/reference/SCRIPT); else "" and one
-// ADD_FAILURE() naming the missing file and the script to run.
-std::string exported_dir(const std::string& name, std::initializer_list<const char*> files, const char* script);
 
 // tests/data/tiny_sdxl_pipeline, tools/reference/export_tiny_sdxl_pipeline.py's output (model/, pipelines.json,
 // pipelines.safetensors); ADD_FAILURE()s naming the missing file and how to make it, and returns "", when the

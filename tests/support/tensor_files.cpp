@@ -1,5 +1,7 @@
 #include "support/tensor_files.h"
 
+#include <sys/mman.h>
+
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -106,5 +108,27 @@ std::vector<TensorToWrite> packed_file_tensors(const std::string& manifest, cons
   }
   return out;
 }
+
+ShapeOnlyFile::ShapeOnlyFile(const std::vector<TensorSpec>& specs, const std::map<std::string, std::string>& metadata) {
+  nlohmann::json header = nlohmann::json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  size_t offset = 0;
+  for (const TensorSpec& s : specs) {
+    size_t bytes = dtype_size(s.dtype);
+    for (int64_t d : s.shape) bytes *= size_t(d);
+    header[s.name] = {{"dtype", dtype_name(s.dtype)}, {"shape", s.shape}, {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  size_ = 8 + text.size() + offset;
+  data_ = static_cast<uint8_t*>(mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
+  if (data_ == MAP_FAILED) fail("mmap of ", size_, " bytes failed");
+  const uint64_t n = text.size();
+  std::memcpy(data_, &n, 8);
+  std::memcpy(data_ + 8, text.data(), text.size());
+}
+
+ShapeOnlyFile::~ShapeOnlyFile() { munmap(data_, size_); }
 
 }  // namespace rtvd::test

@@ -1,6 +1,6 @@
 // Small safetensors files in memory for the model-file tests (tensor_set_test, single_file_test, lora_test):
 // tensors from float values in a float dtype, and the values of a tensor back as doubles; the element counts
-// of a file's tensors, read without rtvd's reader; packed single files rebuilt.
+// of a file's tensors, read without rtvd's reader; packed single files rebuilt; full-size files of shapes only.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -37,5 +37,20 @@ std::map<std::string, int64_t> safetensors_elements(const std::string& path);
 // found.
 std::vector<TensorToWrite> packed_file_tensors(const std::string& manifest, const std::vector<std::string>& sources,
                                                std::map<std::string, std::string>& metadata);
+
+// A file of shapes only, as SafeTensorsFile::build makes one but with metadata: the header written at the start
+// of an anonymous mapping whose data section is never touched, so full size costs nothing.
+class ShapeOnlyFile {
+ public:
+  ShapeOnlyFile(const std::vector<TensorSpec>& specs, const std::map<std::string, std::string>& metadata);
+  ~ShapeOnlyFile();
+  ShapeOnlyFile(const ShapeOnlyFile&) = delete;
+  ShapeOnlyFile& operator=(const ShapeOnlyFile&) = delete;
+  SafeTensorsFile file(const std::string& label) const { return SafeTensorsFile::from_memory(data_, size_, label); }
+
+ private:
+  uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
 
 }  // namespace rtvd::test

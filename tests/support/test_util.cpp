@@ -43,6 +43,17 @@ std::string test_data_dir() {
 
 std::string test_data(const std::string& relative) { return test_data_dir() + "/" + relative; }
 
+std::string exported_dir(const std::string& name, std::initializer_list<const char*> files, const char* script) {
+  const std::string dir = test_data(name);
+  for (const char* file : files)
+    if (!std::filesystem::exists(dir + "/" + file)) {
+      ADD_FAILURE() << dir << "/" << file << " is missing: run tools/reference/" << script << " (its docstring says "
+                    << "how) into tests/data/" << name << " and commit what it writes";
+      return "";
+    }
+  return dir;
+}
+
 std::string assets_dir() {
   return located("RTVD_ASSETS", binary_dir() / "assets", true, "the models the tests load", "a copy of assets/");
 }

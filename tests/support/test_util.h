@@ -24,6 +24,9 @@ namespace rtvd::test {
 // throws rtvd::Error with one line naming the path tried and the variable to set.
 std::string test_data_dir();                         // $RTVD_TEST_DATA, else <binary's dir>/data: tests/data
 std::string test_data(const std::string& relative);  // test_data_dir() + "/" + relative
+// tests/data/NAME, written by tools/reference/SCRIPT, when it holds every one of files; else "" and one
+// ADD_FAILURE naming the missing file and the script that makes it.
+std::string exported_dir(const std::string& name, std::initializer_list<const char*> files, const char* script);
 std::string assets_dir();   // $RTVD_ASSETS, else <binary's dir>/assets: the models of assets/ the tests load
 std::string rtvd_binary();  // $RTVD_BINARY, else <binary's dir>/../rtvd
 
