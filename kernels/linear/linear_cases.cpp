@@ -34,6 +34,7 @@ std::vector<LinearCase> make_cases() {
       {.name = "sd21_b1_proj_in_16x16", .m = 256, .n = 1280, .k = 1280, .bias = true, .production = true},  // [20]
       {.name = "sd21_b1_to_out_16x16", .m = 256, .n = 1280, .k = 1280, .bias = true, .residual = kSeparate,
        .production = true},  // [20]
+      {.name = "sd21_b1_geglu_proj_64x64", .m = 4096, .n = 2560, .k = 320, .bias = true, .production = true},  // [320]
       {.name = "sd21_b1_geglu_proj_16x16", .m = 256, .n = 10240, .k = 1280, .bias = true, .production = true},  // [160]
       {.name = "sd21_b1_ff_out_16x16", .m = 256, .n = 1280, .k = 5120, .bias = true, .residual = kSeparate,
        .production = true},  // [20]
@@ -42,6 +43,20 @@ std::vector<LinearCase> make_cases() {
        .production = true},  // [10]
       {.name = "sd21_b1_ff_out_8x8", .m = 64, .n = 1280, .k = 5120, .bias = true, .residual = kSeparate,
        .production = true},  // [10]
+      // SDXL at 1024x1024, batch 1: the transformer GEMMs of its 64x64 (4096 tokens, d 640) and 32x32 (1024, d
+      // 1280) levels, where its 70 transformer blocks are.
+      {.name = "sdxl_qkv_64x64", .m = 4096, .n = 1920, .k = 640, .production = true},
+      {.name = "sdxl_to_out_64x64", .m = 4096, .n = 640, .k = 640, .bias = true, .residual = kSeparate,
+       .production = true},
+      {.name = "sdxl_geglu_proj_64x64", .m = 4096, .n = 5120, .k = 640, .bias = true, .production = true},
+      {.name = "sdxl_ff_out_64x64", .m = 4096, .n = 640, .k = 2560, .bias = true, .residual = kSeparate,
+       .production = true},
+      {.name = "sdxl_qkv_32x32", .m = 1024, .n = 3840, .k = 1280, .production = true},
+      {.name = "sdxl_to_out_32x32", .m = 1024, .n = 1280, .k = 1280, .bias = true, .residual = kSeparate,
+       .production = true},
+      {.name = "sdxl_geglu_proj_32x32", .m = 1024, .n = 10240, .k = 1280, .bias = true, .production = true},
+      {.name = "sdxl_ff_out_32x32", .m = 1024, .n = 1280, .k = 5120, .bias = true, .residual = kSeparate,
+       .production = true},
       {.name = "sd21_time_embedding_1", .m = 2, .n = 1280, .k = 320, .bias = true, .act = kSilu, .production = true,
        .hostile = "2 rows: the fallback kernel"},
       // The CLIP text encoders' MLP up-projections (77 tokens per prompt): OpenAI's ViT-L/14 (SD 1.5, width

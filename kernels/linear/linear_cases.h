@@ -2,7 +2,8 @@
 // benchmark both run. Production shapes (the SD 2.1 U-Net's GEMMs at 64x64 at batch 2: the fused QKV
 // projection, to_out and the feed-forward with their skip connections, GEGLU's 320 -> 2x1280 projection, the
 // cross-attention keys and values of 2 x 77 context tokens, the time embedding's few rows; the same U-Net's
-// GEMMs at batch 1, most of whose outputs fill less than a wave of tiles, at 4096 to 64 tokens; the CLIP text
+// GEMMs at batch 1, most of whose outputs fill less than a wave of tiles, at 4096 to 64 tokens; SDXL's at
+// 1024x1024 (its 64x64 and 32x32 latents' levels); the CLIP text
 // encoders' MLP up-projections with quick GELU and GELU) and hostile ones (n or k not a multiple of 8, a
 // misaligned x, y in place of the residual, a handful of rows, each activation before a residual). Plain C++.
 #pragma once
