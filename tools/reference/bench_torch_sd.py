@@ -1,7 +1,8 @@
 """PyTorch's side of tools/perf_table.py: one piece of a diffusers SD pipeline, one way of running it, per process.
 
     PYTHONPATH=<diffusers>/src python3 tools/reference/bench_torch_sd.py WHAT MODEL_DIR --mode eager|graph|compile
-        [--taesd DIR] [--batch N] [--size PIXELS] [--runs N] [--json FILE] [--ready FILE --go FILE --lock FILE]
+        [--taesd DIR] [--controlnet DIR ...] [--batch N] [--size PIXELS] [--runs N] [--json FILE]
+        [--ready FILE --go FILE --lock FILE]
 
 MODEL_DIR is a diffusers folder (export_sd_references.py --full writes a random-weight SD-Turbo-architecture one,
 export_tiny_sdxl_pipeline.py --full --weights-only an SDXL one: an SDXL U-Net gets its added conditioning, a pooled
@@ -15,7 +16,10 @@ autotuning on. WHAT:
               on the host clock from the upload to the read-back's end, as rtvd's frames are. With --batch K,
               K frames per call (`--stream-batch K` of that frame): K source images uploaded and encoded
               together, the U-Net and TAESD's decoder at batch K, K RGBA8 frames read back; its ms per frame is
-              the call's over K
+              the call's over K. With --controlnet (repeatable), each ControlNetModel runs before the U-Net at
+              conditioning scale 1 with the source image (in [0, 1]) as its control image, their residuals summed
+              as diffusers' MultiControlNetModel does: PyTorch has no Canny on the GPU, so its frame leaves out the
+              preprocessing that rtvd's Canny frame does
   unet        UNet2DConditionModel alone at --batch: latents (N, 4, s, s) at its config's sample_size s, a timestep,
               a context (N, 77, width)
   taesd       AutoencoderTiny's encoder (1, 3, S, S) and decoder (1, 4, S/8, S/8), each timed apart (S = --size)
@@ -61,9 +65,9 @@ def added_conditioning(unet, batch, size, gen):
     return {"added_cond_kwargs": {"text_embeds": text_embeds, "time_ids": time_ids}}
 
 
-def load(what, model_dir, taesd_dir, batch, size):
+def load(what, model_dir, taesd_dir, batch, size, controlnet_dirs=()):
     """{name: callable} of the pieces to time, each with its inputs bound; the modules stay alive through them."""
-    from diffusers import AutoencoderKL, AutoencoderTiny, EulerDiscreteScheduler, UNet2DConditionModel
+    from diffusers import AutoencoderKL, AutoencoderTiny, ControlNetModel, EulerDiscreteScheduler, UNet2DConditionModel
 
     def unet_model():
         unet = UNet2DConditionModel.from_pretrained(os.path.join(model_dir, "unet"), torch_dtype=HALF)
@@ -107,12 +111,27 @@ def load(what, model_dir, taesd_dir, batch, size):
     ctx = torch.randn(batch, 77, unet.config.cross_attention_dim, generator=gen, device="cuda", dtype=HALF)
     added = added_conditioning(unet, batch, size, gen)
     alpha = torch.full((batch, size, size, 1), 255, device="cuda", dtype=torch.uint8)
+    nets = [ControlNetModel.from_pretrained(d, torch_dtype=HALF).to("cuda", memory_format=CL).eval()
+            for d in controlnet_dirs]
+
+    def control_residuals(noisy_in, control):
+        """The nets' residuals for the U-Net, summed over the nets (diffusers' MultiControlNetModel)."""
+        if not nets:
+            return {}
+        downs, mid = None, None
+        for net in nets:
+            d, m = net(noisy_in, t, encoder_hidden_states=ctx, controlnet_cond=control, conditioning_scale=1.0,
+                       return_dict=False, **added)
+            downs = list(d) if downs is None else [a + b for a, b in zip(downs, d)]
+            mid = m if mid is None else mid + m
+        return {"down_block_additional_residuals": downs, "mid_block_additional_residual": mid}
 
     def frame(images_nhwc):
         x = images_nhwc.permute(0, 3, 1, 2).to(HALF).contiguous(memory_format=CL)
         latent = taesd.encode(x).latents  # scaling factor 1
         noisy = latent + sigma * torch.randn_like(latent)
-        eps = unet(noisy * c_in, t, encoder_hidden_states=ctx, **added).sample
+        residuals = control_residuals(noisy * c_in, (x + 1) / 2)
+        eps = unet(noisy * c_in, t, encoder_hidden_states=ctx, **added, **residuals).sample
         decoded = taesd.decode(noisy - sigma * eps).sample
         rgb = ((decoded.permute(0, 2, 3, 1).float().clamp(-1, 1) + 1) * 127.5).round().to(torch.uint8)
         return torch.cat([rgb, alpha], dim=3)
@@ -179,6 +198,7 @@ def main():
     parser.add_argument("what", choices=["frame", "unet", "taesd", "vae_decode", "text"])
     parser.add_argument("model_dir")
     parser.add_argument("--taesd", help="an AutoencoderTiny folder (frame, taesd)")
+    parser.add_argument("--controlnet", action="append", default=[], help="a ControlNetModel folder (frame), repeatable")
     parser.add_argument("--mode", choices=["eager", "graph", "compile"], required=True)
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--size", type=int, default=512, help="the image's side (frame, taesd, vae_decode)")
@@ -193,9 +213,10 @@ def main():
     steps, step = step_clock(START_S)
 
     result = {"impl": f"pytorch {args.mode}", "what": args.what, "mode": args.mode, "batch": args.batch, "size": args.size,
+              "controlnets": len(args.controlnet),
               "runs": args.runs, "torch": torch.__version__, "gpu": torch.cuda.get_device_name(), "ms_median": {}}
     with torch.inference_mode():
-        pieces = load(args.what, args.model_dir, args.taesd, args.batch, args.size)
+        pieces = load(args.what, args.model_dir, args.taesd, args.batch, args.size, args.controlnet)
         step("weights")
         runs = {name: runner(fn, args.mode, args.what, args.batch, args.size) for name, fn in pieces.items()}
         for name, run in runs.items():

@@ -3,6 +3,12 @@ and diffusers' outputs for them.
 
     PYTHONPATH=<diffusers>/src python3 tools/reference/export_tiny_controlnet.py tests/data/tiny_sd \
         tests/data/tiny_controlnet
+    PYTHONPATH=<diffusers>/src python3 tools/reference/export_tiny_controlnet.py MODEL_DIR OUT_DIR --full
+
+--full (on the GPU machine): MODEL_DIR is a full-size random-weight SD folder (export_sd_references.py --full
+--weights-only, --arch sd15 or sd-turbo); OUT_DIR gets net1/ and net2/, two full-size random ControlNets of its U-Net
+(ControlNetModel.from_unet, the published conditioning embedding (16, 32, 96, 256)), and pipelines.* as below at
+FULL_IMAGE_SIZE, run in fp32 on the GPU: rtvd's full-size ControlNet parity (never committed: ~1.5 GB).
 
 Runs on the CPU (no GPU needed), in a few seconds. OUT_DIR gets:
   net1/   config.json, diffusion_pytorch_model.safetensors: ControlNetModel.from_unet(TINY_SD_DIR/unet) with
@@ -81,7 +87,10 @@ PIPELINE_RUNS = [
 ]
 
 
-def export_pipelines(tiny_sd, nets, out):
+FULL_IMAGE_SIZE = 512
+
+
+def export_pipelines(tiny_sd, nets, out, size=PIPELINE_IMAGE_SIZE, device="cpu"):
     """PIPELINE_RUNS with nets (net1, net2 as loaded back), into out/pipelines.safetensors and pipelines.json."""
     import json
     import traceback
@@ -92,9 +101,9 @@ def export_pipelines(tiny_sd, nets, out):
     # img2img encodes with the latent distribution's mean, as rtvd does (diffusers samples it by default)
     retrieve = img2img_module.retrieve_latents
     img2img_module.retrieve_latents = lambda out, generator=None, sample_mode="sample": retrieve(out, generator, "argmax")
-    base = StableDiffusionPipeline.from_pretrained(tiny_sd, torch_dtype=torch.float32)
+    base = StableDiffusionPipeline.from_pretrained(tiny_sd, torch_dtype=torch.float32).to(device)
+    nets = [net.to(device) for net in nets]
     gen = torch.Generator().manual_seed(2029)
-    size = PIPELINE_IMAGE_SIZE
     controls = [torch.rand(1, 3, size, size, generator=gen) for _ in nets]
     source = torch.rand(1, 3, size, size, generator=gen)
     tensors = {"control1": controls[0], "control2": controls[1], "source_image": source}
@@ -128,8 +137,8 @@ def export_pipelines(tiny_sd, nets, out):
             with torch.no_grad():
                 final = pipe(**kw, output_type="latent", generator=torch.Generator().manual_seed(seed)).images
                 img = pipe(**kw, output_type="pt", generator=torch.Generator().manual_seed(seed)).images
-            tensors[f"{name}.final_latents"] = final
-            tensors[f"{name}.image"] = img
+            tensors[f"{name}.final_latents"] = final.cpu()
+            tensors[f"{name}.image"] = img.cpu()
             cases.append(dict(name=name, mode=mode, nets=used, controlnet_conditioning_scale=scales,
                               control_guidance_start=starts, control_guidance_end=ends, guess_mode=guess,
                               steps=steps, guidance=guidance, strength=strength, prompt=prompt,
@@ -147,8 +156,10 @@ def export_pipelines(tiny_sd, nets, out):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("tiny_sd", help="tests/data/tiny_sd")
+    ap.add_argument("tiny_sd", help="tests/data/tiny_sd (with --full: a full-size SD folder)")
     ap.add_argument("out", help="tests/data/tiny_controlnet")
+    ap.add_argument("--full", action="store_true", help="full-size nets and pipelines on the GPU (see above)")
+    ap.add_argument("--nets-only", action="store_true", help="with --full: the nets, no pipelines")
     a = ap.parse_args()
     torch.set_grad_enabled(False)
     gen = torch.Generator().manual_seed(29)
@@ -156,12 +167,18 @@ def main():
 
     nets = []
     for k, channels in enumerate(EMBEDDING_CHANNELS, start=1):
+        if a.full:  # the published embedding's channels
+            channels = (16, 32, 96, 256)
         net = ControlNetModel.from_unet(unet, conditioning_embedding_out_channels=channels)
         randomize(net, gen)
         net_dir = os.path.join(a.out, f"net{k}")
         variant = "fp16" if k == 2 else None
         net.to(torch.float16).save_pretrained(net_dir, safe_serialization=True, variant=variant)
         nets.append(ControlNetModel.from_pretrained(net_dir, variant=variant).float().eval())
+    if a.full:
+        if not a.nets_only:
+            export_pipelines(a.tiny_sd, nets, a.out, FULL_IMAGE_SIZE, "cuda")
+        return
 
     downs = None
     tensors = {}
