@@ -1,0 +1,158 @@
+// The latent frame with ControlNets on the CPU (fp32) against diffusers' StableDiffusionControlNetPipeline and
+// StableDiffusionControlNetImg2ImgPipeline on tests/data/tiny_sd with tests/data/tiny_controlnet's two nets, as
+// tools/reference/export_tiny_controlnet.py ran them (pipelines.json): one net and two, their scales, starts and
+// ends over the steps that run (img2img's too), guidance, and guess mode with guidance. The final latents and the
+// decoded image at relative L2 <= 1e-4; and the frame without the nets is far from diffusers', so that the
+// comparison sees them. Then what the frame refuses and counts: a net for another architecture, settings no frame
+// can run, the nets' memory.
+#include <gtest/gtest.h>
+
+#include "base/error.h"
+#include "pipeline/frame_memory.h"
+#include "pipeline/frame_plan.h"
+#include "pipeline/model_files/config_reader.h"
+#include "pipeline/model_files/diffusers_unet_config.h"
+#include "pipeline/models/controlnet.h"
+#include "pipeline/models/model.h"
+#include "support/controlnet_reference.h"
+#include "support/sd_pipeline_reference.h"
+#include "support/test_util.h"
+
+namespace rtvd {
+namespace {
+
+test::PipelineReference controlnet_reference() {
+  const std::string dir = test::tiny_controlnet_dir();
+  test::PipelineReference ref = test::read_pipeline_reference(dir, test::test_data("tiny_sd"), "");
+  ref.controlnet_dir = dir;
+  return ref;
+}
+
+class ControlNetPipeline : public testing::TestWithParam<int> {};
+
+TEST_P(ControlNetPipeline, MatchesDiffusers) {
+  test::PipelineReference ref = controlnet_reference();
+  ASSERT_EQ(ref.cases.size(), 7u) << "pipelines.json: a run failed when it was exported";
+  const std::string name = ref.cases.at(GetParam())["name"];
+  const test::PipelineErrors e = test::run_pipeline_case(ref, GetParam(), DeviceKind::Cpu, KernelFamily::Auto, 1);
+  std::printf("%s: latents rel_l2 %.3g, image rel_l2 %.3g\n", name.c_str(), e.latents, e.image);
+  EXPECT_LE(e.latents, 1e-4);
+  ASSERT_TRUE(e.has_image);
+  EXPECT_LE(e.image, 1e-4);
+
+  // The same frame without the nets misses diffusers' by far more than the tolerance.
+  ref.cases.at(GetParam())["nets"] = nlohmann::json::array();
+  const test::PipelineErrors without = test::run_pipeline_case(ref, GetParam(), DeviceKind::Cpu, KernelFamily::Auto, 1);
+  EXPECT_GT(without.latents, 1e-2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, ControlNetPipeline, testing::Range(0, 7), [](const testing::TestParamInfo<int>& i) {
+  return controlnet_reference().cases.at(i.param)["name"].get<std::string>();
+});
+
+using test::error_of;
+
+// One line naming --controlnet, the net's path and the field that disagrees.
+void expect_architecture_error(const std::string& e, const std::string& path, const std::string& field) {
+  EXPECT_NE(e.find("--controlnet " + path), std::string::npos) << e;
+  EXPECT_NE(e.find("another architecture"), std::string::npos) << e;
+  EXPECT_NE(e.find(field), std::string::npos) << e;
+  EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+}
+
+// tiny_sd's nets (SD 1.x's structure) on an SDXL model, and on U-Nets of SD 2.x's kind (another context width) or
+// other channels: refused as the model loads, naming the net and the field.
+TEST(ControlNetModel, NetOfAnotherArchitectureIsRefused) {
+  const std::string dir = test::tiny_controlnet_dir();
+  if (dir.empty()) return;
+  const std::string net = dir + "/net1";
+  ModelOptions o;
+  o.path = test::test_data("tiny_sdxl_pipeline/model");
+  o.controlnets = {net};
+  expect_architecture_error(error_of([&] { load_model(o); }), net, "cross_attention_dim");
+
+  const std::string unet = test::test_data("tiny_sd/unet/config.json");
+  const ModelConfig sd = parse_diffusers_unet_config(read_config_file(unet), unet, DType::F32);
+  EXPECT_NO_THROW(open_model_controlnet(net, sd, unet, 2));
+  ModelConfig sd2 = sd;
+  sd2.cross_attention_dim = 3 * sd.cross_attention_dim;
+  expect_architecture_error(error_of([&] { open_model_controlnet(net, sd2, unet, 2); }), net, "cross_attention_dim");
+  ModelConfig wider = sd;
+  wider.block_out_channels.back() *= 2;
+  expect_architecture_error(error_of([&] { open_model_controlnet(net, wider, unet, 2); }), net, "block_out_channels");
+  // A net whose control image is not the image's size (an autoencoder of another factor).
+  const std::string e = error_of([&] { open_model_controlnet(net, sd, unet, 8); });
+  EXPECT_NE(e.find("--controlnet " + net), std::string::npos) << e;
+  EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+}
+
+Model tiny_sd_with(const std::vector<std::string>& nets) {
+  ModelOptions o;
+  o.path = test::test_data("tiny_sd");
+  o.controlnets = nets;
+  return load_model(o);
+}
+
+// Settings no frame with nets can run: one line each, naming the flag.
+TEST(ControlNetModel, SettingsTheFrameCannotRunAreRefused) {
+  const std::string dir = test::tiny_controlnet_dir();
+  if (dir.empty()) return;
+  const Model m = tiny_sd_with({dir + "/net1"});
+  const auto refused = [&](FrameSettings s, const std::string& flag) {
+    const std::string e = error_of([&] { check_controlnet_settings(m, s); });
+    EXPECT_NE(e.find(flag), std::string::npos) << e;
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  };
+  FrameSettings s;
+  EXPECT_NO_THROW(check_controlnet_settings(m, s));
+  s.stream_batch = 4;
+  refused(s, "--stream-batch");
+  s = {};
+  s.cache_refresh = 3;
+  refused(s, "--feature-cache");
+  for (const auto& [start, end] : {std::pair{0.5, 0.5}, {-0.1, 1.0}, {0.0, 1.5}}) {
+    s = {};
+    s.controlnets = {{1.0f, start, end}};
+    refused(s, "--control-start");
+  }
+  s = {};
+  s.controlnets = {{}, {}};  // settings for a second net the model does not have
+  refused(s, "ControlNet 2");
+}
+
+// diffusers' controlnet_keep: the steps whose fraction [i/n, (i+1)/n] lies within [start, end].
+TEST(ControlNetModel, RunsAtTheStepsDiffusersKeeps) {
+  const auto runs = [](double start, double end, int n) {
+    std::vector<int> out;
+    for (int i = 0; i < n; ++i) out.push_back(controlnet_runs({1.0f, start, end}, i, n));
+    return out;
+  };
+  EXPECT_EQ(runs(0, 1, 4), (std::vector<int>{1, 1, 1, 1}));
+  EXPECT_EQ(runs(0, 0.5, 4), (std::vector<int>{1, 1, 0, 0}));
+  EXPECT_EQ(runs(0.25, 1, 4), (std::vector<int>{0, 1, 1, 1}));
+  EXPECT_EQ(runs(0.3, 0.7, 3), (std::vector<int>{0, 1, 0}));
+  EXPECT_EQ(runs(0.5, 0.6, 2), (std::vector<int>{0, 0}));
+  EXPECT_EQ(runs(0.3, 1, 10), (std::vector<int>{0, 0, 0, 1, 1, 1, 1, 1, 1, 1}));  // 3/10 is not below 0.3
+}
+
+// The frame's memory counts each net's weights (every kernel and matrix) and more activations.
+TEST(ControlNetModel, FrameMemoryCountsTheNets) {
+  const std::string dir = test::tiny_controlnet_dir();
+  if (dir.empty()) return;
+  const Model plain = tiny_sd_with({}), two = tiny_sd_with({dir + "/net1", dir + "/net2"});
+  ASSERT_EQ(two.controlnets.size(), 2u);
+  const FrameMemory a = frame_memory(plain, 64, 64, 2, 4, 2), b = frame_memory(two, 64, 64, 2, 4, 2);
+  int64_t net_weights = 0;
+  for (const ModelControlNet& net : two.controlnets)
+    for (const TensorSpec& t : controlnet_parameters(net.config))
+      if (t.shape.size() >= 2) {
+        int64_t n = 2;
+        for (int64_t d : t.shape) n *= d;
+        net_weights += n;
+      }
+  EXPECT_EQ(b.weights - a.weights, net_weights);
+  EXPECT_GT(b.activations, a.activations + 2 * int64_t(64) * 64 * 3 * 4);  // at least the control images
+}
+
+}  // namespace
+}  // namespace rtvd
