@@ -86,7 +86,7 @@ void Engine::configure(const FrameSettings& s, bool img2img) {
   if (s.cache_refresh > 0 && s.stream_batch > 1)
     fail("--feature-cache with --stream-batch ", s.stream_batch, ": the cache holds one frame's features, not a "
          "batch's: use --stream-batch 1");
-  check_controlnet_settings(model_, s);
+  check_controlnet_settings(model_, s, img2img);
   if (configured_ && s == settings_ && img2img == img2img_) return;
   // Settings the sampler cannot run (a strength that leaves no step) and sizes the backend cannot hold are
   // refused before anything changes: the engine keeps its plan, and the GUI its last good settings.

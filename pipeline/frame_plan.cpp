@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "base/error.h"
+#include "kernels/canny/canny.h"
 #include "pipeline/cached_frame.h"
 #include "pipeline/models/autoencoder.h"
 #include "pipeline/models/controlnet.h"
@@ -147,7 +148,7 @@ bool controlnet_runs(const ControlNetSettings& s, int i, int n) {
   return !(double(i) / n < s.start || double(i + 1) / n > s.end);
 }
 
-void check_controlnet_settings(const Model& model, const FrameSettings& s) {
+void check_controlnet_settings(const Model& model, const FrameSettings& s, bool img2img) {
   for (size_t k = 0; k < s.controlnets.size(); ++k) {
     const ControlNetSettings& c = s.controlnets[k];
     const std::string net = cat("ControlNet ", k + 1, " (", k < model.controlnets.size() ? model.controlnets[k].source
@@ -157,6 +158,9 @@ void check_controlnet_settings(const Model& model, const FrameSettings& s) {
     if (!std::isfinite(c.scale)) fail(net, ": its scale must be a finite number, got ", c.scale);
     if (!(c.start >= 0 && c.end <= 1 && c.start < c.end))
       fail(net, ": --control-start ", c.start, " and --control-end ", c.end, ": expected 0 <= start < end <= 1");
+    if (c.preprocessor != ControlPreprocessor::Image && !img2img)
+      fail(net, ": --control ", c.preprocessor == ControlPreprocessor::Canny ? "canny" : "source",
+           " reads the frame's source image: give a --source, or a control image file");
   }
   if (model.controlnets.empty()) return;
   if (s.stream_batch > 1)
@@ -247,7 +251,7 @@ FramePlan build_frame_plan(const Model& model, const SamplerPlan& sp, const Fram
   }
   // The ControlNets' setup ops, each from its own weights: with guess mode and guidance they run on the
   // conditional half alone (the first of the batch), else on the whole model input, as diffusers does.
-  check_controlnet_settings(model, s);
+  check_controlnet_settings(model, s, img2img);
   const size_t nets = model.controlnets.size();
   const bool cond_half_only = s.guess_mode && halves == 2;
   const int net_batch = cond_half_only ? B / 2 : B;
@@ -278,17 +282,39 @@ FramePlan build_frame_plan(const Model& model, const SamplerPlan& sp, const Fram
   // encode, then start: x = start_noise_coef noise + start_latent_coef latent, and the first model input. The
   // latent term comes in the type it is made in: an encoder's activations (the op's v), or the identity's
   // latent, the image itself in fp32 as the host wrote it (the op's fp32 term).
-  // The control images, fp32 from the host, as activations in each image of the nets' batch.
+  // The control images as activations in each image of the nets' batch: the host's (fp32 in [0, 1]), the source
+  // image's Canny edges (fp32 0 or 1), or the source image itself from [-1, 1] to [0, 1].
   std::vector<Ref> control_act;
   for (size_t k = 0; k < nets; ++k) {
-    const int64_t n = int64_t(height) * width * model.controlnets[k].config.conditioning_channels;
-    plan.control_images.push_back(g.add_tensor(cat("control_image.", k), Elem::F32,
-                                               {group, height, width, model.controlnets[k].config.conditioning_channels},
-                                               true));
-    control_act.push_back(g.add_tensor(cat("control_image_act.", k), Elem::Act,
-                                       {net_batch, height, width, model.controlnets[k].config.conditioning_channels}));
-    g.frame.push_back(cast_op(cat(controlnet_weight_prefix(k), "image"), plan.control_images[k], control_act[k],
-                              group * n, net_batch / group, act_bytes));
+    const int cc = model.controlnets[k].config.conditioning_channels;
+    const std::string layer = cat(controlnet_weight_prefix(k), "image");
+    const ControlPreprocessor pre = net_settings[k].preprocessor;
+    if (pre != ControlPreprocessor::Image && cc != image_channels)
+      fail(model.controlnets[k].source, ": reads ", cc, "-channel control images, the source image has ",
+           image_channels, ": give it a control image file");
+    plan.control_images.push_back(
+        pre == ControlPreprocessor::Image ? g.add_tensor(cat("control_image.", k), Elem::F32, {group, height, width, cc}, true)
+                                          : Ref{});
+    plan.canny_thresholds.push_back(
+        pre == ControlPreprocessor::Canny ? g.add_tensor(cat("canny_thresholds.", k), Elem::I32, {2}, true) : Ref{});
+    Ref image = pre == ControlPreprocessor::Source ? plan.image : plan.control_images[k];
+    if (pre == ControlPreprocessor::Canny) {
+      image = g.add_tensor(cat("canny.", k), Elem::F32, {group, height, width, kCannyOutChannels});
+      g.frame.push_back(Op{cat(controlnet_weight_prefix(k), "canny"),
+                           canny_op(g, plan.image, plan.canny_thresholds[k], image, group, height, width,
+                                    image_channels)});
+    }
+    const int64_t n = int64_t(group) * height * width * cc;
+    control_act.push_back(g.add_tensor(cat("control_image_act.", k), Elem::Act, {net_batch, height, width, cc}));
+    g.frame.push_back(cast_op(layer, image, control_act[k], n, net_batch / group, act_bytes));
+    if (pre == ControlPreprocessor::Source) {
+      ScaleActivationOp op;  // in place: (x + 1) / 2
+      op.p.count = n * (net_batch / group);
+      op.p.in_scale = op.p.in_shift = 0.5f;
+      op.x = op.y = control_act[k];
+      const double bytes = 2.0 * act_bytes * double(op.p.count);
+      g.frame.push_back(Op{layer + ".to_unit", std::move(op), 0, bytes});
+    }
   }
   LinearStep start{.model_in = slot_input(0), .copies = halves, .x_coef = sp.start_noise_coef,
                    .input_scale = sp.steps[0].input_scale};

@@ -36,11 +36,21 @@ constexpr int kMaxCacheRefresh = 100;
 // 0.9 refreshes at cuts and fast motion, not at every small move (the period takes care of drift).
 constexpr float kDefaultCacheSimilarity = 0.9f;
 
+// Where a ControlNet's control image comes from, every frame.
+enum class ControlPreprocessor {
+  Image,   // the host's image (FramePlan::control_images): a file, a video, a webcam
+  Source,  // the frame's source image itself (img2img), for tile and identity ControlNets
+  Canny,   // Canny edges of the frame's source image (img2img), on the device (kernels/canny)
+};
+
 // A ControlNet's part in the frame (Model::controlnets, by index): diffusers' controlnet_conditioning_scale and
-// control_guidance_start / _end, the fractions of the steps that run between which the net is applied.
+// control_guidance_start / _end, the fractions of the steps that run between which the net is applied, and its
+// control image.
 struct ControlNetSettings {
   float scale = 1.0f;
   double start = 0.0, end = 1.0;  // 0 <= start < end <= 1, compared with i / n as diffusers does
+  ControlPreprocessor preprocessor = ControlPreprocessor::Image;
+  int canny_low = 100, canny_high = 200;  // cv::Canny's thresholds (the canny annotator's defaults)
   bool operator==(const ControlNetSettings&) const = default;
 };
 
@@ -73,9 +83,10 @@ struct FrameSettings {
 };
 
 // Refuses ControlNet settings that no frame of the model can run, naming the flag: a scale that is not finite,
-// a start or end outside [0, 1], a start not before its end; with nets, a stream batch or the feature cache
-// (whose frames in flight and cached frames carry no control images).
-void check_controlnet_settings(const Model& model, const FrameSettings& s);
+// a start or end outside [0, 1], a start not before its end, a preprocessor of the source without one (img2img
+// false); with nets, a stream batch or the feature cache (whose frames in flight and cached frames carry no
+// control images).
+void check_controlnet_settings(const Model& model, const FrameSettings& s, bool img2img);
 
 // [begin, end) of one of the graph's op lists.
 struct OpRange {
@@ -127,7 +138,12 @@ struct FramePlan {
   Ref sample;                  // (slots x group, latent_height, latent_width, C) fp32: slot 0's group gets its noise
                                // walk from the host, then each slot holds its frames' x
   Ref image;                   // img2img: the source images (group, height, width, image channels) fp32
-  std::vector<Ref> control_images;  // per ControlNet of the model: (group, height, width, 3) fp32 in [0, 1]
+  // Per ControlNet of the model, with ControlPreprocessor::Image: its control image (group, height, width, 3)
+  // fp32 in [0, 1]; none for the others.
+  std::vector<Ref> control_images;
+  // Per ControlNet, with ControlPreprocessor::Canny: its thresholds (2) int32, low and high, which the host
+  // writes when they change (no new plan); none for the others.
+  std::vector<Ref> canny_thresholds;
   Ref noise;                   // fresh noise of the steps in noise_steps, one (group, ...) sample each (LCM, Euler
                                // ancestral): for the frames at that step
   std::vector<int> noise_steps;

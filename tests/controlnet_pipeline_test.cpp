@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include "base/error.h"
+#include "kernels/canny/canny.h"
+#include "pipeline/device.h"
 #include "pipeline/frame_memory.h"
 #include "pipeline/frame_plan.h"
 #include "pipeline/model_files/config_reader.h"
@@ -99,12 +101,12 @@ TEST(ControlNetModel, SettingsTheFrameCannotRunAreRefused) {
   if (dir.empty()) return;
   const Model m = tiny_sd_with({dir + "/net1"});
   const auto refused = [&](FrameSettings s, const std::string& flag) {
-    const std::string e = error_of([&] { check_controlnet_settings(m, s); });
+    const std::string e = error_of([&] { check_controlnet_settings(m, s, true); });
     EXPECT_NE(e.find(flag), std::string::npos) << e;
     EXPECT_EQ(e.find('\n'), std::string::npos) << e;
   };
   FrameSettings s;
-  EXPECT_NO_THROW(check_controlnet_settings(m, s));
+  EXPECT_NO_THROW(check_controlnet_settings(m, s, true));
   s.stream_batch = 4;
   refused(s, "--stream-batch");
   s = {};
@@ -152,6 +154,76 @@ TEST(ControlNetModel, FrameMemoryCountsTheNets) {
       }
   EXPECT_EQ(b.weights - a.weights, net_weights);
   EXPECT_GT(b.activations, a.activations + 2 * int64_t(64) * 64 * 3 * 4);  // at least the control images
+}
+
+// tiny_sd with net 1, img2img on `source` ([-1, 1], 32x32): the final latents, the net's control image coming as
+// `pre` says (Image: `control`, from the host).
+std::vector<float> img2img_latents(const Model& m, ControlPreprocessor pre, const std::vector<float>& source,
+                                   const std::vector<float>& control, int low = 0, int high = 0) {
+  FrameSettings s;
+  s.steps = 2;
+  s.guidance = 2.0f;
+  s.controlnets = {{.scale = 1.0f, .preprocessor = pre, .canny_low = low, .canny_high = high}};
+  auto cpu = make_cpu_backend(2);
+  FramePlan plan = build_frame_plan(m, frame_sampler(m, s, true), s, true, 32, 32, int(cpu->act_bytes()));
+  EXPECT_EQ(bool(plan.control_images.at(0)), pre == ControlPreprocessor::Image);
+  EXPECT_EQ(bool(plan.canny_thresholds.at(0)), pre == ControlPreprocessor::Canny);
+  plan.present_op().p.first = true;
+  cpu->upload_weights(*m.weights);
+  cpu->prepare(plan.graph);
+  const std::vector<float> context(size_t(plan.graph.tensors.at(plan.context.id).numel()), 0.5f);
+  cpu->write(plan.context, context.data(), context.size());
+  cpu->run_setup();
+  const std::vector<float> noise(size_t(16 * 16 * 4), 0.25f);
+  cpu->write(plan.sample, noise.data(), noise.size());
+  cpu->write(plan.image, source.data(), source.size());
+  if (pre == ControlPreprocessor::Image) cpu->write(plan.control_images[0], control.data(), control.size());
+  if (pre == ControlPreprocessor::Canny) {
+    const int32_t thresholds[2] = {low, high};
+    cpu->write(plan.canny_thresholds[0], thresholds, 2);
+  }
+  cpu->run_frame();
+  std::vector<float> out(noise.size());
+  cpu->read(plan.sample, out.data(), out.size());
+  return out;
+}
+
+// The source image as the control (its [0, 1] values) and its Canny edges (canny_cpu's, the op OpenCV's Canny is
+// tested against) give the frame that the same images given by the host give; a source without a source image
+// is refused, naming --control.
+TEST(ControlNetModel, PreprocessorsOfTheSource) {
+  const std::string dir = test::tiny_controlnet_dir();
+  if (dir.empty()) return;
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  const Model m = tiny_sd_with({dir + "/net1"});
+  // Smooth rows of random steps: edges of every strength.
+  std::vector<float> source(size_t(32) * 32 * 3);
+  for (size_t i = 0; i < source.size(); ++i)
+    source[i] = i % (32 * 3) < 3 ? rng.uniform(-1, 1) : std::clamp(source[i - 3] + rng.uniform(-0.3f, 0.3f), -1.0f, 1.0f);
+  std::vector<float> unit = source;
+  for (float& v : unit) v = (v + 1) / 2;
+  EXPECT_LE(test::rel_l2(img2img_latents(m, ControlPreprocessor::Source, source, {}),
+                         img2img_latents(m, ControlPreprocessor::Image, source, unit)), 1e-6);
+
+  std::vector<float> edges(source.size());
+  const int32_t thresholds[2] = {60, 120};
+  CannyParams p{.x = source.data(), .thresholds = thresholds, .y = edges.data(), .n = 1, .h = 32, .w = 32, .c = 3};
+  std::vector<uint8_t> workspace(canny_workspace_bytes(p));
+  p.workspace = workspace.data();
+  canny_cpu(p);
+  const double on = std::count(edges.begin(), edges.end(), 1.0f) / double(edges.size());
+  ASSERT_GT(on, 0.05);  // edges and no edges: the comparison sees the map
+  ASSERT_LT(on, 0.95);
+  const std::vector<float> canny = img2img_latents(m, ControlPreprocessor::Canny, source, {}, 60, 120);
+  EXPECT_LE(test::rel_l2(canny, img2img_latents(m, ControlPreprocessor::Image, source, edges)), 1e-6);
+  EXPECT_GT(test::rel_l2(canny, img2img_latents(m, ControlPreprocessor::Image, source, unit)), 1e-3);
+
+  FrameSettings s;
+  s.controlnets = {{.preprocessor = ControlPreprocessor::Canny}};
+  const std::string e = error_of([&] { check_controlnet_settings(m, s, false); });
+  EXPECT_NE(e.find("--control canny"), std::string::npos) << e;
+  EXPECT_NO_THROW(check_controlnet_settings(m, s, true));
 }
 
 }  // namespace
