@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "kernels/canny/canny.h"
 #include "pipeline/device.h"
+#include "pipeline/engine.h"
 #include "pipeline/frame_memory.h"
 #include "pipeline/frame_plan.h"
 #include "pipeline/model_files/config_reader.h"
@@ -156,6 +157,25 @@ TEST(ControlNetModel, FrameMemoryCountsTheNets) {
   EXPECT_GT(b.activations, a.activations + 2 * int64_t(64) * 64 * 3 * 4);  // at least the control images
 }
 
+// A 32x32 RGB image in [-1, 1] of rows of random steps: edges of every strength.
+std::vector<float> smooth_rows(test::Rng& rng) {
+  std::vector<float> source(size_t(32) * 32 * 3);
+  for (size_t i = 0; i < source.size(); ++i)
+    source[i] = i % (32 * 3) < 3 ? rng.uniform(-1, 1) : std::clamp(source[i - 3] + rng.uniform(-0.3f, 0.3f), -1.0f, 1.0f);
+  return source;
+}
+
+// canny_cpu's edge map of a 32x32 image (the op OpenCV's Canny is tested against).
+std::vector<float> canny_edges(const std::vector<float>& image, int low, int high) {
+  std::vector<float> edges(image.size());
+  const int32_t thresholds[2] = {low, high};
+  CannyParams p{.x = image.data(), .thresholds = thresholds, .y = edges.data(), .n = 1, .h = 32, .w = 32, .c = 3};
+  std::vector<uint8_t> workspace(canny_workspace_bytes(p));
+  p.workspace = workspace.data();
+  canny_cpu(p);
+  return edges;
+}
+
 // tiny_sd with net 1, img2img on `source` ([-1, 1], 32x32): the final latents, the net's control image coming as
 // `pre` says (Image: `control`, from the host).
 std::vector<float> img2img_latents(const Model& m, ControlPreprocessor pre, const std::vector<float>& source,
@@ -197,21 +217,13 @@ TEST(ControlNetModel, PreprocessorsOfTheSource) {
   test::Rng rng;
   SCOPED_TRACE(test::seed_trace(rng));
   const Model m = tiny_sd_with({dir + "/net1"});
-  // Smooth rows of random steps: edges of every strength.
-  std::vector<float> source(size_t(32) * 32 * 3);
-  for (size_t i = 0; i < source.size(); ++i)
-    source[i] = i % (32 * 3) < 3 ? rng.uniform(-1, 1) : std::clamp(source[i - 3] + rng.uniform(-0.3f, 0.3f), -1.0f, 1.0f);
+  const std::vector<float> source = smooth_rows(rng);
   std::vector<float> unit = source;
   for (float& v : unit) v = (v + 1) / 2;
   EXPECT_LE(test::rel_l2(img2img_latents(m, ControlPreprocessor::Source, source, {}),
                          img2img_latents(m, ControlPreprocessor::Image, source, unit)), 1e-6);
 
-  std::vector<float> edges(source.size());
-  const int32_t thresholds[2] = {60, 120};
-  CannyParams p{.x = source.data(), .thresholds = thresholds, .y = edges.data(), .n = 1, .h = 32, .w = 32, .c = 3};
-  std::vector<uint8_t> workspace(canny_workspace_bytes(p));
-  p.workspace = workspace.data();
-  canny_cpu(p);
+  const std::vector<float> edges = canny_edges(source, 60, 120);
   const double on = std::count(edges.begin(), edges.end(), 1.0f) / double(edges.size());
   ASSERT_GT(on, 0.05);  // edges and no edges: the comparison sees the map
   ASSERT_LT(on, 0.95);
@@ -224,6 +236,60 @@ TEST(ControlNetModel, PreprocessorsOfTheSource) {
   const std::string e = error_of([&] { check_controlnet_settings(m, s, false); });
   EXPECT_NE(e.find("--control canny"), std::string::npos) << e;
   EXPECT_NO_THROW(check_controlnet_settings(m, s, true));
+}
+
+// The engine with a Canny net: new thresholds take effect with no new plan (the same ops),
+// and give the frame an engine made with them gives; a net whose control image comes from the host and was not
+// given is one line naming it.
+TEST(ControlNetEngine, CannyThresholdsChangeWithoutANewPlan) {
+  const std::string dir = test::tiny_controlnet_dir();
+  if (dir.empty()) return;
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  EngineOptions o;
+  o.model.path = test::test_data("tiny_sd");
+  o.model.controlnets = {dir + "/net1"};
+  o.device = DeviceKind::Cpu;
+  o.threads = 2;
+  o.width = o.height = 32;
+  const std::vector<float> source = smooth_rows(rng);
+  FrameSettings s;
+  s.steps = 2;
+  s.controlnets = {{.scale = 2.0f, .preprocessor = ControlPreprocessor::Canny, .canny_low = 20, .canny_high = 60}};
+  const auto frame = [&](Engine& e) {
+    e.restart();
+    const ImageRgba8& image = e.render(&source);
+    return image.pixels;
+  };
+  Engine engine(o);
+  engine.configure(s, true);
+  const std::vector<uint8_t> low = frame(engine);
+  // A new plan is built while the old one lives: its ops are elsewhere in memory.
+  const Op* ops = engine.plan().graph.frame.data();
+  FrameSettings high = s;
+  high.controlnets[0].canny_low = 700;
+  high.controlnets[0].canny_high = 900;
+  ASSERT_NE(canny_edges(source, 20, 60), canny_edges(source, 700, 900));
+  engine.configure(high, true);
+  EXPECT_EQ(engine.plan().graph.frame.data(), ops);
+  EXPECT_EQ(engine.settings(), high);
+  const std::vector<uint8_t> changed = frame(engine);
+  EXPECT_NE(changed, low);
+
+  Engine fresh(o);
+  fresh.configure(high, true);
+  EXPECT_EQ(frame(fresh), changed);
+
+  FrameSettings from_host = s;
+  from_host.controlnets[0].preprocessor = ControlPreprocessor::Image;
+  fresh.configure(from_host, true);
+  const std::string e = error_of([&] { fresh.step(&source); });
+  EXPECT_NE(e.find("ControlNet 1 (" + dir + "/net1): no control image"), std::string::npos) << e;
+  std::vector<float> control(size_t(32) * 32 * 3, 0.5f);
+  EXPECT_NE(error_of([&] { fresh.set_control_image(0, std::vector<float>(10)); }).find("ControlNet 1"),
+            std::string::npos);
+  fresh.set_control_image(0, control);
+  EXPECT_NO_THROW(fresh.step(&source));
 }
 
 }  // namespace
