@@ -403,7 +403,7 @@ FramePlan build_frame_plan(const Model& model, const SamplerPlan& sp, const Fram
         stage.models.push_back(since(g.frame, begin));
       }
       if (any && cond_half_only) {  // the padding's ops end the last net's range
-        residuals = with_unconditional_zeros(g, residuals, cat("step", i, ".control_residual"), act_bytes);
+        residuals = with_unconditional_zeros(g, residuals, cat("controlnet.step", i, ".residual"), act_bytes);
         stage.models.back().end = g.frame.size();
       }
       const size_t models = g.frame.size();

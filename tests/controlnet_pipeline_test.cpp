@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "kernels/canny/canny.h"
+#include "pipeline/backends/profiler.h"
 #include "pipeline/device.h"
 #include "pipeline/engine.h"
 #include "pipeline/frame_memory.h"
@@ -188,6 +189,18 @@ std::vector<float> img2img_latents(const Model& m, ControlPreprocessor pre, cons
   FramePlan plan = build_frame_plan(m, frame_sampler(m, s, true), s, true, 32, 32, int(cpu->act_bytes()));
   EXPECT_EQ(bool(plan.control_images.at(0)), pre == ControlPreprocessor::Image);
   EXPECT_EQ(bool(plan.canny_thresholds.at(0)), pre == ControlPreprocessor::Canny);
+  // The profiler's ControlNet stage: every op of the net's model range, and its control image's ops.
+  for (const DenoiseStage& step : plan.stages.steps) {
+    EXPECT_EQ(step.models.size(), 2u);
+    for (size_t i = step.models.front().begin; i < step.models.front().end; ++i)
+      EXPECT_EQ(frame_stage(plan.graph.frame[i].layer), "ControlNet") << plan.graph.frame[i].layer;
+    for (size_t i = step.models.back().begin; i < step.models.back().end; ++i)
+      EXPECT_EQ(frame_stage(plan.graph.frame[i].layer), "U-Net") << plan.graph.frame[i].layer;
+  }
+  size_t image_ops = 0;
+  for (const Op& op : plan.graph.frame) image_ops += op.layer.starts_with("controlnet.0.image") ||
+                                                    op.layer.starts_with("controlnet.0.canny");
+  EXPECT_EQ(image_ops, pre == ControlPreprocessor::Image ? 1u : 2u);
   plan.present_op().p.first = true;
   cpu->upload_weights(*m.weights);
   cpu->prepare(plan.graph);
