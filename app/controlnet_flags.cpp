@@ -36,9 +36,15 @@ void parse_control(const std::string& value, ControlNetOption& net) {
   } else {
     net.settings.preprocessor = ControlPreprocessor::Image;
     const bool spec = value.starts_with("image:") || value.starts_with("video:") || value.starts_with("webcam");
-    net.control = spec ? parse_source_spec(value) : SourceSpec{SourceKind::Image, value};
-    if (net.control->kind == SourceKind::Noise)
-      fail("flag '--control': expected canny, source, an image file, video:PATH or webcam[:N], got '", value, "'");
+    net.control = SourceSpec{SourceKind::Image, value};
+    if (spec) {
+      try {
+        net.control = parse_source_spec(value);
+      } catch (const Error& e) {  // its words, under this flag's name
+        const std::string source_flag = "flag '--source'", what = e.what();
+        fail("flag '--control'", what.starts_with(source_flag) ? what.substr(source_flag.size()) : ": " + what);
+      }
+    }
   }
 }
 
