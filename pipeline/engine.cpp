@@ -145,7 +145,7 @@ void Engine::configure(const FrameSettings& s, bool img2img) {
   configured_ = true;
 }
 
-// Before the plan is built: a size the backend cannot hold is refused with the numbers, not allocated.
+// The thresholds of each Canny net of the plan, from the settings.
 void Engine::write_canny_thresholds() {
   for (size_t k = 0; k < plan_.canny_thresholds.size(); ++k)
     if (plan_.canny_thresholds[k]) {
@@ -165,6 +165,7 @@ void Engine::set_control_image(size_t net, std::vector<float> rgb) {
   control_images_[net] = std::move(rgb);
 }
 
+// Before the plan is built: a size the backend cannot hold is refused with the numbers, not allocated.
 void Engine::check_memory(const SamplerPlan& sampler, const FrameSettings& s) const {
   const int steps = int(sampler.steps.size()), act_bytes = int(backend_->act_bytes());
   // The models' batch: every frame in flight (frame_plan.h), in halves with guidance.

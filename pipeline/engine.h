@@ -56,7 +56,8 @@ class Engine {
   // backend and weights; models with one), "weights" (the first plan: every weight built and uploaded).
   const Laps& startup() const { return startup_; }
 
-  // New settings take effect at the next frame; re-plans (no per-frame cost) only when they changed.
+  // New settings take effect at the next frame; re-plans (no per-frame cost) only when they changed, and not for
+  // ControlNets' Canny thresholds alone (an input of the plan, written).
   void configure(const FrameSettings& settings, bool img2img);
   const FrameSettings& settings() const { return settings_; }
   // With the feature cache (FrameSettings::cache_refresh): the next step runs a full frame, which refreshes

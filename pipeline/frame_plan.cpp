@@ -123,6 +123,43 @@ ControlResiduals with_unconditional_zeros(Graph& g, const ControlResiduals& r, c
   return out;
 }
 
+// Net k's control image as activations (net_batch, height, width, channels), each frame's in net_batch / group
+// images: the host's (fp32 in [0, 1], plan.control_images[k]), the source image's Canny edges (fp32 0 or 1, at
+// the thresholds plan.canny_thresholds[k]), or the source image itself from [-1, 1] to [0, 1].
+Ref add_control_image(FramePlan& plan, const ModelControlNet& net, size_t k, const ControlNetSettings& s,
+                      int net_batch, int image_channels, int act_bytes) {
+  Graph& g = plan.graph;
+  const int cc = net.config.conditioning_channels, group = plan.group, height = plan.height, width = plan.width;
+  const std::string layer = cat(controlnet_weight_prefix(k), "image");
+  const ControlPreprocessor pre = s.preprocessor;
+  if (pre != ControlPreprocessor::Image && cc != image_channels)
+    fail(net.source, ": reads ", cc, "-channel control images, the source image has ", image_channels,
+         ": give it a control image file");
+  plan.control_images.push_back(
+      pre == ControlPreprocessor::Image ? g.add_tensor(cat("control_image.", k), Elem::F32, {group, height, width, cc}, true)
+                                        : Ref{});
+  plan.canny_thresholds.push_back(
+      pre == ControlPreprocessor::Canny ? g.add_tensor(cat("canny_thresholds.", k), Elem::I32, {2}, true) : Ref{});
+  Ref image = pre == ControlPreprocessor::Source ? plan.image : plan.control_images[k];
+  if (pre == ControlPreprocessor::Canny) {
+    image = g.add_tensor(cat("canny.", k), Elem::F32, {group, height, width, kCannyOutChannels});
+    g.frame.push_back(Op{cat(controlnet_weight_prefix(k), "canny"),
+                         canny_op(g, plan.image, plan.canny_thresholds[k], image, group, height, width, image_channels)});
+  }
+  const int64_t n = int64_t(group) * height * width * cc;
+  const Ref act = g.add_tensor(cat("control_image_act.", k), Elem::Act, {net_batch, height, width, cc});
+  g.frame.push_back(cast_op(layer, image, act, n, net_batch / group, act_bytes));
+  if (pre == ControlPreprocessor::Source) {
+    ScaleActivationOp op;  // in place: (x + 1) / 2
+    op.p.count = n * (net_batch / group);
+    op.p.in_scale = op.p.in_shift = 0.5f;
+    op.x = op.y = act;
+    const double bytes = 2.0 * act_bytes * double(op.p.count);
+    g.frame.push_back(Op{layer + ".to_unit", std::move(op), 0, bytes});
+  }
+  return act;
+}
+
 // The ops emitted into `ops` since `begin`.
 OpRange since(const std::vector<Op>& ops, size_t begin) { return {begin, ops.size()}; }
 
@@ -150,11 +187,11 @@ bool controlnet_runs(const ControlNetSettings& s, int i, int n) {
 
 void check_controlnet_settings(const Model& model, const FrameSettings& s, bool img2img) {
   for (size_t k = 0; k < s.controlnets.size(); ++k) {
+    if (k >= model.controlnets.size())
+      fail("ControlNet ", k + 1, ": settings for ", s.controlnets.size(), " nets, the model has ",
+           model.controlnets.size());
     const ControlNetSettings& c = s.controlnets[k];
-    const std::string net = cat("ControlNet ", k + 1, " (", k < model.controlnets.size() ? model.controlnets[k].source
-                                                                                          : "none loaded", ")");
-    if (k >= model.controlnets.size()) fail(net, ": settings for ", s.controlnets.size(), " nets, the model has ",
-                                            model.controlnets.size());
+    const std::string net = cat("ControlNet ", k + 1, " (", model.controlnets[k].source, ")");
     if (!std::isfinite(c.scale)) fail(net, ": its scale must be a finite number, got ", c.scale);
     if (!(c.start >= 0 && c.end <= 1 && c.start < c.end))
       fail(net, ": --control-start ", c.start, " and --control-end ", c.end, ": expected 0 <= start < end <= 1");
@@ -279,43 +316,15 @@ FramePlan build_frame_plan(const Model& model, const SamplerPlan& sp, const Fram
   const auto slot_x = [&](int j) { return plan.sample.at(j * group_count); };
   const auto slot_input = [&](int j) { return model_in.at(j * halves * group_count); };
 
+  // The control images, first in encode.
+  std::vector<Ref> control_act;
+  for (size_t k = 0; k < nets; ++k)
+    control_act.push_back(add_control_image(plan, model.controlnets[k], k, net_settings[k], net_batch,
+                                            image_channels, act_bytes));
+
   // encode, then start: x = start_noise_coef noise + start_latent_coef latent, and the first model input. The
   // latent term comes in the type it is made in: an encoder's activations (the op's v), or the identity's
   // latent, the image itself in fp32 as the host wrote it (the op's fp32 term).
-  // The control images as activations in each image of the nets' batch: the host's (fp32 in [0, 1]), the source
-  // image's Canny edges (fp32 0 or 1), or the source image itself from [-1, 1] to [0, 1].
-  std::vector<Ref> control_act;
-  for (size_t k = 0; k < nets; ++k) {
-    const int cc = model.controlnets[k].config.conditioning_channels;
-    const std::string layer = cat(controlnet_weight_prefix(k), "image");
-    const ControlPreprocessor pre = net_settings[k].preprocessor;
-    if (pre != ControlPreprocessor::Image && cc != image_channels)
-      fail(model.controlnets[k].source, ": reads ", cc, "-channel control images, the source image has ",
-           image_channels, ": give it a control image file");
-    plan.control_images.push_back(
-        pre == ControlPreprocessor::Image ? g.add_tensor(cat("control_image.", k), Elem::F32, {group, height, width, cc}, true)
-                                          : Ref{});
-    plan.canny_thresholds.push_back(
-        pre == ControlPreprocessor::Canny ? g.add_tensor(cat("canny_thresholds.", k), Elem::I32, {2}, true) : Ref{});
-    Ref image = pre == ControlPreprocessor::Source ? plan.image : plan.control_images[k];
-    if (pre == ControlPreprocessor::Canny) {
-      image = g.add_tensor(cat("canny.", k), Elem::F32, {group, height, width, kCannyOutChannels});
-      g.frame.push_back(Op{cat(controlnet_weight_prefix(k), "canny"),
-                           canny_op(g, plan.image, plan.canny_thresholds[k], image, group, height, width,
-                                    image_channels)});
-    }
-    const int64_t n = int64_t(group) * height * width * cc;
-    control_act.push_back(g.add_tensor(cat("control_image_act.", k), Elem::Act, {net_batch, height, width, cc}));
-    g.frame.push_back(cast_op(layer, image, control_act[k], n, net_batch / group, act_bytes));
-    if (pre == ControlPreprocessor::Source) {
-      ScaleActivationOp op;  // in place: (x + 1) / 2
-      op.p.count = n * (net_batch / group);
-      op.p.in_scale = op.p.in_shift = 0.5f;
-      op.x = op.y = control_act[k];
-      const double bytes = 2.0 * act_bytes * double(op.p.count);
-      g.frame.push_back(Op{layer + ".to_unit", std::move(op), 0, bytes});
-    }
-  }
   LinearStep start{.model_in = slot_input(0), .copies = halves, .x_coef = sp.start_noise_coef,
                    .input_scale = sp.steps[0].input_scale};
   if (img2img && vae) {
