@@ -14,6 +14,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "app/controlnet_flags.h"
 #include "base/error.h"
 #include "pipeline/io/recorder.h"
 #include "pipeline/io/source.h"
@@ -168,6 +169,7 @@ Flags parse_flags(const std::string& command, const std::vector<FlagSpec>& specs
     }
     check_kind(*spec, value);
     flags.values_[spec->name] = value;
+    flags.sequence_.push_back({spec->name, value});
     if (spec->repeatable) flags.repeated_[spec->name].push_back(value);
   }
   return flags;
@@ -402,19 +404,23 @@ void read_generation_flags(const Flags& flags, GenerationOptions& o) {
 
 const std::vector<FlagSpec>& render_flags() {
   using K = ValueKind;
-  static const std::vector<FlagSpec> specs = with_generation_flags(
+  static const std::vector<FlagSpec> specs = [] {
+    std::vector<FlagSpec> after = controlnet_flags();
+    after.insert(after.end(), {
+          {"profile", 0, K::String, "time every op: print a table, write the last frame as a Chrome trace (Perfetto)",
+           "", "FILE"},
+          {"quiet", 'q', K::None, "no progress output", "", ""},
+          {"help", 'h', K::None, "show this help", "", ""},
+      });
+    return with_generation_flags(
       {
           {"output", 'o', K::String, "video file (.mp4 .mkv), directory/ or %05d.png pattern for PNG frames",
            "out/rtvd.mp4", "PATH"},
           {"frames", 'n', K::Int, "frames to render", "48, or the length of a video source", ""},
           {"fps", 0, K::Float, "frame rate of the output, 1 to 240", "a video source's rate, else 24", "F"},
       },
-      {
-          {"profile", 0, K::String, "time every op: print a table, write the last frame as a Chrome trace (Perfetto)",
-           "", "FILE"},
-          {"quiet", 'q', K::None, "no progress output", "", ""},
-          {"help", 'h', K::None, "show this help", "", ""},
-      });
+      after);
+  }();
   return specs;
 }
 
@@ -437,6 +443,7 @@ RenderOptions parse_render_options(const std::vector<std::string>& args) {
     fail("flag '--skip-similar': only with an image, video or webcam --source (the noise walk has no source to compare)");
   if (flags.has("fps") && is_png_output(o.output))
     fail("flag '--fps': PNG frames have no frame rate (it is for an .mp4 or .mkv output)");
+  read_controlnet_flags(flags, o);
   o.profile_path = flags.get_string("profile", o.profile_path);
   o.quiet = flags.has("quiet");
   return o;

@@ -49,12 +49,15 @@ class Flags {
   // Every value of a repeatable flag, in the order given (empty when not given).
   std::vector<std::string> get_all(const std::string& name) const;
   const std::vector<std::string>& positional() const { return positional_; }
+  // Every flag given, with its value, in the order given: for flags that apply to the one before them.
+  const std::vector<std::pair<std::string, std::string>>& sequence() const { return sequence_; }
 
  private:
   friend Flags parse_flags(const std::string&, const std::vector<FlagSpec>&, const std::vector<std::string>&);
   std::map<std::string, std::string> values_;  // "" for flags without a value; the last of a repeatable flag
   std::map<std::string, std::vector<std::string>> repeated_;
   std::vector<std::string> positional_;
+  std::vector<std::pair<std::string, std::string>> sequence_;
 };
 
 // args: what follows the subcommand. Accepts --name value, --name=value, -n value; a later repeat of a
@@ -71,7 +74,15 @@ std::string flags_help(const std::vector<FlagSpec>& specs, int width = help_widt
 constexpr int kDefaultFrames = 48;
 constexpr double kDefaultFps = 24.0;
 
+// --controlnet PATH[:SCALE] and the flags after it (app/controlnet_flags.h): the net's settings and, for
+// --control FILE, the source of its control images.
+struct ControlNetOption {
+  ControlNetSettings settings;
+  std::optional<SourceSpec> control;  // ControlPreprocessor::Image's images
+};
+
 struct RenderOptions : GenerationOptions {
+  std::vector<ControlNetOption> controlnets;  // in order; their paths in engine.model.controlnets
   std::string output = "out/rtvd.mp4";
   std::optional<int> frames;     // not given: kDefaultFrames, or a video source's length
   std::optional<double> fps;     // not given: a video source's rate, or kDefaultFps

@@ -21,6 +21,8 @@ const std::vector<cli::FlagSpec>& info_flags() {
     std::vector<cli::FlagSpec> s =
         cli::generation_flags({"model", "vae", "lora", "prediction-type", "timestep-spacing", "config", "size", "steps",
                                "guidance", "sampler", "device"});
+    s.push_back({"controlnet", 0, K::String, "latent models: a ControlNet to load beside the model and list; "
+                 "repeatable", "", "PATH", true});
     s.push_back({"help", 'h', K::None, "show this help", "", ""});
     return s;
   }();
@@ -56,6 +58,10 @@ int info_command(const std::vector<std::string>& args) {
     fail("unexpected argument '", flags.positional().front(), "' for 'rtvd info' (see rtvd info --help)");
   GenerationOptions o;
   cli::read_generation_flags(flags, o);
+  for (const std::string& path : flags.get_all("controlnet")) {
+    if (path.empty()) fail("flag '--controlnet': expected a path, got ''");
+    o.engine.model.controlnets.push_back(path);
+  }
   // The model and the backend before any output: a bad --model or an unusable --device is the one line printed.
   Engine engine(o.engine);
   engine.configure(frame_settings(o, engine), false);  // the plan a render with these flags runs
@@ -101,6 +107,17 @@ int info_command(const std::vector<std::string>& args) {
   if (c.text_time())  // SDXL: text_encoder and text_encoder_2 side by side, the second's pooled projection too
     std::printf("  added        pooled text %d + 6 time ids x %d (SDXL's text_time)\n", c.text_embeds_dim(),
                 c.addition_time_embed_dim);
+  for (size_t k = 0; k < m.controlnets.size(); ++k) {
+    const ControlNetConfig& net = m.controlnets[k].config;
+    std::string embedding;
+    for (int e : net.conditioning_embedding_out_channels) {
+      if (!embedding.empty()) embedding += '/';
+      embedding += std::to_string(e);
+    }
+    std::printf("  controlnet.%zu %s (%s): control image %d channels at the frame's size, conditioning embedding "
+                "%s\n", k, m.controlnets[k].source.c_str(), m.controlnets[k].format.c_str(), net.conditioning_channels,
+                embedding.c_str());
+  }
   print_parameters(m.components);
   std::printf("backend: %s\n", engine.backend().describe().c_str());
   std::printf("  memory       weights %.1f MiB, activations %.1f MiB, workspace %.1f MiB at %dx%d, batch %d\n",

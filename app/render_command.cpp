@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "cli.h"
+#include "control_sources.h"
 #include "commands.h"
 #include "app/common/startup_notes.h"
 #include "app/common/stop_signals.h"
@@ -81,11 +82,14 @@ int render_command(const std::vector<std::string>& args) {
 
   const int frames = o.frames ? *o.frames : (source->frame_count() > 0 ? source->frame_count() : cli::kDefaultFrames);
   const double fps = output_fps(o, *source);
+  std::vector<std::string> control_notes;
+  ControlSources controls(o.controlnets, engine.width(), engine.height(), frames, control_notes);
   const StopSignals stop_signals;  // before the output exists: from here a signal finalises it
   std::unique_ptr<Recorder> recorder = open_recorder(o.output, engine.width(), engine.height(), fps);
   if (!o.quiet) {
     print_startup_notes(engine, s);
     for (const std::string& notice : prompt_notices) std::fprintf(stderr, "%s\n", notice.c_str());
+    for (const std::string& note : control_notes) std::fprintf(stderr, "%s\n", note.c_str());
     const std::string partial =
         recorder->partial_path() == recorder->path() ? "" : " (" + recorder->partial_path() + " until it is complete)";
     std::fprintf(stderr, "rendering %d frames of %dx%d from %s with %s on %s to %s%s\n", frames, engine.width(),
@@ -123,6 +127,7 @@ int render_command(const std::vector<std::string>& args) {
         source_ended = true;
         break;
       }
+      controls.next(engine);
       step(source->has_images() ? &image : nullptr);
       if (!o.profile_path.empty()) {
         const std::vector<float> ms = engine.backend().frame_op_ms();

@@ -86,7 +86,18 @@ void Engine::configure(const FrameSettings& s, bool img2img) {
   if (s.cache_refresh > 0 && s.stream_batch > 1)
     fail("--feature-cache with --stream-batch ", s.stream_batch, ": the cache holds one frame's features, not a "
          "batch's: use --stream-batch 1");
+  check_controlnet_settings(model_, s, img2img);
   if (configured_ && s == settings_ && img2img == img2img_) return;
+  // Canny's thresholds are an input of the plan: a change of them alone is written, with no new plan.
+  const auto without_thresholds = [](FrameSettings f) {
+    for (ControlNetSettings& c : f.controlnets) c.canny_low = c.canny_high = 0;
+    return f;
+  };
+  if (configured_ && img2img == img2img_ && without_thresholds(s) == without_thresholds(settings_)) {
+    settings_ = s;
+    write_canny_thresholds();
+    return;
+  }
   // Settings the sampler cannot run (a strength that leaves no step) and sizes the backend cannot hold are
   // refused before anything changes: the engine keeps its plan, and the GUI its last good settings.
   const SamplerPlan sampler = frame_sampler(model_, s, img2img);
@@ -121,6 +132,7 @@ void Engine::configure(const FrameSettings& s, bool img2img) {
         ids.insert(ids.end(), plan_.group, half == 0 ? s.class_id : model_.config.null_class());
     backend_->write(plan_.class_ids, ids.data(), ids.size());
   }
+  write_canny_thresholds();
   context_t_ = -1;
   write_context(travel_position());  // runs the setup ops
 
@@ -131,6 +143,26 @@ void Engine::configure(const FrameSettings& s, bool img2img) {
     else backend_->write(plan_.prev, previous.data(), previous.size());
   }
   configured_ = true;
+}
+
+// The thresholds of each Canny net of the plan, from the settings.
+void Engine::write_canny_thresholds() {
+  for (size_t k = 0; k < plan_.canny_thresholds.size(); ++k)
+    if (plan_.canny_thresholds[k]) {
+      const ControlNetSettings& c = settings_.controlnets.at(k);
+      const int32_t thresholds[2] = {c.canny_low, c.canny_high};
+      backend_->write(plan_.canny_thresholds[k], thresholds, 2);
+    }
+}
+
+void Engine::set_control_image(size_t net, std::vector<float> rgb) {
+  if (net >= model_.controlnets.size()) fail("internal: no ControlNet ", net + 1);
+  const size_t values = size_t(width_) * height_ * model_.controlnets[net].config.conditioning_channels;
+  if (rgb.size() != values)
+    fail("ControlNet ", net + 1, " (", model_.controlnets[net].source, "): a control image of ", rgb.size(),
+         " values, expected ", values, " (", width_, "x", height_, ")");
+  control_images_.resize(model_.controlnets.size());
+  control_images_[net] = std::move(rgb);
 }
 
 // Before the plan is built: a size the backend cannot hold is refused with the numbers, not allocated.
@@ -372,6 +404,13 @@ void Engine::write_inputs(int64_t call) {
   if (!n.steps.empty())
     std::memcpy(backend_->input_buffer(plan_.noise, n.steps.size(), Format::F32), n.steps.data(),
                 n.steps.size() * sizeof(float));
+  for (size_t k = 0; k < plan_.control_images.size(); ++k) {
+    if (!plan_.control_images[k]) continue;
+    if (k >= control_images_.size() || control_images_[k].empty())
+      fail("ControlNet ", k + 1, " (", model_.controlnets[k].source, "): no control image was given");
+    const std::vector<float>& c = control_images_[k];
+    std::memcpy(backend_->input_buffer(plan_.control_images[k], c.size(), Format::F32), c.data(), c.size() * sizeof(float));
+  }
   if (img2img_) {
     const int group = plan_.group;
     const size_t values = size_t(width_) * height_ * model_.image_channels() * group;

@@ -56,7 +56,8 @@ class Engine {
   // backend and weights; models with one), "weights" (the first plan: every weight built and uploaded).
   const Laps& startup() const { return startup_; }
 
-  // New settings take effect at the next frame; re-plans (no per-frame cost) only when they changed.
+  // New settings take effect at the next frame; re-plans (no per-frame cost) only when they changed, and not for
+  // ControlNets' Canny thresholds alone (an input of the plan, written).
   void configure(const FrameSettings& settings, bool img2img);
   const FrameSettings& settings() const { return settings_; }
   // With the feature cache (FrameSettings::cache_refresh): the next step runs a full frame, which refreshes
@@ -72,6 +73,10 @@ class Engine {
   void set_prompts(const PromptSettings& prompts, std::vector<std::string>* notices = nullptr);
   const PromptSettings& prompts() const { return prompts_; }
   bool has_text_encoder() const { return prompt_encoder_ || sdxl_encoder_; }
+
+  // The control image of ControlNet `net` (ControlPreprocessor::Image): (height, width, its conditioning
+  // channels) in [0, 1], sent with every frame from now on. Error naming the net for another size.
+  void set_control_image(size_t net, std::vector<float> rgb);
 
   // One frame in, left on the backend. image: (height, width, model().image_channels()) in [-1, 1] for img2img
   // (RGB, encoded by the autoencoder, for models with one), or null for the noise walk. With a stream batch
@@ -150,6 +155,7 @@ class Engine {
   const void* source_ = nullptr;  // the frame's source (img2img, one frame per call), in source_format_
   Backend::InputFormat source_format_ = Backend::InputFormat::F32;
   std::vector<uint8_t> sources_;  // a stream batch's group of source images, gathered until the group is whole
+  std::vector<std::vector<float>> control_images_;  // per ControlNet: set_control_image's, or empty
   std::vector<float> kept_history_;  // a stream batch's blend history kept across a re-plan, written back when
                                      // its first frame comes out (the calls before it present nothing)
   ImageRgba8 image_, taken_;
@@ -162,6 +168,7 @@ class Engine {
   std::deque<Queued> queued_;  // readbacks begun and not yet taken, oldest first
 
   void check_memory(const SamplerPlan& sampler, const FrameSettings& s) const;
+  void write_canny_thresholds();
   void read_image();
   size_t pixel_bytes() const { return size_t(width_) * height_ * 4; }
   std::string nonfinite_message(int64_t frame) const;

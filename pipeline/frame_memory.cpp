@@ -9,6 +9,7 @@
 #include "kernels/attention/attention_gemm_chunks.h"
 #include "pipeline/graph/memory_budget.h"
 #include "pipeline/models/autoencoder.h"
+#include "pipeline/models/controlnet.h"
 #include "pipeline/models/model.h"
 #include "pipeline/models/unet.h"
 
@@ -63,6 +64,7 @@ FrameMemory frame_memory(const Model& model, int width, int height, int batch, i
   };
   add_weights(unet_parameters(cfg));
   if (model.autoencoder) add_weights(autoencoder_parameters(*model.autoencoder, DType::F32));
+  for (const ModelControlNet& net : model.controlnets) add_weights(controlnet_parameters(net.config));
 
   int64_t& a = m.activations;
   const auto add = [&](std::initializer_list<int64_t> factors) {
@@ -93,13 +95,30 @@ FrameMemory frame_memory(const Model& model, int width, int height, int batch, i
   // The skips (diffusers' down_block_res_samples) are all alive when the up path starts: conv_in's output,
   // every down ResNet's (or transformer's) output and every downsampler's.
   const auto& ch = cfg.block_out_channels;
-  int64_t h = h0, w = w0;
-  add({batch, h, w, ch[0], act_bytes});
-  for (int i = 0; i < cfg.levels(); ++i) {
-    add({cfg.layers_per_block, batch, h, w, ch[i], act_bytes});
-    if (i + 1 == cfg.levels()) break;
-    h = (h + 1) / 2, w = (w + 1) / 2;  // a 3x3 stride-2 conv with padding 1
-    add({batch, h, w, ch[i], act_bytes});
+  const auto add_skips = [&] {
+    int64_t h = h0, w = w0;
+    add({batch, h, w, ch[0], act_bytes});
+    for (int i = 0; i < cfg.levels(); ++i) {
+      add({cfg.layers_per_block, batch, h, w, ch[i], act_bytes});
+      if (i + 1 == cfg.levels()) break;
+      h = (h + 1) / 2, w = (w + 1) / 2;  // a 3x3 stride-2 conv with padding 1
+      add({batch, h, w, ch[i], act_bytes});
+    }
+  };
+  add_skips();
+  // ControlNets: their residuals, one per skip and the mid block's (alive while the U-Net runs), their control
+  // images (the host's fp32 and the nets' activations) and their FiLM per step.
+  if (!model.controlnets.empty()) {
+    add_skips();
+    add({batch, h0 >> (cfg.levels() - 1), w0 >> (cfg.levels() - 1), ch.back(), act_bytes});
+  }
+  for (const ModelControlNet& net : model.controlnets) {
+    add({height, width, net.config.conditioning_channels, 4});
+    add({batch, height, width, net.config.conditioning_channels, act_bytes});
+    int64_t net_film = 0;
+    for (const auto& resnet : unet_resnets(net.config.encoder, true))
+      net_film += int64_t(resnet.second) * (net.config.encoder.norm == NormKind::Batch ? 2 : 1);
+    add({steps, batch, net_film, 4});
   }
   return m;
 }

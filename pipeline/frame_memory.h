@@ -10,11 +10,12 @@ namespace rtvd {
 struct Model;  // pipeline/models/model.h
 
 struct FrameMemory {
-  int64_t weights = 0;      // every conv kernel, matrix and embedding of the U-Net and the autoencoder, in the
-                            // activation type
+  int64_t weights = 0;      // every conv kernel, matrix and embedding of the U-Net, the autoencoder and the
+                            // ControlNets, in the activation type
   int64_t activations = 0;  // what is alive at once: the U-Net's at the bottom of its down path, at the sample's
                             // size (the frame's model input, the conditioning of every step, every skip
-                            // connection); the autoencoder's widest at the image's size; the frame's buffers
+                            // connection; the ControlNets' residuals, control images and FiLM); the
+                            // autoencoder's widest at the image's size; the frame's buffers
   int64_t workspace = 0;    // the autoencoder's mid-block attention's scratch (its scores, one chunk of queries
                             // at a time on the GPU: attention_gemm_chunks.h), beside the activations
   int64_t total() const;

@@ -1,10 +1,13 @@
 #include "pipeline/frame_plan.h"
 
+#include <cmath>
 #include <memory>
 
 #include "base/error.h"
+#include "kernels/canny/canny.h"
 #include "pipeline/cached_frame.h"
 #include "pipeline/models/autoencoder.h"
+#include "pipeline/models/controlnet.h"
 #include "pipeline/models/model.h"
 #include "pipeline/models/unet.h"
 #include "pipeline/samplers/flow_sampler.h"
@@ -93,6 +96,70 @@ Op present_op(std::string layer, const FramePlan& plan, int frame, int channels,
             pixels * channels * (s.v_batch * act_bytes + (s.x ? 8 : 0) + 8) + pixels * 4};
 }
 
+// Residuals of the conditional half alone (guess mode with guidance: the nets ran on it) as residuals of the
+// whole batch [cond | uncond], the unconditional half zero, as diffusers pads them (torch.zeros_like): each
+// copied into the first half, and 0 times it into the second.
+ControlResiduals with_unconditional_zeros(Graph& g, const ControlResiduals& r, const std::string& tag,
+                                          int act_bytes) {
+  const auto pad = [&](Ref half, const std::string& name) {
+    std::vector<int64_t> shape = g.tensors.at(half.id).shape;
+    const int64_t count = g.tensors.at(half.id).numel();
+    shape[0] *= 2;
+    const Ref full = g.add_tensor(cat(tag, ".", name), Elem::Act, shape);
+    for (int uncond = 0; uncond < 2; ++uncond) {
+      ScaleActivationOp op;
+      op.p.count = count;
+      op.p.in_scale = op.p.out_scale = uncond ? 0.0f : 1.0f;
+      op.x = half;
+      op.y = full.at(uncond * count);
+      g.frame.push_back(Op{cat(tag, ".", name, uncond ? ".uncond_zero" : ".cond"), std::move(op), 0,
+                           2.0 * act_bytes * double(count)});
+    }
+    return full;
+  };
+  ControlResiduals out;
+  for (size_t i = 0; i < r.down.size(); ++i) out.down.push_back(pad(r.down[i], cat("down", i)));
+  out.mid = pad(r.mid, "mid");
+  return out;
+}
+
+// Net k's control image as activations (net_batch, height, width, channels), each frame's in net_batch / group
+// images: the host's (fp32 in [0, 1], plan.control_images[k]), the source image's Canny edges (fp32 0 or 1, at
+// the thresholds plan.canny_thresholds[k]), or the source image itself from [-1, 1] to [0, 1].
+Ref add_control_image(FramePlan& plan, const ModelControlNet& net, size_t k, const ControlNetSettings& s,
+                      int net_batch, int image_channels, int act_bytes) {
+  Graph& g = plan.graph;
+  const int cc = net.config.conditioning_channels, group = plan.group, height = plan.height, width = plan.width;
+  const std::string layer = cat(controlnet_weight_prefix(k), "image");
+  const ControlPreprocessor pre = s.preprocessor;
+  if (pre != ControlPreprocessor::Image && cc != image_channels)
+    fail(net.source, ": reads ", cc, "-channel control images, the source image has ", image_channels,
+         ": give it a control image file");
+  plan.control_images.push_back(
+      pre == ControlPreprocessor::Image ? g.add_tensor(cat("control_image.", k), Elem::F32, {group, height, width, cc}, true)
+                                        : Ref{});
+  plan.canny_thresholds.push_back(
+      pre == ControlPreprocessor::Canny ? g.add_tensor(cat("canny_thresholds.", k), Elem::I32, {2}, true) : Ref{});
+  Ref image = pre == ControlPreprocessor::Source ? plan.image : plan.control_images[k];
+  if (pre == ControlPreprocessor::Canny) {
+    image = g.add_tensor(cat("canny.", k), Elem::F32, {group, height, width, kCannyOutChannels});
+    g.frame.push_back(Op{cat(controlnet_weight_prefix(k), "canny"),
+                         canny_op(g, plan.image, plan.canny_thresholds[k], image, group, height, width, image_channels)});
+  }
+  const int64_t n = int64_t(group) * height * width * cc;
+  const Ref act = g.add_tensor(cat("control_image_act.", k), Elem::Act, {net_batch, height, width, cc});
+  g.frame.push_back(cast_op(layer, image, act, n, net_batch / group, act_bytes));
+  if (pre == ControlPreprocessor::Source) {
+    ScaleActivationOp op;  // in place: (x + 1) / 2
+    op.p.count = n * (net_batch / group);
+    op.p.in_scale = op.p.in_shift = 0.5f;
+    op.x = op.y = act;
+    const double bytes = 2.0 * act_bytes * double(op.p.count);
+    g.frame.push_back(Op{layer + ".to_unit", std::move(op), 0, bytes});
+  }
+  return act;
+}
+
 // The ops emitted into `ops` since `begin`.
 OpRange since(const std::vector<Op>& ops, size_t begin) { return {begin, ops.size()}; }
 
@@ -112,6 +179,33 @@ SamplerPlan frame_sampler(const Model& model, const FrameSettings& s, bool img2i
   const float strength = img2img ? s.strength : 1.0f;
   if (!model.scheduler) return flow_sampler_plan(s.steps, strength, model.config.timestep_scale);
   return make_sampler_plan(*model.scheduler, model.scheduler->sampler_for(s.sampler), s.steps, strength);
+}
+
+bool controlnet_runs(const ControlNetSettings& s, int i, int n) {
+  return !(double(i) / n < s.start || double(i + 1) / n > s.end);
+}
+
+void check_controlnet_settings(const Model& model, const FrameSettings& s, bool img2img) {
+  for (size_t k = 0; k < s.controlnets.size(); ++k) {
+    if (k >= model.controlnets.size())
+      fail("ControlNet ", k + 1, ": settings for ", s.controlnets.size(), " nets, the model has ",
+           model.controlnets.size());
+    const ControlNetSettings& c = s.controlnets[k];
+    const std::string net = cat("ControlNet ", k + 1, " (", model.controlnets[k].source, ")");
+    if (!std::isfinite(c.scale)) fail(net, ": its scale must be a finite number, got ", c.scale);
+    if (!(c.start >= 0 && c.end <= 1 && c.start < c.end))
+      fail(net, ": --control-start ", c.start, " and --control-end ", c.end, ": expected 0 <= start < end <= 1");
+    if (c.preprocessor != ControlPreprocessor::Image && !img2img)
+      fail(net, ": --control ", c.preprocessor == ControlPreprocessor::Canny ? "canny" : "source",
+           " reads the frame's source image: give a --source, or a control image file");
+  }
+  if (model.controlnets.empty()) return;
+  if (s.stream_batch > 1)
+    fail("--controlnet with --stream-batch ", s.stream_batch, ": the frames in flight carry no control images of "
+         "their own: use --stream-batch 1");
+  if (s.cache_refresh > 0)
+    fail("--controlnet with --feature-cache ", s.cache_refresh, ": the cached frame runs no ControlNet: use "
+         "--feature-cache 0");
 }
 
 void check_stream_batch(int stream_batch, int steps) {
@@ -192,6 +286,27 @@ FramePlan build_frame_plan(const Model& model, const SamplerPlan& sp, const Fram
       cond.push_back(
           unet.conditioning(sp.steps[i].timestep / cfg.timestep_scale, plan.class_ids, cat("step", i), added));
   }
+  // The ControlNets' setup ops, each from its own weights: with guess mode and guidance they run on the
+  // conditional half alone (the first of the batch), else on the whole model input, as diffusers does.
+  check_controlnet_settings(model, s, img2img);
+  const size_t nets = model.controlnets.size();
+  const bool cond_half_only = s.guess_mode && halves == 2;
+  const int net_batch = cond_half_only ? B / 2 : B;
+  std::vector<ControlNetSettings> net_settings(nets);
+  std::copy(s.controlnets.begin(), s.controlnets.end(), net_settings.begin());
+  std::vector<std::unique_ptr<ControlNetBuilder>> net_builders;
+  std::vector<CrossContext> net_cross;
+  std::vector<std::vector<StepConditioning>> net_cond(nets, std::vector<StepConditioning>(steps));
+  for (size_t k = 0; k < nets; ++k) {
+    ControlNetBuilder& net = *net_builders.emplace_back(std::make_unique<ControlNetBuilder>(
+        model.controlnets[k].config, weights, g, net_batch, act_bytes, controlnet_weight_prefix(k)));
+    net_cross.push_back(net.cross_context(plan.context));
+    const Ref net_added = cfg.text_time() ? net.added_embedding(plan.text_embeds, plan.time_ids) : Ref{};
+    for (int i = 0; i < steps; ++i)
+      if (controlnet_runs(net_settings[k], i, steps))
+        net_cond[k][i] =
+            net.conditioning(sp.steps[i].timestep / cfg.timestep_scale, plan.class_ids, cat("step", i), net_added);
+  }
   plan.stages.condition = {0, g.setup.size()};
 
   std::unique_ptr<AutoencoderBuilder> vae;
@@ -200,6 +315,12 @@ FramePlan build_frame_plan(const Model& model, const SamplerPlan& sp, const Fram
   const Ref model_in = g.add_tensor("model_input", Elem::Act, {B, h, w, C}, pipelined);
   const auto slot_x = [&](int j) { return plan.sample.at(j * group_count); };
   const auto slot_input = [&](int j) { return model_in.at(j * halves * group_count); };
+
+  // The control images, first in encode.
+  std::vector<Ref> control_act;
+  for (size_t k = 0; k < nets; ++k)
+    control_act.push_back(add_control_image(plan, model.controlnets[k], k, net_settings[k], net_batch,
+                                            image_channels, act_bytes));
 
   // encode, then start: x = start_noise_coef noise + start_latent_coef latent, and the first model input. The
   // latent term comes in the type it is made in: an encoder's activations (the op's v), or the identity's
@@ -278,8 +399,25 @@ FramePlan build_frame_plan(const Model& model, const SamplerPlan& sp, const Fram
   } else {
     for (int i = 0; i < steps; ++i) {
       DenoiseStage& stage = plan.stages.steps.emplace_back();
+      // The nets that run at this step, each adding its residuals to the one's before.
+      ControlResiduals residuals;
+      bool any = false;
+      for (size_t k = 0; k < nets; ++k) {
+        if (!controlnet_runs(net_settings[k], i, steps)) continue;
+        const size_t begin = g.frame.size();
+        residuals = net_builders[k]->forward(model_in, control_act[k], h, w, net_cond[k][i], net_cross[k],
+                                             cat("step", i), net_settings[k].scale, any ? &residuals : nullptr,
+                                             s.guess_mode);
+        any = true;
+        stage.models.push_back(since(g.frame, begin));
+      }
+      if (any && cond_half_only) {  // the padding's ops end the last net's range
+        residuals = with_unconditional_zeros(g, residuals, cat("controlnet.step", i, ".residual"), act_bytes);
+        stage.models.back().end = g.frame.size();
+      }
       const size_t models = g.frame.size();
-      const Ref out = unet.forward(model_in, h, w, cond[i], cross, cat("step", i), &deep[i]);  // (B, h, w, C)
+      const Ref out = unet.forward(model_in, h, w, cond[i], cross, cat("step", i), &deep[i],
+                                   any ? &residuals : nullptr);  // (B, h, w, C)
       stage.models.push_back(since(g.frame, models));
       stage.update = update(i, 0, out);
     }

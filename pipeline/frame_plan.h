@@ -36,6 +36,27 @@ constexpr int kMaxCacheRefresh = 100;
 // 0.9 refreshes at cuts and fast motion, not at every small move (the period takes care of drift).
 constexpr float kDefaultCacheSimilarity = 0.9f;
 
+// Where a ControlNet's control image comes from, every frame.
+enum class ControlPreprocessor {
+  Image,   // the host's image (FramePlan::control_images): a file, a video, a webcam
+  Source,  // the frame's source image itself (img2img), for tile and identity ControlNets
+  Canny,   // Canny edges of the frame's source image (img2img), on the device (kernels/canny)
+};
+
+// A ControlNet's part in the frame (Model::controlnets, by index): diffusers' controlnet_conditioning_scale and
+// control_guidance_start / _end, the fractions of the steps that run between which the net is applied, and its
+// control image.
+struct ControlNetSettings {
+  float scale = 1.0f;
+  double start = 0.0, end = 1.0;  // 0 <= start < end <= 1, compared with i / n as diffusers does
+  ControlPreprocessor preprocessor = ControlPreprocessor::Image;
+  int canny_low = 100, canny_high = 200;  // cv::Canny's thresholds (the canny annotator's defaults)
+  bool operator==(const ControlNetSettings&) const = default;
+};
+
+// Whether the net runs at step i of n: diffusers' controlnet_keep, 1 - (i/n < start or (i+1)/n > end).
+bool controlnet_runs(const ControlNetSettings& s, int i, int n);
+
 struct FrameSettings {
   uint64_t seed = 0;
   int steps = 4;           // 1 to kMaxSteps
@@ -54,8 +75,18 @@ struct FrameSettings {
   int stream_batch = 1;    // frames in flight (throughput mode), 1 or a multiple of steps up to kMaxStreamBatch
   float skip_similar = 0;  // img2img: 0 = off, else a frame whose source is at least this similar to the last
                            // processed one is skipped (pipeline/similarity_filter.h), in (0, 1]
+  // Per ControlNet of the model (a net past the end: the defaults), and diffusers' guess_mode: residuals scaled
+  // from 0.1 (conv_in's) to 1 (the mid block's), and with guidance the unconditional half gets none.
+  std::vector<ControlNetSettings> controlnets;
+  bool guess_mode = false;
   bool operator==(const FrameSettings&) const = default;
 };
+
+// Refuses ControlNet settings that no frame of the model can run, naming the flag: a scale that is not finite,
+// a start or end outside [0, 1], a start not before its end, a preprocessor of the source without one (img2img
+// false); with nets, a stream batch or the feature cache (whose frames in flight and cached frames carry no
+// control images).
+void check_controlnet_settings(const Model& model, const FrameSettings& s, bool img2img);
 
 // [begin, end) of one of the graph's op lists.
 struct OpRange {
@@ -65,10 +96,10 @@ struct OpRange {
 };
 
 // One denoise step. Every model of the step reads the same model input (the latents, over the batch
-// [cond | uncond]) and runs in this order; the sampler's update reads the last one's output. Today a step
-// holds the U-Net alone: a ControlNet would run before it, its residuals an input of the U-Net's forward.
+// [cond | uncond]) and runs in this order; the sampler's update reads the last one's output: the ControlNets that
+// run at this step, each adding its residuals to the one's before, then the U-Net, which adds their sum.
 struct DenoiseStage {
-  std::vector<OpRange> models;  // frame ops of each model
+  std::vector<OpRange> models;  // frame ops of each model: the nets', then the U-Net's (the last)
   OpRange update;               // frame ops: the sampler's step; the last step's is present's op when fused
 };
 
@@ -79,7 +110,8 @@ struct DenoiseStage {
 // (pipeline/cached_frame.h).
 struct FrameStages {
   OpRange condition;  // setup ops
-  OpRange encode;     // frame ops, from here on; empty for txt2img and the identity autoencoder
+  OpRange encode;     // frame ops, from here on: the control images to activations, the source image to the
+                      // latent; empty for txt2img without ControlNets and the identity autoencoder
   OpRange start;
   std::vector<DenoiseStage> steps;
   OpRange decode;     // empty for the identity autoencoder
@@ -106,6 +138,12 @@ struct FramePlan {
   Ref sample;                  // (slots x group, latent_height, latent_width, C) fp32: slot 0's group gets its noise
                                // walk from the host, then each slot holds its frames' x
   Ref image;                   // img2img: the source images (group, height, width, image channels) fp32
+  // Per ControlNet of the model, with ControlPreprocessor::Image: its control image (group, height, width, 3)
+  // fp32 in [0, 1]; none for the others.
+  std::vector<Ref> control_images;
+  // Per ControlNet, with ControlPreprocessor::Canny: its thresholds (2) int32, low and high, which the host
+  // writes when they change (no new plan); none for the others.
+  std::vector<Ref> canny_thresholds;
   Ref noise;                   // fresh noise of the steps in noise_steps, one (group, ...) sample each (LCM, Euler
                                // ancestral): for the frames at that step
   std::vector<int> noise_steps;

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "support/controlnet_reference.h"
 #include "support/cuda_test_util.h"
 #include "support/sd_pipeline_reference.h"
 #include "support/sdxl_folder.h"
@@ -59,6 +60,17 @@ TEST(SdPipelineCuda, ScaledDownSdxlMatchesDiffusers) {
   test::PipelineReference ref = test::read_pipeline_reference(dir, dir + "/model", "");
   ref.step_noise = ".step_noise_";
   check_all(ref, "tiny_sdxl", false);
+}
+
+// tests/data/tiny_controlnet's ControlNet pipelines (one net and two, start/end, guess mode, img2img), as
+// tests/controlnet_pipeline_test.cpp runs them on the CPU.
+TEST(SdPipelineCuda, ScaledDownControlNetMatchesDiffusers) {
+  RTVD_SKIP_WITHOUT_CUDA();
+  const std::string dir = test::tiny_controlnet_dir();
+  if (dir.empty()) return;
+  test::PipelineReference ref = test::read_pipeline_reference(dir, test::test_data("tiny_sd"), "");
+  ref.controlnet_dir = dir;
+  check_all(ref, "tiny_controlnet", false);
 }
 
 TEST(SdPipelineCuda, FullSizeAt512MatchesDiffusers) {

@@ -64,6 +64,7 @@ std::string frame_stage(const std::string& layer) {
   if (starts("encoder.") || starts("quant_conv") || layer == "image") return "encode";
   if (starts("decoder.") || starts("post_quant_conv") || starts("decoded")) return "decode";
   if (starts("sampler.")) return "sampler";
+  if (starts("controlnet.")) return "ControlNet";
   return "U-Net";
 }
 

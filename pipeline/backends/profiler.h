@@ -30,7 +30,8 @@ struct OpTypeRow {
 };
 
 // The stage of a frame an op belongs to, from its layer name: "encode" (the autoencoder's encoder and the
-// image it reads), "U-Net", "sampler" (its steps), "decode" (the decoder, and the blend into RGBA8 after it).
+// image it reads), "ControlNet" (the nets, their control images and residuals), "U-Net", "sampler" (its steps),
+// "decode" (the decoder, and the blend into RGBA8 after it).
 std::string frame_stage(const std::string& layer);
 // The row of `rows` named `name` (its type or stage), appended when there is none: rows in first-seen order.
 OpTypeRow& row_named(std::vector<OpTypeRow>& rows, const std::string& name);

@@ -60,6 +60,8 @@ class ImageSource final : public FrameSource {
   }
   bool has_images() const override { return true; }
   std::string file() const override { return path_; }
+  int width() const override { return image_.width; }
+  int height() const override { return image_.height; }
   bool next(int width, int height, std::vector<float>& rgb) override { return fit(width, height, floats_, rgb); }
   bool next(int width, int height, std::vector<uint8_t>& rgb) override { return fit(width, height, bytes_, rgb); }
 
@@ -153,6 +155,8 @@ class VideoSource final : public CaptureSource {
   }
   int frame_count() const override { return frame_count_; }
   std::string file() const override { return path_; }
+  int width() const override { return width_; }
+  int height() const override { return height_; }
   bool next(int width, int height, std::vector<float>& rgb) override { return read(width, height, rgb); }
   bool next(int width, int height, std::vector<uint8_t>& rgb) override { return read(width, height, rgb); }
   template <class T>
@@ -195,6 +199,8 @@ class WebcamSource final : public CaptureSource {
   std::string describe() const override {
     return cat("webcam ", device_, " (", frame_.cols, "x", frame_.rows, fps_text(), ")");
   }
+  int width() const override { return frame_.cols; }
+  int height() const override { return frame_.rows; }
   bool next(int width, int height, std::vector<float>& rgb) override { return read(width, height, rgb); }
   bool next(int width, int height, std::vector<uint8_t>& rgb) override { return read(width, height, rgb); }
 

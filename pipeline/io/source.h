@@ -23,6 +23,9 @@ class FrameSource {
   // (Engine::step's 8-bit overload), a quarter of the floats' bytes.
   virtual bool next(int width, int height, std::vector<uint8_t>& rgb) = 0;
   virtual int frame_count() const { return -1; }  // known length (video files), -1 unknown/endless
+  // The frames' own size, before next() fits them to the frame; 0 for the noise walk.
+  virtual int width() const { return 0; }
+  virtual int height() const { return 0; }
   virtual void rewind() {}                         // restart a video from its first frame
   // Frames per second of a video file or webcam as it reports it; 0 when unknown, implausible or not a
   // video: the default rate of what is rendered from it.

@@ -1,5 +1,7 @@
 #include "pipeline/models/controlnet.h"
 
+#include <cmath>
+
 #include "base/error.h"
 
 namespace rtvd {
@@ -42,10 +44,10 @@ Ref ControlNetBuilder::residual(const std::string& name, const Act4& x, float sc
   return scale_activation(name + ".scaled", zero_conv, scale, 0.0f, Activation::None, 1.0f, sum_with).t;
 }
 
-// diffusers' ControlNetModel.forward without guess mode: shapes as UNetBuilder::forward's.
+// diffusers' ControlNetModel.forward: shapes as UNetBuilder::forward's.
 ControlResiduals ControlNetBuilder::forward(Ref x_in, Ref image, int h, int w, const StepConditioning& cond,
                                             const CrossContext& cross, const std::string& tag, float scale,
-                                            const ControlResiduals* sum_with) {
+                                            const ControlResiduals* sum_with, bool guess_mode) {
   ops_ = &g_.frame;
   tag_ = tag;
   const int f = net_.image_factor();
@@ -61,12 +63,20 @@ ControlResiduals ControlNetBuilder::forward(Ref x_in, Ref image, int h, int w, c
   if (sum_with && sum_with->down.size() != skips.size())
     fail("internal: ", sum_with->down.size(), " residuals to add to ", skips.size(), " of ", cfg_.name);
 
+  std::vector<float> scales(skips.size() + 1, 1.0f);
+  if (guess_mode) scales = guess_mode_scales(scales.size());
   ControlResiduals out;
   for (size_t i = 0; i < skips.size(); ++i)  // (n, h_i, w_i, c_i) each
-    out.down.push_back(
-        residual(cat("controlnet_down_blocks.", i), skips[i], scale, sum_with ? sum_with->down[i] : Ref{}));
+    out.down.push_back(residual(cat("controlnet_down_blocks.", i), skips[i], scale * scales[i],
+                                sum_with ? sum_with->down[i] : Ref{}));
   // (n, h/2^(L-1), w/2^(L-1), c_(L-1))
-  out.mid = residual("controlnet_mid_block", x, scale, sum_with ? sum_with->mid : Ref{});
+  out.mid = residual("controlnet_mid_block", x, scale * scales.back(), sum_with ? sum_with->mid : Ref{});
+  return out;
+}
+
+std::vector<float> guess_mode_scales(size_t n) {
+  std::vector<float> out;
+  for (size_t i = 0; i < n; ++i) out.push_back(float(std::pow(10.0, -1.0 + (n > 1 ? double(i) / double(n - 1) : 1.0))));
   return out;
 }
 

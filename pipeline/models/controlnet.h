@@ -27,10 +27,12 @@ class ControlNetBuilder : protected UNetBuilder {
   using UNetBuilder::cross_context;
 
   // Frame ops: the residuals for x (batch, h, w, in_channels), the U-Net's input, and image (batch, f h, f w,
-  // conditioning_channels), the control image in [0, 1], f = image_factor(); each multiplied by scale and,
-  // with sum_with (another net's residuals for the same U-Net), added to sum_with's.
+  // conditioning_channels), the control image in [0, 1], f = image_factor(); each multiplied by scale (in
+  // guess mode by guess_mode_scales' too) and, with sum_with (another net's residuals for the same U-Net), added
+  // to sum_with's.
   ControlResiduals forward(Ref x, Ref image, int h, int w, const StepConditioning& cond, const CrossContext& cross,
-                           const std::string& tag, float scale, const ControlResiduals* sum_with = nullptr);
+                           const std::string& tag, float scale, const ControlResiduals* sum_with = nullptr,
+                           bool guess_mode = false);
 
  private:
   const ControlNetConfig& net_;
@@ -38,6 +40,10 @@ class ControlNetBuilder : protected UNetBuilder {
   Act4 conditioning_embedding(Ref image, int h, int w);
   Ref residual(const std::string& name, const Act4& x, float scale, Ref sum_with);
 };
+
+// diffusers' guess mode (ControlNetModel.forward): the factors of the n residuals, the down ones in order then the
+// mid block's, torch.logspace(-1, 0, n): from 0.1 for conv_in's up to 1 for the mid block's.
+std::vector<float> guess_mode_scales(size_t n);
 
 // Every parameter of the ControlNet: diffusers' ControlNetModel keys, the config's dtype, PyTorch shapes. A
 // checkpoint holds exactly these.

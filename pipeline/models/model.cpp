@@ -134,6 +134,13 @@ void finish_latent_model(Model& m, LatentParts parts, const ModelOptions& o) {
     m.components.push_back(component("text_encoder_2", parts.text_encoder_2->tensors, parts.text_2_source));
     m.text_encoder_2 = std::move(parts.text_encoder_2);
   }
+  for (const std::string& path : o.controlnets) {
+    const size_t i = m.controlnets.size();
+    ControlNetCheckpoint c = open_model_controlnet(path, m.config, parts.unet_source, m.pixels_per_latent());
+    m.components.push_back(component(cat("controlnet.", i), c.weights, path));
+    parts.unet.add_all(std::move(c.weights), controlnet_weight_prefix(i));
+    m.controlnets.push_back(std::move(c.net));
+  }
   parts.unet.add_all(std::move(parts.autoencoder->tensors));
   m.weights = std::make_unique<WeightStore>(std::move(parts.unet));
 }
@@ -265,7 +272,8 @@ Model load_single_file_model(const ModelOptions& o) {
 // rtvd's own pixel-space models take none of the latent models' flags.
 void refuse_latent_flags(const ModelOptions& o, const std::string& what) {
   const char* flag = o.vae ? "--vae" : !o.loras.empty() ? "--lora" : o.prediction_type ? "--prediction-type"
-                     : o.timestep_spacing ? "--timestep-spacing" : !o.config.empty() ? "--config" : nullptr;
+                     : o.timestep_spacing ? "--timestep-spacing" : !o.config.empty() ? "--config"
+                     : !o.controlnets.empty() ? "--controlnet" : nullptr;
   if (flag) fail(flag, ": ", what, " is a pixel-space model (no autoencoder, scheduler or text encoder)");
 }
 

@@ -16,6 +16,7 @@
 #include "pipeline/model_files/lora.h"
 #include "pipeline/model_files/model_config.h"
 #include "pipeline/models/clip_text.h"
+#include "pipeline/models/model_controlnet.h"
 #include "pipeline/samplers/scheduler_config.h"
 
 namespace rtvd {
@@ -34,7 +35,7 @@ struct VaeChoice {
 // "full", "tiny" or a folder; Error naming --vae for an empty value.
 VaeChoice parse_vae_choice(const std::string& value);
 
-// What --model, --vae, --lora, --prediction-type, --timestep-spacing and --config ask for, parsed by the CLI.
+// What --model, --vae, --lora, --prediction-type, --timestep-spacing, --config and --controlnet ask for, parsed by the CLI.
 // A flag not given is nullopt, or empty; a latent model's flag given for a pixel-space model is an Error
 // naming it, as is a --vae folder or --lora file that does not load.
 struct ModelOptions {
@@ -44,6 +45,7 @@ struct ModelOptions {
   std::optional<PredictionType> prediction_type;    // overrides the checkpoint's (scheduler config or metadata)
   std::optional<TimestepSpacing> timestep_spacing;  // overrides the checkpoint's scheduler config's
   std::string config;                               // single files: a diffusers folder whose component configs to use
+  std::vector<std::string> controlnets;             // ControlNet folders or single files, in order
 };
 
 // A component as rtvd info shows it: "unet", "vae", "text_encoder", ...; where it came from; its parameters
@@ -71,7 +73,10 @@ struct Model {
   bool force_zeros_for_empty_prompt = true;
   std::optional<AutoencoderConfig> autoencoder;       // latent models
   std::optional<SchedulerConfig> scheduler;           // latent models
-  // The U-Net first ("unet"), then the autoencoder and the text encoder(s) ("text_encoder", "text_encoder_2").
+  // The ControlNets (latent models), their weights in `weights` under controlnet_weight_prefix(i).
+  std::vector<ModelControlNet> controlnets;
+  // The U-Net first ("unet"), then the autoencoder, the text encoder(s) ("text_encoder", "text_encoder_2") and the
+  // ControlNets ("controlnet.0", ...).
   std::vector<ModelComponent> components;
 
   const ModelComponent& unet() const { return components.at(0); }

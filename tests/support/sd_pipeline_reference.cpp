@@ -90,10 +90,12 @@ PipelineErrors run_pipeline_case(const PipelineReference& ref, size_t i, DeviceK
   options.path = ref.model_dir;
   options.config = ref.config;
   options.loras = ref.loras;
+  const json nets = c.value("nets", json::array());
+  for (const json& k : nets) options.controlnets.push_back(cat(ref.controlnet_dir, "/net", k.get<int>()));
   if (c.value("vae", "full") == "tiny") options.vae = VaeChoice{VaeChoice::Kind::Folder, ref.taesd_dir};
   Model model = load_model(options);
   json scheduler = c["scheduler"];
-  if (!scheduler.contains("_class_name")) scheduler["_class_name"] = scheduler_class(c["sampler"]);
+  if (!scheduler.contains("_class_name")) scheduler["_class_name"] = scheduler_class(c.value("sampler", "euler"));
   model.scheduler = parse_scheduler_config(scheduler.dump(), name + " scheduler");
 
   FrameSettings s;
@@ -101,7 +103,11 @@ PipelineErrors run_pipeline_case(const PipelineReference& ref, size_t i, DeviceK
   s.guidance = c["guidance"];
   s.strength = c["strength"];
   s.blend = 0.0f;
-  s.sampler = sampler_named(c["sampler"]);
+  if (c.contains("sampler")) s.sampler = sampler_named(c["sampler"]);
+  for (size_t k = 0; k < nets.size(); ++k)
+    s.controlnets.push_back({c["controlnet_conditioning_scale"][k], c["control_guidance_start"][k],
+                             c["control_guidance_end"][k]});
+  s.guess_mode = c.value("guess_mode", false);
   const SamplerPlan sampler = frame_sampler(model, s, img2img);
 
   // The sizes diffusers ran at: its latents (txt2img) or noise (img2img), times the autoencoder's factor.
@@ -143,8 +149,12 @@ PipelineErrors run_pipeline_case(const PipelineReference& ref, size_t i, DeviceK
     const std::vector<float> n = nhwc(ref.tensors, noise_name);
     step_noise.insert(step_noise.end(), n.begin(), n.end());
   }
+  std::vector<std::vector<float>> controls;
+  for (const json& k : nets) controls.push_back(nhwc(ref.tensors, cat("control", k.get<int>())));
   for (int frame = 0; frame < frames; ++frame) {
     backend->write(plan.sample, noise.data(), noise.size());
+    for (size_t k = 0; k < controls.size(); ++k)
+      backend->write(plan.control_images.at(k), controls[k].data(), controls[k].size());
     if (img2img) backend->write(plan.image, image_in.data(), image_in.size());
     if (!step_noise.empty()) backend->write(plan.noise, step_noise.data(), step_noise.size());
     backend->run_frame();

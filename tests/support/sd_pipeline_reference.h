@@ -29,6 +29,9 @@ struct PipelineReference {
   // How the model is loaded: model_dir a folder or a single file, with --config and --lora as these say.
   std::string config;
   std::vector<LoraSpec> loras;
+  // ControlNet cases (tools/reference/export_tiny_controlnet.py): the folder of net1/, net2/, whose case "nets" k
+  // run on the tensor "control"k with the case's scales, starts, ends and guess mode.
+  std::string controlnet_dir;
   // diffusers' outputs to compare with: NAME.final_latents and NAME.image of tensors (nullptr: the reference's
   // own, under the case's name).
   const SafeTensorsFile* expected = nullptr;
