@@ -22,6 +22,7 @@
 #include "build_config.h"
 #include "cli.h"
 #include "commands.h"
+#include "controlnet_flags.h"
 #include "pipeline/device.h"
 #include "pipeline/engine.h"
 #include "pipeline/laps.h"
@@ -78,6 +79,8 @@ const std::vector<cli::FlagSpec>& bench_flags() {
         {"size", "steps", "guidance", "strength", "stream-batch", "skip-similar", "feature-cache", "cache-similarity",
          "sampler", "model", "vae", "lora", "prediction-type", "timestep-spacing", "config"});
     own.insert(own.end(), generation.begin(), generation.end());
+    const std::vector<cli::FlagSpec>& controlnet = cli::controlnet_flags();
+    own.insert(own.end(), controlnet.begin(), controlnet.end());
     return with_backend_flags(own);
   }();
   return specs;
@@ -496,8 +499,14 @@ int bench_command(const std::vector<std::string>& args) {
                 cli::flags_help(bench_flags()).c_str());
     return 0;
   }
-  GenerationOptions o;
-  cli::read_generation_flags(flags, o);
+  cli::RenderOptions options;
+  cli::read_generation_flags(flags, options);
+  cli::read_controlnet_flags(flags, options);
+  for (const cli::ControlNetOption& net : options.controlnets)
+    if (net.control)
+      fail("flag '--control': rtvd bench frames takes canny or source (its images are the bench's own; files are "
+           "rtvd render's)");
+  const GenerationOptions& o = options;
   if (flags.has("strength") && !flags.has("img2img"))
     fail("flag '--strength': only with --img2img (frames from noise have no image to re-noise)");
   if (flags.has("skip-similar") && !flags.has("img2img"))

@@ -5,7 +5,7 @@
 //
 //   RTVD_SD_PARITY_DIR=/tmp/rtvd-sd [RTVD_SD_PARITY_MODEL=/tmp/rtvd-sd/model.safetensors] tests/sd_pipeline_cuda_test
 //
-// (SDXL's: RTVD_SDXL_PARITY_DIR, below)
+// (SDXL's: RTVD_SDXL_PARITY_DIR; ControlNet's: RTVD_CONTROLNET_PARITY_DIR, below)
 //
 // with <dir>/pipelines.json, pipelines.safetensors, model/ (the diffusers folder the cases ran; or the model
 // RTVD_SD_PARITY_MODEL names instead, such as diffusers' conversion of it to one file) and taesd/ (every case
@@ -81,6 +81,20 @@ TEST(SdPipelineCuda, FullSizeAt512MatchesDiffusers) {
   const char* model = std::getenv("RTVD_SD_PARITY_MODEL");
   check_all(test::read_pipeline_reference(dir, model ? model : std::string(dir) + "/model", std::string(dir) + "/taesd"),
             model ? "full_size_model" : "full_size", true);
+}
+
+// SD 1.5 with two ControlNets at full size, random weights, at 512x512 (the cases of tests/data/tiny_controlnet:
+// one net and two, scales, start/end, guess mode, img2img): RTVD_CONTROLNET_PARITY_DIR holds model/ (an SD folder:
+// export_sd_references.py --full --arch sd15 --weights-only) and what export_tiny_controlnet.py DIR/model DIR
+// --full writes beside it (net1/, net2/, pipelines.*), on the GPU machine (never committed: ~3 GB).
+TEST(SdPipelineCuda, FullSizeControlNetMatchesDiffusers) {
+  RTVD_SKIP_WITHOUT_CUDA();
+  const char* dir = std::getenv("RTVD_CONTROLNET_PARITY_DIR");
+  if (!dir) GTEST_SKIP() << "RTVD_CONTROLNET_PARITY_DIR is not set (tools/reference/export_tiny_controlnet.py --full)";
+  if (!std::filesystem::exists(std::string(dir) + "/pipelines.json")) GTEST_SKIP() << "no " << dir << "/pipelines.json";
+  test::PipelineReference ref = test::read_pipeline_reference(dir, std::string(dir) + "/model", "");
+  ref.controlnet_dir = dir;
+  check_all(ref, "full_size_controlnet", true);
 }
 
 // SDXL at full size, random weights, at 512x512 and 1024x1024 (the 1024x1024 frame's VAE decode runs the
