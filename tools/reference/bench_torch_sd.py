@@ -111,8 +111,11 @@ def load(what, model_dir, taesd_dir, batch, size, controlnet_dirs=()):
     ctx = torch.randn(batch, 77, unet.config.cross_attention_dim, generator=gen, device="cuda", dtype=HALF)
     added = added_conditioning(unet, batch, size, gen)
     alpha = torch.full((batch, size, size, 1), 255, device="cuda", dtype=torch.uint8)
-    nets = [ControlNetModel.from_pretrained(d, torch_dtype=HALF).to("cuda", memory_format=CL).eval()
-            for d in controlnet_dirs]
+    def controlnet_model(d):  # diffusers' fp16 variant name where the folder has it (export_tiny_controlnet's net2)
+        fp16 = os.path.exists(os.path.join(d, "diffusion_pytorch_model.fp16.safetensors"))
+        return ControlNetModel.from_pretrained(d, torch_dtype=HALF, variant="fp16" if fp16 else None).to(
+            "cuda", memory_format=CL).eval()
+    nets = [controlnet_model(d) for d in controlnet_dirs]
 
     def control_residuals(noisy_in, control):
         """The nets' residuals for the U-Net, summed over the nets (diffusers' MultiControlNetModel)."""
