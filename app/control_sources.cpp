@@ -33,9 +33,7 @@ void ControlSources::next(Engine& engine) {
   for (Net& net : nets_) {
     if (!net.source->next(width_, height_, rgb_))
       fail(net.flag, ": the control video ended after ", frame_, " frames, before the run did");
-    std::vector<float> unit(rgb_.size());
-    for (size_t i = 0; i < rgb_.size(); ++i) unit[i] = 0.5f * (rgb_[i] + 1.0f);  // [-1, 1] -> [0, 1]
-    engine.set_control_image(net.index, std::move(unit));
+    engine.set_control_image(net.index, rgb_);
   }
   ++frame_;
 }

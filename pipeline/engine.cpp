@@ -155,14 +155,14 @@ void Engine::write_canny_thresholds() {
     }
 }
 
-void Engine::set_control_image(size_t net, std::vector<float> rgb) {
+void Engine::set_control_image(size_t net, const std::vector<float>& rgb) {
   if (net >= model_.controlnets.size()) fail("internal: no ControlNet ", net + 1);
   const size_t values = size_t(width_) * height_ * model_.controlnets[net].config.conditioning_channels;
   if (rgb.size() != values)
     fail("ControlNet ", net + 1, " (", model_.controlnets[net].source, "): a control image of ", rgb.size(),
          " values, expected ", values, " (", width_, "x", height_, ")");
   control_images_.resize(model_.controlnets.size());
-  control_images_[net] = std::move(rgb);
+  control_images_[net].assign(rgb.begin(), rgb.end());  // the same capacity frame after frame
 }
 
 // Before the plan is built: a size the backend cannot hold is refused with the numbers, not allocated.

@@ -75,8 +75,9 @@ class Engine {
   bool has_text_encoder() const { return prompt_encoder_ || sdxl_encoder_; }
 
   // The control image of ControlNet `net` (ControlPreprocessor::Image): (height, width, its conditioning
-  // channels) in [0, 1], sent with every frame from now on. Error naming the net for another size.
-  void set_control_image(size_t net, std::vector<float> rgb);
+  // channels) in [-1, 1], as a FrameSource gives it, sent with every frame from now on. Error naming the net for
+  // another size.
+  void set_control_image(size_t net, const std::vector<float>& rgb);
 
   // One frame in, left on the backend. image: (height, width, model().image_channels()) in [-1, 1] for img2img
   // (RGB, encoded by the autoencoder, for models with one), or null for the noise walk. With a stream batch

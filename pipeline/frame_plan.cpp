@@ -123,9 +123,10 @@ ControlResiduals with_unconditional_zeros(Graph& g, const ControlResiduals& r, c
   return out;
 }
 
-// Net k's control image as activations (net_batch, height, width, channels), each frame's in net_batch / group
-// images: the host's (fp32 in [0, 1], plan.control_images[k]), the source image's Canny edges (fp32 0 or 1, at
-// the thresholds plan.canny_thresholds[k]), or the source image itself from [-1, 1] to [0, 1].
+// Net k's control image as activations (net_batch, height, width, channels) in [0, 1], each frame's in
+// net_batch / group images: the source image's Canny edges (fp32 0 or 1, at the thresholds
+// plan.canny_thresholds[k]), or an image in [-1, 1] mapped to [0, 1] on the device: the source image itself, or
+// the host's (plan.control_images[k], which comes as a source's frames do).
 Ref add_control_image(FramePlan& plan, const ModelControlNet& net, size_t k, const ControlNetSettings& s,
                       int net_batch, int image_channels, int act_bytes) {
   Graph& g = plan.graph;
@@ -149,7 +150,7 @@ Ref add_control_image(FramePlan& plan, const ModelControlNet& net, size_t k, con
   const int64_t n = int64_t(group) * height * width * cc;
   const Ref act = g.add_tensor(cat("control_image_act.", k), Elem::Act, {net_batch, height, width, cc});
   g.frame.push_back(cast_op(layer, image, act, n, net_batch / group, act_bytes));
-  if (pre == ControlPreprocessor::Source) {
+  if (pre != ControlPreprocessor::Canny) {
     ScaleActivationOp op;  // in place: (x + 1) / 2
     op.p.count = n * (net_batch / group);
     op.p.in_scale = op.p.in_shift = 0.5f;

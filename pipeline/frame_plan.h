@@ -139,7 +139,7 @@ struct FramePlan {
                                // walk from the host, then each slot holds its frames' x
   Ref image;                   // img2img: the source images (group, height, width, image channels) fp32
   // Per ControlNet of the model, with ControlPreprocessor::Image: its control image (group, height, width, 3)
-  // fp32 in [0, 1]; none for the others.
+  // fp32 in [-1, 1], as sources come (the frame maps it to [0, 1]); none for the others.
   std::vector<Ref> control_images;
   // Per ControlNet, with ControlPreprocessor::Canny: its thresholds (2) int32, low and high, which the host
   // writes when they change (no new plan); none for the others.

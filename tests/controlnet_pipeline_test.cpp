@@ -178,7 +178,7 @@ std::vector<float> canny_edges(const std::vector<float>& image, int low, int hig
 }
 
 // tiny_sd with net 1, img2img on `source` ([-1, 1], 32x32): the final latents, the net's control image coming as
-// `pre` says (Image: `control`, from the host).
+// `pre` says (Image: `control` in [-1, 1], from the host).
 std::vector<float> img2img_latents(const Model& m, ControlPreprocessor pre, const std::vector<float>& source,
                                    const std::vector<float>& control, int low = 0, int high = 0) {
   FrameSettings s;
@@ -200,7 +200,7 @@ std::vector<float> img2img_latents(const Model& m, ControlPreprocessor pre, cons
   size_t image_ops = 0;
   for (const Op& op : plan.graph.frame) image_ops += op.layer.starts_with("controlnet.0.image") ||
                                                     op.layer.starts_with("controlnet.0.canny");
-  EXPECT_EQ(image_ops, pre == ControlPreprocessor::Image ? 1u : 2u);
+  EXPECT_EQ(image_ops, 2u);  // canny and cast, or cast and (x + 1) / 2
   plan.present_op().p.first = true;
   cpu->upload_weights(*m.weights);
   cpu->prepare(plan.graph);
@@ -231,18 +231,18 @@ TEST(ControlNetModel, PreprocessorsOfTheSource) {
   SCOPED_TRACE(test::seed_trace(rng));
   const Model m = tiny_sd_with({dir + "/net1"});
   const std::vector<float> source = smooth_rows(rng);
-  std::vector<float> unit = source;
-  for (float& v : unit) v = (v + 1) / 2;
   EXPECT_LE(test::rel_l2(img2img_latents(m, ControlPreprocessor::Source, source, {}),
-                         img2img_latents(m, ControlPreprocessor::Image, source, unit)), 1e-6);
+                         img2img_latents(m, ControlPreprocessor::Image, source, source)), 1e-6);
 
   const std::vector<float> edges = canny_edges(source, 60, 120);
   const double on = std::count(edges.begin(), edges.end(), 1.0f) / double(edges.size());
   ASSERT_GT(on, 0.05);  // edges and no edges: the comparison sees the map
   ASSERT_LT(on, 0.95);
   const std::vector<float> canny = img2img_latents(m, ControlPreprocessor::Canny, source, {}, 60, 120);
-  EXPECT_LE(test::rel_l2(canny, img2img_latents(m, ControlPreprocessor::Image, source, edges)), 1e-6);
-  EXPECT_GT(test::rel_l2(canny, img2img_latents(m, ControlPreprocessor::Image, source, unit)), 1e-3);
+  std::vector<float> signed_edges = edges;  // 0 or 1 as the host gives images: -1 or 1
+  for (float& v : signed_edges) v = 2 * v - 1;
+  EXPECT_LE(test::rel_l2(canny, img2img_latents(m, ControlPreprocessor::Image, source, signed_edges)), 1e-6);
+  EXPECT_GT(test::rel_l2(canny, img2img_latents(m, ControlPreprocessor::Image, source, source)), 1e-3);
 
   FrameSettings s;
   s.controlnets = {{.preprocessor = ControlPreprocessor::Canny}};

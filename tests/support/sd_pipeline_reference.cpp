@@ -150,7 +150,10 @@ PipelineErrors run_pipeline_case(const PipelineReference& ref, size_t i, DeviceK
     step_noise.insert(step_noise.end(), n.begin(), n.end());
   }
   std::vector<std::vector<float>> controls;
-  for (const json& k : nets) controls.push_back(nhwc(ref.tensors, cat("control", k.get<int>())));
+  for (const json& k : nets) {  // diffusers' [0, 1], as the frame takes it: [-1, 1]
+    controls.push_back(nhwc(ref.tensors, cat("control", k.get<int>())));
+    for (float& v : controls.back()) v = 2 * v - 1;
+  }
   for (int frame = 0; frame < frames; ++frame) {
     backend->write(plan.sample, noise.data(), noise.size());
     for (size_t k = 0; k < controls.size(); ++k)
