@@ -79,8 +79,13 @@ const std::vector<cli::FlagSpec>& bench_flags() {
         {"size", "steps", "guidance", "strength", "stream-batch", "skip-similar", "feature-cache", "cache-similarity",
          "sampler", "model", "vae", "lora", "prediction-type", "timestep-spacing", "config"});
     own.insert(own.end(), generation.begin(), generation.end());
-    const std::vector<cli::FlagSpec>& controlnet = cli::controlnet_flags();
-    own.insert(own.end(), controlnet.begin(), controlnet.end());
+    for (cli::FlagSpec f : cli::controlnet_flags()) {  // render's, but the controls come from --img2img's image
+      if (f.name == "control") {
+        f.help = "the last --controlnet's control image: Canny edges of the --img2img image, or that image itself";
+        f.value_name = "canny|source";
+      }
+      own.push_back(f);
+    }
     return with_backend_flags(own);
   }();
   return specs;
@@ -502,10 +507,13 @@ int bench_command(const std::vector<std::string>& args) {
   cli::RenderOptions options;
   cli::read_generation_flags(flags, options);
   cli::read_controlnet_flags(flags, options);
-  for (const cli::ControlNetOption& net : options.controlnets)
+  for (const cli::ControlNetOption& net : options.controlnets) {
     if (net.control)
       fail("flag '--control': rtvd bench frames takes canny or source (its images are the bench's own; files are "
            "rtvd render's)");
+    if (!flags.has("img2img"))
+      fail("flag '--control': only with --img2img (frames from noise have no image to take the control from)");
+  }
   const GenerationOptions& o = options;
   if (flags.has("strength") && !flags.has("img2img"))
     fail("flag '--strength': only with --img2img (frames from noise have no image to re-noise)");
