@@ -400,25 +400,21 @@ FramePlan build_frame_plan(const Model& model, const SamplerPlan& sp, const Fram
   } else {
     for (int i = 0; i < steps; ++i) {
       DenoiseStage& stage = plan.stages.steps.emplace_back();
-      // The nets that run at this step, each adding its residuals to the one's before.
-      ControlResiduals residuals;
-      bool any = false;
+      // The nets that run at this step, each on its own residuals, which the U-Net adds.
+      std::vector<ControlResiduals> residuals;
       for (size_t k = 0; k < nets; ++k) {
         if (!controlnet_runs(net_settings[k], i, steps)) continue;
         const size_t begin = g.frame.size();
-        residuals = net_builders[k]->forward(model_in, control_act[k], h, w, net_cond[k][i], net_cross[k],
-                                             cat("step", i), net_settings[k].scale, any ? &residuals : nullptr,
-                                             s.guess_mode);
-        any = true;
+        residuals.push_back(net_builders[k]->forward(model_in, control_act[k], h, w, net_cond[k][i], net_cross[k],
+                                                     cat("step", i), net_settings[k].scale, s.guess_mode));
+        if (cond_half_only)  // the padding's ops end the net's range
+          residuals.back() = with_unconditional_zeros(g, residuals.back(),
+                                                      cat(controlnet_weight_prefix(k), "step", i, ".residual"), act_bytes);
         stage.models.push_back(since(g.frame, begin));
-      }
-      if (any && cond_half_only) {  // the padding's ops end the last net's range
-        residuals = with_unconditional_zeros(g, residuals, cat("controlnet.step", i, ".residual"), act_bytes);
-        stage.models.back().end = g.frame.size();
+        g.branches.push_back({stage.models.back().begin, stage.models.back().end});
       }
       const size_t models = g.frame.size();
-      const Ref out = unet.forward(model_in, h, w, cond[i], cross, cat("step", i), &deep[i],
-                                   any ? &residuals : nullptr);  // (B, h, w, C)
+      const Ref out = unet.forward(model_in, h, w, cond[i], cross, cat("step", i), &deep[i], residuals);  // (B, h, w, C)
       stage.models.push_back(since(g.frame, models));
       stage.update = update(i, 0, out);
     }
@@ -431,6 +427,7 @@ FramePlan build_frame_plan(const Model& model, const SamplerPlan& sp, const Fram
     present("decoded+blend+rgba8", Present{.v = image}, pixels);
   }
   if (s.cache_refresh > 0) add_cached_frame(plan, unet, model_in, cond, cross, deep);
+  join_branches(g);
   return plan;
 }
 

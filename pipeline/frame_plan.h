@@ -97,7 +97,8 @@ struct OpRange {
 
 // One denoise step. Every model of the step reads the same model input (the latents, over the batch
 // [cond | uncond]) and runs in this order; the sampler's update reads the last one's output: the ControlNets that
-// run at this step, each adding its residuals to the one's before, then the U-Net, which adds their sum.
+// run at this step, each a branch of the graph (Graph::branches) that makes its own residuals, then the U-Net,
+// which adds them.
 struct DenoiseStage {
   std::vector<OpRange> models;  // frame ops of each model: the nets', then the U-Net's (the last)
   OpRange update;               // frame ops: the sampler's step; the last step's is present's op when fused

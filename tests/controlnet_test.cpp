@@ -160,7 +160,7 @@ TEST(ControlNetGraph, ResidualsHaveTheSkipsShapes) {
   const Ref image = t.g.add_tensor("image", Elem::Act, {t.n, 4 * t.h, 4 * t.w, 3}, true);
   const StepConditioning cond = unet.conditioning(0.5, {}, "unet"), net_cond = cn.conditioning(0.5, {}, "net");
   const ControlResiduals r = cn.forward(t.x, image, t.h, t.w, net_cond, cn.cross_context(t.context), "net", 0.5f);
-  unet.forward(t.x, t.h, t.w, cond, unet.cross_context(t.context), "unet", nullptr, &r);
+  unet.forward(t.x, t.h, t.w, cond, unet.cross_context(t.context), "unet", nullptr, {&r, 1});
   t.weights->check_all_read();
 
   // conv_in's, then level 0's ResNet and downsampler, then level 1's ResNet: 4 skips.
@@ -216,7 +216,7 @@ TEST(ControlNetGraph, SdxlStructureBuilds) {
   const ControlResiduals r = cn.forward(x, image, h, w, net_cond, cn.cross_context(context), "net", 1.0f);
   // conv_in's, each level's ResNets', each downsampler's (none at the last level)
   EXPECT_EQ(r.down.size(), size_t(cfg.levels() * (cfg.layers_per_block + 1)));
-  unet.forward(x, h, w, cond, unet.cross_context(context), "unet", nullptr, &r);
+  unet.forward(x, h, w, cond, unet.cross_context(context), "unet", nullptr, {&r, 1});
   weights.check_all_read();
 }
 
@@ -237,7 +237,7 @@ TEST(ControlNetGraph, ZeroResidualsChangeNothing) {
   for (const auto& [h, w, c] : {std::tuple{8, 4, 32}, {8, 4, 32}, {4, 2, 32}, {4, 2, 64}})
     r.down.push_back(t.g.add_tensor(cat("r", r.down.size()), Elem::Act, {t.n, h, w, c}, true));
   r.mid = t.g.add_tensor("r_mid", Elem::Act, {t.n, 4, 2, 64}, true);
-  const Ref with = unet.forward(t.x, t.h, t.w, cond, cross, "with", nullptr, &r);
+  const Ref with = unet.forward(t.x, t.h, t.w, cond, cross, "with", nullptr, {&r, 1});
   EXPECT_EQ(t.g.frame.size(), 2 * plain_ops + r.down.size() + 1);
   t.g.tensors.at(plain.id).persistent = t.g.tensors.at(with.id).persistent = true;
 

@@ -21,6 +21,9 @@ struct CudaContext {
   unsigned* grid_sync = nullptr;  // a device word, zeroed once: kernels that wait for their whole grid count arrivals there
   int sm_count = 0;
   int sm_version = 0;  // 80, 86, 89, 90, ...
+  // Other streams' kernels may run beside this stream's (a branch of the frame's graph): no kernel may wait for
+  // its whole grid to be resident (group_norm's single launch does).
+  bool shares_gpu = false;
   cudnnContext* cudnn = nullptr;  // cuDNN's handle, null without cuDNN: its candidates then can't run
   PlanCache* plans = nullptr;     // where library candidates keep their per-shape plans; null: none can
 };

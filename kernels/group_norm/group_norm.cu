@@ -57,6 +57,7 @@ struct Args {
   unsigned* grid_sync;        // arrivals: 0 between launches
   float eps;
   bool silu;
+  bool apply_only;            // phase 3 alone, from the stats a statistics-only launch wrote (CudaContext::shares_gpu)
 };
 
 // Pixels of `chunk`: [first, end).
@@ -245,6 +246,11 @@ __global__ void __launch_bounds__(kMaxThreads) group_norm_kernel(const Args a, c
   extern __shared__ float smem[];
   __shared__ float group_stats[2 * 1024];  // the launcher checks groups <= 1024
   __shared__ float shifts[1024];
+  if (a.apply_only) {
+    for (int i = threadIdx.x; i < 2 * l.groups; i += blockDim.x) group_stats[i] = a.stats[int64_t(blockIdx.y) * 2 * l.groups + i];
+    __syncthreads();
+    return apply<VEC>(a, l, smem, group_stats);
+  }
   partial_stats<VEC>(a, l, smem);
   for (int g = threadIdx.x; g < l.groups; g += blockDim.x) shifts[g] = group_shift(a, l, blockIdx.y, g);
   const bool first_chunk = blockIdx.x == 0;
@@ -256,8 +262,10 @@ __global__ void __launch_bounds__(kMaxThreads) group_norm_kernel(const Args a, c
   if (a.y) apply<VEC>(a, l, smem, group_stats);
 }
 
+// apply_only: phase 3 alone (no block waits); else the statistics, and with y the whole grid waits for them.
 template <int VEC>
-void launch(const GroupNormParams& p, const CudaContext& ctx, Layout l, int threads, size_t phase1_smem) {
+void launch(const GroupNormParams& p, const CudaContext& ctx, Layout l, int threads, size_t phase1_smem,
+            bool apply_only) {
   auto kernel = group_norm_kernel<VEC>;
   const int sms = ctx.sm_count > 0 ? ctx.sm_count : 132;
   const size_t smem = std::max({phase1_smem, kMergeSmemBytes, 2 * size_t(p.c) * sizeof(float)});
@@ -266,7 +274,8 @@ void launch(const GroupNormParams& p, const CudaContext& ctx, Layout l, int thre
   const int64_t resident = int64_t(per_sm) * sms;
   // Waiting blocks must not starve the others of SMs: with y the whole grid is resident; without, the
   // images' chunk-0 blocks leave room for at least one more.
-  const int64_t images = std::min<int64_t>(p.n, p.y ? resident : resident - 1);
+  const bool grid_waits = p.y && !apply_only;
+  const int64_t images = apply_only ? std::min<int64_t>(p.n, 65535) : std::min<int64_t>(p.n, grid_waits ? resident : resident - 1);
   if (images < 1) fail("group_norm: a block of ", threads, " threads and ", smem, " bytes of shared memory does not fit");
   // Chunks per image: about two blocks per SM over the batch, no chunk shorter than one pass of the
   // rows, the partials within the workspace and one image's within the merge's shared memory; with y,
@@ -275,9 +284,9 @@ void launch(const GroupNormParams& p, const CudaContext& ctx, Layout l, int thre
   int64_t chunks = std::max<int64_t>(1, (2 * sms + images - 1) / images);
   chunks = std::min<int64_t>(chunks, (int64_t(p.hw) + l.rows - 1) / l.rows);
   chunks = std::min<int64_t>(chunks, int64_t(kMergeSmemBytes / ((size_t(p.groups) + 1) * sizeof(float2))));
-  chunks = std::min<int64_t>(chunks, int64_t(ctx.workspace_bytes / chunk_bytes));
-  if (p.y) chunks = std::min<int64_t>(chunks, resident / images);
-  if (!ctx.workspace || chunks < 1)
+  if (!apply_only) chunks = std::min<int64_t>(chunks, int64_t(ctx.workspace_bytes / chunk_bytes));
+  if (grid_waits) chunks = std::min<int64_t>(chunks, resident / images);
+  if ((!ctx.workspace && !apply_only) || chunks < 1)
     fail("group_norm: needs ctx.workspace of at least ", chunk_bytes, " bytes, has ", ctx.workspace_bytes);
   l.chunk_pixels = int((p.hw + chunks - 1) / chunks);
   l.chunks = (p.hw + l.chunk_pixels - 1) / l.chunk_pixels;  // no empty chunk
@@ -289,6 +298,7 @@ void launch(const GroupNormParams& p, const CudaContext& ctx, Layout l, int thre
   a.grid_sync = ctx.grid_sync;
   a.eps = p.eps;
   a.silu = p.act == Activation::Silu;
+  a.apply_only = apply_only;
   // More images than the SMs hold (not at U-Net batch sizes): one launch per slice of them.
   const int64_t image_elems = int64_t(p.hw) * p.c;
   for (int64_t first = 0; first < p.n; first += images) {
@@ -298,6 +308,18 @@ void launch(const GroupNormParams& p, const CudaContext& ctx, Layout l, int thre
     launch_kernel("group_norm", kernel, dim3(l.chunks, unsigned(std::min<int64_t>(images, p.n - first))), threads, smem,
                   ctx.stream, a, l);
   }
+}
+
+// Beside other streams' kernels (CudaContext::shares_gpu) no grid may wait to be resident whole (two such grids, or
+// one and another's waiting blocks, could hold every SM and wait for each other): with y, the statistics-only
+// launch (only its images' chunk-0 blocks wait) and then the apply pass as a launch of its own.
+template <int VEC>
+void run(const GroupNormParams& p, const CudaContext& ctx, Layout l, int threads, size_t phase1_smem) {
+  if (!p.y || !ctx.shares_gpu) return launch<VEC>(p, ctx, l, threads, phase1_smem, false);
+  GroupNormParams stats_only = p;
+  stats_only.y = nullptr;
+  launch<VEC>(stats_only, ctx, l, threads, phase1_smem, false);
+  launch<VEC>(p, ctx, l, threads, phase1_smem, true);
 }
 
 }  // namespace
@@ -335,9 +357,9 @@ void group_norm(const GroupNormParams& p, const CudaContext& ctx) {
   const size_t phase1_smem = 2 * size_t(l.rows) * p.c * sizeof(float);
 
   switch (vec) {
-    case 8: launch<8>(p, ctx, l, threads, phase1_smem); break;
-    case 2: launch<2>(p, ctx, l, threads, phase1_smem); break;
-    default: launch<1>(p, ctx, l, threads, phase1_smem); break;
+    case 8: run<8>(p, ctx, l, threads, phase1_smem); break;
+    case 2: run<2>(p, ctx, l, threads, phase1_smem); break;
+    default: run<1>(p, ctx, l, threads, phase1_smem); break;
   }
 }
 

@@ -6,7 +6,8 @@
 // Scratch: the per-chunk partial statistics at the start of ctx.workspace, at most
 // group_norm_workspace_bytes(n) (32 KiB per image); a smaller workspace means fewer chunks, and below
 // n * groups * 8 bytes the launcher fails. ctx.grid_sync: a zeroed word, which the kernel leaves zeroed
-// (the blocks count their arrivals there), so one launch at a time per ctx.grid_sync.
+// (the blocks count their arrivals there), so one launch at a time per ctx.grid_sync. With ctx.shares_gpu the
+// normalise pass is a second launch, so that no launch needs its whole grid resident at once.
 // Requirements (else rtvd::Error): c % groups == 0; groups <= 1024; c <= 512 * v, where v = 8 when
 // c % 8 == 0 and x, y are 16-byte aligned, v = 2 when c is even and they are 4-byte aligned, else 1.
 #pragma once

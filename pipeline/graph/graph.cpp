@@ -1,5 +1,10 @@
 #include "pipeline/graph/graph.h"
 
+#include <algorithm>
+#include <cstdint>
+
+#include "base/error.h"
+
 namespace rtvd {
 
 int64_t TensorInfo::numel() const {
@@ -20,6 +25,24 @@ const char* op_type_name(const OpBody& body) {
                                            "scale_activation", "similarity", "canny"};
   static_assert(std::size(kNames) == std::variant_size_v<OpBody>);
   return kNames[body.index()];
+}
+
+void join_branches(Graph& g) {
+  // First frame op touching each tensor.
+  std::vector<size_t> first(g.tensors.size(), SIZE_MAX);
+  const auto each_tensor = [](Op& op, auto&& f) {
+    std::visit([&](auto& body) { body.refs([&](const Ref& r, auto&) { if (r.kind == Ref::Tensor) f(r.id); }); }, op.body);
+  };
+  for (size_t i = 0; i < g.frame.size(); ++i) each_tensor(g.frame[i], [&](int id) { first[size_t(id)] = std::min(first[size_t(id)], i); });
+  for (Branch& b : g.branches) {
+    if (b.begin >= b.end || b.end > g.frame.size()) fail("internal: branch [", b.begin, ", ", b.end, ") of ", g.frame.size(), " frame ops");
+    std::vector<bool> made(g.tensors.size(), false);
+    for (size_t i = b.begin; i < b.end; ++i)
+      each_tensor(g.frame[i], [&](int id) { made[size_t(id)] = made[size_t(id)] || first[size_t(id)] >= b.begin; });
+    b.join = g.frame.size();
+    for (size_t i = b.end; i < g.frame.size() && b.join == g.frame.size(); ++i)
+      each_tensor(g.frame[i], [&](int id) { if (made[size_t(id)]) b.join = std::min(b.join, i); });
+  }
 }
 
 CannyOp canny_op(Graph& g, Ref x, Ref thresholds, Ref y, int n, int h, int w, int c) {

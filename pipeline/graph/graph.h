@@ -160,6 +160,17 @@ struct Op {
 // Which frame op list a frame runs (Graph::frame_ops).
 enum class FrameOps : uint8_t { Full, Cached };
 
+// Frame ops [begin, end) that may run beside the frame ops after them, up to `join`, the first op that touches
+// a tensor they made (first touched in [begin, end)): a ControlNet beside the U-Net's down path, which reads
+// none of its residuals. The CUDA backend runs a branch on a stream of its own inside the frame's graph; the
+// planner keeps every tensor the branch touches apart from every tensor the ops in [end, join) touch. Branches
+// may follow each other (two nets: the second runs beside the first too). A branch reads only what was made
+// before it, and the ops beside it must not write that (the builders' inputs: the model input, the step's
+// conditioning). join: set by join_branches() once the frame's ops are all there.
+struct Branch {
+  size_t begin = 0, end = 0, join = 0;
+};
+
 // Ops are split into the setup list (run once per plan: conditioning that depends only on the settings),
 // the frame list (run every frame) and the check list (run before a frame, whose result the host reads to
 // decide whether the frame runs: the similarity filter's; its tensors are persistent). With the feature cache
@@ -172,11 +183,16 @@ struct Graph {
   std::vector<Op> frame;
   std::vector<Op> check;
   std::vector<Op> cached_frame;  // empty without the feature cache
+  std::vector<Branch> branches;  // of the frame list, in order
 
   std::vector<Op>& frame_ops(FrameOps which) { return which == FrameOps::Cached ? cached_frame : frame; }
 
   Ref add_tensor(std::string name, Elem elem, std::vector<int64_t> shape, bool persistent = false);
 };
+
+// Sets each branch's join (Branch): the first frame op after it that touches a tensor the branch made, or the
+// end of the frame when none does. Call once the frame's ops are all there.
+void join_branches(Graph& g);
 
 // ControlNet's canny preprocessor (kernels/canny): the edge maps y (n, h, w, 3) fp32 of the source images x
 // (n, h, w, c) fp32, with cv::Canny's low and high from thresholds, an I32 tensor (2) that the host writes (so

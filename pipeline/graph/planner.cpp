@@ -33,13 +33,39 @@ struct Span {
 // (indexed after them), each empty where its list does not touch the tensor. The two frame lists run in turn,
 // never together, so a tensor that both touch (the cached frame repeats the frame's encode, sampler and
 // decode ops) is live in two windows, and what lives between them may share its memory.
+// Branches (Graph::branches) add a second way to be live together: a tensor that an op of a branch touches
+// (a mark {branch, false}) and one that an op beside it touches ({branch, true}) may be in use at once whatever
+// their spans. `beside` holds, per branch, the op indices of the branch and of the ops beside it.
 struct Lifetime {
   Span spans[2];
+  std::vector<std::pair<int, bool>> marks;  // {branch, beside}, each once
   bool used() const { return spans[0].first >= 0 || spans[1].first >= 0; }
 };
 
+struct BranchSpans {
+  Span in, beside;  // op indices (setup ops first): the branch's ops, the ops that may run beside them
+};
+
+std::vector<BranchSpans> branch_spans(const Graph& g) {
+  std::vector<BranchSpans> out;
+  const int base = int(g.setup.size());
+  for (const Branch& b : g.branches)
+    out.push_back({{base + int(b.begin), base + int(b.end) - 1}, {base + int(b.end), base + int(b.join) - 1}});
+  return out;
+}
+
 std::vector<Lifetime> lifetimes(Graph& g) {
   std::vector<Lifetime> life(g.tensors.size());
+  const std::vector<BranchSpans> branches = branch_spans(g);
+  const auto mark = [&](Lifetime& l, int index) {
+    for (int b = 0; b < int(branches.size()); ++b)
+      for (const bool beside : {false, true}) {
+        const Span& s = beside ? branches[size_t(b)].beside : branches[size_t(b)].in;
+        if (index < s.first || index > s.last) continue;
+        const std::pair<int, bool> m{b, beside};
+        if (std::find(l.marks.begin(), l.marks.end(), m) == l.marks.end()) l.marks.push_back(m);
+      }
+  };
   int index = 0;
   auto visit = [&](std::vector<Op>& ops, int window) {
     for (Op& op : ops) {
@@ -49,6 +75,7 @@ std::vector<Lifetime> lifetimes(Graph& g) {
           Span& l = life[r.id].spans[window];
           if (l.first < 0) l.first = index;
           l.last = index;
+          if (window == 0) mark(life[r.id], index);
         });
       }, op.body);
       ++index;
@@ -67,6 +94,8 @@ bool overlap(const Lifetime& a, const Lifetime& b) {
   for (const Span& x : a.spans)
     for (const Span& y : b.spans)
       if (overlap(x, y)) return true;
+  for (const auto& [branch, beside] : a.marks)
+    if (std::find(b.marks.begin(), b.marks.end(), std::pair{branch, !beside}) != b.marks.end()) return true;
   return false;
 }
 
@@ -77,14 +106,15 @@ bool overlap(const Lifetime& a, const Lifetime& b) {
 // ranges. The answers are the ones the quadratic search gives.
 class Placement {
  public:
-  Placement(int ops, size_t tensors) : buckets_(size_t(ops) / kBucketOps + 1), ranges_(tensors), seen_(tensors, -1) {}
+  Placement(int ops, size_t tensors, std::vector<BranchSpans> branches)
+      : buckets_(size_t(ops) / kBucketOps + 1), ranges_(tensors), seen_(tensors, -1), branches_(std::move(branches)) {}
 
   // The lowest offset where `size` bytes collide with no placed tensor whose lifetime overlaps `life`.
   size_t first_fit(const Lifetime& life, size_t size, bool persistent) {
     if (persistent) return first_fit_sorted(size, union_.begin(), union_.end(), {}, 0);  // it overlaps them all
     ++query_;
     std::vector<std::pair<size_t, size_t>> local;
-    for (const Span& span : life.spans)
+    const auto scan = [&](const Span& span) {
       for (int b = span.first / kBucketOps; span.first >= 0 && b <= span.last / kBucketOps; ++b)
         for (int id : buckets_[size_t(b)]) {
           if (seen_[size_t(id)] == query_) continue;
@@ -92,6 +122,13 @@ class Placement {
           const Range& r = ranges_[size_t(id)];
           if (overlap(r.life, life)) local.emplace_back(r.begin, r.end);
         }
+    };
+    for (const Span& span : life.spans) scan(span);
+    // A tensor marked on the other side of a branch touches an op there: it is filed in that span's buckets.
+    for (const auto& [branch, beside] : life.marks) {
+      const BranchSpans& b = branches_[size_t(branch)];
+      scan(beside ? b.in : b.beside);
+    }
     std::sort(local.begin(), local.end());
     return first_fit_sorted(size, persistent_.begin(), persistent_.end(), local, 0);
   }
@@ -145,6 +182,7 @@ class Placement {
   Ranges persistent_, union_;
   std::vector<int> seen_;  // the query that last read each tensor: one read per query however many buckets
   int query_ = 0;
+  std::vector<BranchSpans> branches_;
 };
 
 }  // namespace
@@ -166,7 +204,7 @@ ArenaPlan plan_arena(Graph& g, size_t act_bytes) {
 
   ArenaPlan plan;
   plan.offsets.assign(n, 0);
-  Placement placed(int(g.setup.size() + g.frame.size() + g.cached_frame.size()) + 1, n);
+  Placement placed(int(g.setup.size() + g.frame.size() + g.cached_frame.size()) + 1, n, branch_spans(g));
   for (int t : order) {
     if (!life[t].used()) continue;  // never used by any op
     const bool persistent = g.tensors[t].persistent;

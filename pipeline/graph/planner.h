@@ -1,5 +1,6 @@
 // Arena planning: every tensor of a graph gets an offset in one buffer. Transient tensors whose lifetimes
-// (first to last op that touches them, setup ops first, then frame ops) don't overlap share memory;
+// (first to last op that touches them, setup ops first, then frame ops) don't overlap, and that no branch
+// (Graph::branches) can have in use at once (one touched by the branch, one beside it), share memory;
 // persistent tensors get memory of their own. Computed once per plan; the frame loop allocates nothing.
 #pragma once
 #include <cstddef>

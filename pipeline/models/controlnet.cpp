@@ -37,17 +37,17 @@ ControlNetBuilder::Act4 ControlNetBuilder::conditioning_embedding(Ref image, int
   return conv(p + ".conv_out", x, conv_args(p + ".conv_out", c0, e.back(), 3));  // (n, h, w, c0)
 }
 
-// scale * (1x1 conv `name` of x) (+ sum_with): (n, h_x, w_x, c_x).
-Ref ControlNetBuilder::residual(const std::string& name, const Act4& x, float scale, Ref sum_with) {
+// scale * (1x1 conv `name` of x): (n, h_x, w_x, c_x).
+Ref ControlNetBuilder::residual(const std::string& name, const Act4& x, float scale) {
   ConvArgs a = conv_args(name, x.c, x.c, 1);
   const Act4 zero_conv = conv(name, x, a);  // (n, h_x, w_x, c_x)
-  return scale_activation(name + ".scaled", zero_conv, scale, 0.0f, Activation::None, 1.0f, sum_with).t;
+  return scale_activation(name + ".scaled", zero_conv, scale, 0.0f, Activation::None, 1.0f).t;
 }
 
 // diffusers' ControlNetModel.forward: shapes as UNetBuilder::forward's.
 ControlResiduals ControlNetBuilder::forward(Ref x_in, Ref image, int h, int w, const StepConditioning& cond,
                                             const CrossContext& cross, const std::string& tag, float scale,
-                                            const ControlResiduals* sum_with, bool guess_mode) {
+                                            bool guess_mode) {
   ops_ = &g_.frame;
   tag_ = tag;
   const int f = net_.image_factor();
@@ -60,17 +60,14 @@ ControlResiduals ControlNetBuilder::forward(Ref x_in, Ref image, int h, int w, c
   Act4 x = input(x_in, h, w, embedding.t);  // (n, h, w, c0): conv_in(x) + embedding
   std::vector<Act4> skips{x};
   x = encode(x, skips, cond, cross);  // (n, h/2^(L-1), w/2^(L-1), c_(L-1))
-  if (sum_with && sum_with->down.size() != skips.size())
-    fail("internal: ", sum_with->down.size(), " residuals to add to ", skips.size(), " of ", cfg_.name);
 
   std::vector<float> scales(skips.size() + 1, 1.0f);
   if (guess_mode) scales = guess_mode_scales(scales.size());
   ControlResiduals out;
   for (size_t i = 0; i < skips.size(); ++i)  // (n, h_i, w_i, c_i) each
-    out.down.push_back(residual(cat("controlnet_down_blocks.", i), skips[i], scale * scales[i],
-                                sum_with ? sum_with->down[i] : Ref{}));
+    out.down.push_back(residual(cat("controlnet_down_blocks.", i), skips[i], scale * scales[i]));
   // (n, h/2^(L-1), w/2^(L-1), c_(L-1))
-  out.mid = residual("controlnet_mid_block", x, scale * scales.back(), sum_with ? sum_with->mid : Ref{});
+  out.mid = residual("controlnet_mid_block", x, scale * scales.back());
   return out;
 }
 

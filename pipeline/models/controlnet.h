@@ -28,17 +28,16 @@ class ControlNetBuilder : protected UNetBuilder {
 
   // Frame ops: the residuals for x (batch, h, w, in_channels), the U-Net's input, and image (batch, f h, f w,
   // conditioning_channels), the control image in [0, 1], f = image_factor(); each multiplied by scale (in
-  // guess mode by guess_mode_scales' too) and, with sum_with (another net's residuals for the same U-Net), added
-  // to sum_with's.
+  // guess mode by guess_mode_scales' too). Several nets' residuals are added by the U-Net (UNetBuilder::forward),
+  // so that one net's ops never read another's.
   ControlResiduals forward(Ref x, Ref image, int h, int w, const StepConditioning& cond, const CrossContext& cross,
-                           const std::string& tag, float scale, const ControlResiduals* sum_with = nullptr,
-                           bool guess_mode = false);
+                           const std::string& tag, float scale, bool guess_mode = false);
 
  private:
   const ControlNetConfig& net_;
 
   Act4 conditioning_embedding(Ref image, int h, int w);
-  Ref residual(const std::string& name, const Act4& x, float scale, Ref sum_with);
+  Ref residual(const std::string& name, const Act4& x, float scale);
 };
 
 // diffusers' guess mode (ControlNetModel.forward): the factors of the n residuals, the down ones in order then the

@@ -1,6 +1,7 @@
 #include "pipeline/models/unet.h"
 
 #include <cmath>
+#include <span>
 #include <tuple>
 
 #include "base/error.h"
@@ -340,7 +341,7 @@ UNetBuilder::Act4 UNetBuilder::transformer(const std::string& prefix, const Act4
 // diffusers' UNet2DConditionModel.forward: x (n, h, w, in_channels) -> velocity (n, h, w, out_channels).
 // Level l (0 at the top) works at (h/2^l, w/2^l) with c_l = block_out_channels[l] channels; L levels.
 Ref UNetBuilder::forward(Ref x_in, int h, int w, const StepConditioning& cond, const CrossContext& cross,
-                         const std::string& tag, Ref* deep, const ControlResiduals* residuals) {
+                         const std::string& tag, Ref* deep, std::span<const ControlResiduals> residuals) {
   ops_ = &g_.frame;
   tag_ = tag;
   const int L = cfg_.levels();
@@ -348,14 +349,16 @@ Ref UNetBuilder::forward(Ref x_in, int h, int w, const StepConditioning& cond, c
   Act4 x = input(x_in, h, w);  // (n, h, w, c0)
   std::vector<Act4> skips{x};  // diffusers' down_block_res_samples
   x = encode(x, skips, cond, cross);  // (n, h/2^(L-1), w/2^(L-1), c_(L-1))
-  if (residuals) {
-    if (residuals->down.size() != skips.size() || !residuals->mid)
-      fail("internal: ", residuals->down.size(), " ControlNet residuals for ", skips.size(), " skips");
-    // The down path has read the skips as they were: the up blocks read them with the residuals added.
+  // The down path has read the skips as they were: the up blocks read them with the residuals added.
+  for (size_t k = 0; k < residuals.size(); ++k) {
+    const ControlResiduals& r = residuals[k];
+    if (r.down.size() != skips.size() || !r.mid)
+      fail("internal: ", r.down.size(), " ControlNet residuals for ", skips.size(), " skips");
+    const std::string net = k ? cat(".net", k) : "";  // "down_residual.3.net1": the second net's
     for (size_t i = 0; i < skips.size(); ++i)
-      skips[i] = scale_activation(cat("down_residual.", i), skips[i], 1.0f, 0.0f, Activation::None, 1.0f,
-                                  residuals->down[i]);  // (n, h_i, w_i, c_i) skip + residual
-    x = scale_activation("mid_residual", x, 1.0f, 0.0f, Activation::None, 1.0f, residuals->mid);  // mid + residual
+      skips[i] = scale_activation(cat("down_residual.", i, net), skips[i], 1.0f, 0.0f, Activation::None, 1.0f,
+                                  r.down[i]);  // (n, h_i, w_i, c_i) skip + residual
+    x = scale_activation("mid_residual" + net, x, 1.0f, 0.0f, Activation::None, 1.0f, r.mid);  // mid + residual
   }
 
   for (int i = 0; i < L; ++i) {

@@ -3,6 +3,7 @@
 // QKV and fused K/V projections, and every time projection of the network computed by one linear.
 #pragma once
 #include <map>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -59,11 +60,12 @@ class UNetBuilder : protected GraphEmitter {
 
   // Frame ops: the velocity (batch, h, w, out_channels) for x (batch, h, w, in_channels). deep (if given):
   // set to the feature that enters the last up block, up_blocks.(L-1) at the top level (batch, h, w, c1),
-  // c1 = block_out_channels[1]: what forward_cached() reads in place of the deeper levels. residuals (if
-  // given): ControlNets' (summed where there are several), added to the skips the up blocks read and to the
-  // mid block's output; without, the graph has no op for them.
+  // c1 = block_out_channels[1]: what forward_cached() reads in place of the deeper levels. residuals: each
+  // ControlNet's, added in turn to the skips the up blocks read and to the mid block's output, one op per net and
+  // skip (so that no net's ops read another's, and the nets can run side by side); without, the graph has no op
+  // for them.
   Ref forward(Ref x, int h, int w, const StepConditioning& cond, const CrossContext& cross, const std::string& tag,
-              Ref* deep = nullptr, const ControlResiduals* residuals = nullptr);
+              Ref* deep = nullptr, std::span<const ControlResiduals> residuals = {});
   // Cached frame ops (Graph::cached_frame), DeepCache's shallow forward: conv_in, down_blocks.0's ResNets and
   // attentions (the top level's skips), up_blocks.(L-1) on `deep` (a feature forward() set on the same
   // conditioning) with those skips, conv_out. The same output as forward() where deep is that of the same x.

@@ -83,26 +83,30 @@ INSTANTIATE_TEST_SUITE_P(Cases, GroupNormCpu, testing::ValuesIn(group_norm_cases
 
 class GroupNormCuda : public test::OnCuda<GroupNormCase> {};
 
-// In place, x is read after other blocks wrote y.
+// In place, x is read after other blocks wrote y. Both launch plans: the single launch, and with
+// CudaContext::shares_gpu (a branch of the frame's graph beside it) statistics and normalisation apart.
 TEST_P(GroupNormCuda, MatchesCpu) {
   SCOPED_TRACE(test::seed_trace(rng));
   const GroupNormCase& c = GetParam();
   SCOPED_TRACE(describe(c));
   NormData d(c, rng);
-  const test::HalfTensor x = test::half_tensor(d.x);
-  const DeviceMemory gamma = test::to_device_float(d.gamma), beta = test::to_device_float(d.beta);
-  const DeviceMemory y = test::poisoned_half(c.elements()), stats = test::poisoned_float(c.stats());
-  const CudaContext& ctx = host_->with_workspace(group_norm_workspace_bytes(c.n));
-  group_norm(group_norm_params(c, x.get(), y.get(), stats.as<float>(), gamma.as<float>(), beta.as<float>()), ctx);
-  RTVD_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
-
-  std::vector<float> x_ref = x.host, y_ref(c.elements()), stats_ref(c.stats());
+  std::vector<float> x_ref = test::half_tensor(d.x).host, y_ref(c.elements()), stats_ref(c.stats());  // fp16's x
   group_norm_cpu(group_norm_params(c, x_ref.data(), y_ref.data(), stats_ref.data(), d.gamma.data(), d.beta.data()));
-  EXPECT_LE(rel_l2(test::from_device_float(stats, c.stats()), stats_ref), 1e-4);
-  if (!c.stats_only) {
-    EXPECT_LE(rel_l2(c.in_place ? x.read(c.elements()) : test::from_device_half(y, c.elements()),
-                     c.in_place ? x_ref : y_ref),
-              2e-3);
+  for (const bool shares_gpu : {false, true}) {
+    SCOPED_TRACE(shares_gpu ? "shares_gpu" : "alone");
+    const test::HalfTensor x = test::half_tensor(d.x);
+    const DeviceMemory gamma = test::to_device_float(d.gamma), beta = test::to_device_float(d.beta);
+    const DeviceMemory y = test::poisoned_half(c.elements()), stats = test::poisoned_float(c.stats());
+    CudaContext ctx = host_->with_workspace(group_norm_workspace_bytes(c.n));
+    ctx.shares_gpu = shares_gpu;
+    group_norm(group_norm_params(c, x.get(), y.get(), stats.as<float>(), gamma.as<float>(), beta.as<float>()), ctx);
+    RTVD_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+    EXPECT_LE(rel_l2(test::from_device_float(stats, c.stats()), stats_ref), 1e-4);
+    if (!c.stats_only) {
+      EXPECT_LE(rel_l2(c.in_place ? x.read(c.elements()) : test::from_device_half(y, c.elements()),
+                       c.in_place ? x_ref : y_ref),
+                2e-3);
+    }
   }
 }
 

@@ -10,8 +10,8 @@ namespace rtvd::test {
 
 // What one case of reference.safetensors holds, NHWC, or what rtvd computes for it.
 struct ControlNetOutputs {
-  std::vector<std::vector<float>> down1, down_sum;  // net 1's residuals; the sums of both nets'
-  std::vector<float> mid1, mid_sum;
+  std::vector<std::vector<float>> down1, down2;  // each net's residuals
+  std::vector<float> mid1, mid2;
   std::vector<float> output1, output_sum;  // the U-Net's outputs with them
 };
 
@@ -29,7 +29,7 @@ std::string tiny_controlnet_dir();
 std::vector<ControlNetCase> read_controlnet_cases(const std::string& dir, float scales[2]);
 
 // rtvd on backend: tiny_sd's U-Net and dir's two nets in one store ("controlnet.0.", "controlnet.1."), net 1's
-// residuals at scales[0], net 2's at scales[1] added to them, and the U-Net given either.
+// residuals at scales[0], net 2's at scales[1], and the U-Net given net 1's or both nets'.
 ControlNetOutputs run_controlnets(Backend& backend, const std::string& dir, const ControlNetCase& c,
                                   const float scales[2]);
 

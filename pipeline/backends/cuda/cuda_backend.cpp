@@ -22,6 +22,7 @@
 #include "kernels/layer_norm/layer_norm.cuh"
 #include "kernels/linear/linear.cuh"
 #include "kernels/similarity/similarity.cuh"
+#include "pipeline/backends/cuda/branch_streams.h"
 #include "pipeline/backends/cuda/cuda_graph.h"
 #include "pipeline/backends/cuda/cuda_host.h"
 #include "pipeline/backends/cuda/frame_timer.h"
@@ -287,12 +288,18 @@ class CudaBackend final : public Backend {
     l.exec = capture_frame(which, false);
   }
 
-  // A frame list's ops [begin, end) (all by default) as a graph.
+  // A frame list's ops [begin, end) (all by default) as a graph. The whole full frame, without op events, runs
+  // its branches (Graph::branches) on streams of their own (BranchStreams); op-timed frames and ranges replayed
+  // alone run every op in order on the one stream, so that each op's time is its own.
   cudaGraphExec_t capture_frame(FrameOps which, bool op_timed, size_t begin = 0, size_t end = SIZE_MAX) {
+    const bool branched = which == FrameOps::Full && !op_timed && begin == 0 && end == SIZE_MAX &&
+                          !graph().branches.empty();
+    if (branched) branches_.prepare(graph().branches, host_.ctx());
     capturing_ = true;
     try {
-      const cudaGraphExec_t exec =
-          capture_graph(host_.stream(), [&] { run(graph().frame_ops(which), &list(which), op_timed, begin, end); });
+      const cudaGraphExec_t exec = capture_graph(host_.stream(), [&] {
+        run(graph().frame_ops(which), &list(which), op_timed, begin, end, branched ? &branches_ : nullptr);
+      });
       capturing_ = false;
       return exec;
     } catch (...) {
@@ -303,17 +310,19 @@ class CudaBackend final : public Backend {
 
   // Queues ops [begin, end) on the stream (all by default). frame: the frame list's state, null for the setup
   // ops, which run each op's default. op_timed (all frame ops under capture): an event node before every op
-  // and after the last, External so that the nodes keep their timestamps.
-  void run(std::vector<Op>& ops, FrameList* frame, bool op_timed, size_t begin = 0, size_t end = SIZE_MAX) {
-    const CudaContext& c = host_.ctx();
+  // and after the last, External so that the nodes keep their timestamps. branches (the full frame under
+  // capture): each op on the stream its branch gives it.
+  void run(std::vector<Op>& ops, FrameList* frame, bool op_timed, size_t begin = 0, size_t end = SIZE_MAX,
+           BranchStreams* branches = nullptr) {
     for (size_t i = begin; i < std::min(end, ops.size()); ++i) {
+      const CudaContext& c = branches ? branches->before_op(i) : host_.ctx();
       Op& op = ops[i];
       const NvtxRange layer(op.layer.c_str());  // under capture, Nsight Systems projects it onto the graph's nodes
       if (op_timed) RTVD_CUDA_CHECK(cudaEventRecordWithFlags(timer_.op_event(i), c.stream, cudaEventRecordExternal));
       if (frame && touches(op, readback_tensor_))  // the last readback of this tensor must have read it
         RTVD_CUDA_CHECK(cudaStreamWaitEvent(c.stream, readback_.copied_out(), capturing_ ? cudaEventWaitExternal : 0));
       const auto heavy = [&](auto& o, void (*by_default)(const decltype(o.p)&, const CudaContext&)) {
-        if (frame) frame->choices.run(i, op, frame->runs, capturing_);
+        if (frame) frame->choices.run(i, op, frame->runs, capturing_, branches ? &c : nullptr);
         else by_default(o.p, c);
       };
       std::visit(Overloaded{
@@ -339,8 +348,11 @@ class CudaBackend final : public Backend {
                      [&](CannyOp& o) { canny(o.p, c); },
                  },
                  op.body);
+      if (branches) branches->after_op(i);
     }
-    if (op_timed) RTVD_CUDA_CHECK(cudaEventRecordWithFlags(timer_.op_event(ops.size()), c.stream, cudaEventRecordExternal));
+    if (branches) branches->join_rest();
+    if (op_timed)
+      RTVD_CUDA_CHECK(cudaEventRecordWithFlags(timer_.op_event(ops.size()), host_.stream(), cudaEventRecordExternal));
   }
 
   GpuInfo gpu_;
@@ -359,6 +371,7 @@ class CudaBackend final : public Backend {
   int readback_tensor_ = -1;
   bool profiling_ = false, capturing_ = false;
   FrameTimer timer_;
+  BranchStreams branches_;
 };
 
 }  // namespace

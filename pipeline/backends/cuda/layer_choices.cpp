@@ -157,13 +157,14 @@ size_t LayerChoices::workspace_bytes() const {
 // With auto, every layer runs its default at the first frame and is timed at the second, after the first
 // output: tuning the SD U-Net's and TAESD's convs, cuDNN's attention plans and cuBLASLt's algorithm timing
 // cost ~1.5 s, three times the first frame itself.
-void LayerChoices::run(size_t i, Op& op, int frame, bool capturing) {
+void LayerChoices::run(size_t i, Op& op, int frame, bool capturing, const CudaContext* on) {
+  if (on && !capturing) fail("internal: layer choices run in another context only under capture");
   const auto run_slot = [&](auto& s, const auto& p, const char* name, auto&&... extra) {
     if (!s.chosen || s.deferred) {
       if (frame < kTunedAtFrame) {  // eager: the default's workspace (the attention's GEMM path takes ~100 MB) grows now
         const auto& def = default_candidate(s.all, p, host_.ctx(), family_, name);
         if (!capturing) host_.with_workspace(def.workspace_bytes(p, host_.ctx()));
-        return invoke(def, p, host_.ctx());
+        return invoke(def, p, on ? *on : host_.ctx());
       }
       if (capturing) fail(name, " autotune: ", key_of(p), " is not tuned before capture");
       if (!s.chosen) tune(s, p, key_of(p), name, output_of(p));
@@ -171,7 +172,7 @@ void LayerChoices::run(size_t i, Op& op, int frame, bool capturing) {
     }
     // Eager runs come first and grow the workspace to a choice whose need shows only now (a cuDNN plan).
     if (!capturing) host_.with_workspace(s.chosen->workspace_bytes(p, host_.ctx()));
-    s.chosen->run(p, host_.ctx(), extra...);
+    s.chosen->run(p, on ? *on : host_.ctx(), extra...);
   };
   if (auto* c = std::get_if<ConvOp>(&op.body)) {
     const GroupNormParams* norm = fused_norm(i);  // asked before a tuning run decides the conv

@@ -33,8 +33,9 @@ class LayerChoices {
   size_t workspace_bytes() const;
 
   // Runs frame op i (eager or under capture; frame: 1 for the first frame since prepare, 2 for the
-  // second, ...), tuning it first when it is undecided and its frame has come.
-  void run(size_t i, Op& op, int frame, bool capturing);
+  // second, ...), tuning it first when it is undecided and its frame has come. on: under capture, the context
+  // to run it in (a branch's stream, CudaContext::shares_gpu) instead of the host's.
+  void run(size_t i, Op& op, int frame, bool capturing, const CudaContext* on = nullptr);
   // Whether frame op i (a GroupNorm) is skipped: its conv's pre-pass computes the statistics.
   bool norm_skipped(size_t i) const;
   // What runs frame op i, for the profile; empty for ops without candidates.
