@@ -5,7 +5,7 @@
 //
 //   RTVD_SD_PARITY_DIR=/tmp/rtvd-sd [RTVD_SD_PARITY_MODEL=/tmp/rtvd-sd/model.safetensors] tests/sd_pipeline_cuda_test
 //
-// (SDXL's: RTVD_SDXL_PARITY_DIR; ControlNet's: RTVD_CONTROLNET_PARITY_DIR, below)
+// (SDXL's: RTVD_SDXL_PARITY_DIR; ControlNet's: RTVD_CONTROLNET_PARITY_DIR and RTVD_SDXL_CONTROLNET_PARITY_DIR, below)
 //
 // with <dir>/pipelines.json, pipelines.safetensors, model/ (the diffusers folder the cases ran; or the model
 // RTVD_SD_PARITY_MODEL names instead, such as diffusers' conversion of it to one file) and taesd/ (every case
@@ -111,6 +111,20 @@ TEST(SdPipelineCuda, FullSizeSdxlMatchesDiffusers) {
   test::PipelineReference ref = test::read_pipeline_reference(dir, model ? model : std::string(dir) + "/model", "");
   ref.step_noise = ".step_noise_";
   check_all(ref, model ? "full_size_sdxl_single_file" : "full_size_sdxl", true);
+}
+
+// SDXL at full size with a full-size ControlNet of its U-Net, random weights, at 1024x1024 (issue 29):
+// tools/reference/export_sdxl_controlnet.py writes RTVD_SDXL_CONTROLNET_PARITY_DIR (model/, net1/, pipelines.*) on the
+// GPU machine (never committed: ~7 GB).
+TEST(SdPipelineCuda, FullSizeSdxlControlNetMatchesDiffusers) {
+  RTVD_SKIP_WITHOUT_CUDA();
+  const char* dir = std::getenv("RTVD_SDXL_CONTROLNET_PARITY_DIR");
+  if (!dir) GTEST_SKIP() << "RTVD_SDXL_CONTROLNET_PARITY_DIR is not set (tools/reference/export_sdxl_controlnet.py)";
+  if (!std::filesystem::exists(std::string(dir) + "/pipelines.json")) GTEST_SKIP() << "no " << dir << "/pipelines.json";
+  test::PipelineReference ref = test::read_pipeline_reference(dir, std::string(dir) + "/model", "");
+  ref.controlnet_dir = dir;
+  ref.step_noise = ".step_noise_";
+  check_all(ref, "full_size_sdxl_controlnet", true);
 }
 
 }  // namespace
