@@ -9,7 +9,9 @@ From the repository root, with the bundle of a CUDA build unpacked as tools/perf
      fp16, under --work (each skipped when there).
   2. rtvd's `bench frames` with TAESD: the real-time frame (img2img, 1 step: --steps 2 --strength 0.5 --guidance 0)
      without a net, with one (Canny of the source) and with two (Canny and the source itself); each stage replayed
-     alone as a CUDA graph gives the ControlNets' and the U-Net's own times.
+     alone as a CUDA graph gives the ControlNets' and the U-Net's own times; the nets run beside the U-Net's down
+     path in the frame (branches of its CUDA graph), so what they cost the frame is its time less the frame's
+     without them.
   3. PyTorch (tools/reference/bench_torch_sd.py frame --controlnet), started together, then timed one at a time:
      the same frame with one net and with two, torch.compile (mode "reduce-overhead") and eager in one CUDA
      graph. PyTorch has no Canny on the GPU: its nets get the source image as their control image, so its frame
@@ -61,15 +63,22 @@ def table_rows(raw):
             detail=f"{fps:.0f} frames/s" if fps else "",
             note="host clock per frame, upload to read-back; PyTorch's control image is the source (no Canny)")
 
+    # The nets run beside the U-Net's down path (branches of the frame's graph), so what one costs the frame is the
+    # frame's time with it less the frame's without; replayed alone, a net's stage runs its ops one after another.
+    frame_ms = lambda nets: got(f"rtvd_frame_{nets}").get("frame_ms_median")  # noqa: E731
+    added = lambda nets: frame_ms(nets) - frame_ms(0) if frame_ms(nets) and frame_ms(0) else None  # noqa: E731
     one_cn, unet = stage_ms(raw.get("rtvd_frame_1"), "ControlNet"), stage_ms(raw.get("rtvd_frame_1"), "U-Net")
     row("the ControlNet's own time, batch 1", "≤ 50% of the U-Net's", one_cn,
         met=one_cn / unet <= 0.5 if one_cn and unet else None,
-        detail=f"{100 * one_cn / unet:.0f}% of the U-Net's {unet:.2f} ms" if one_cn and unet else "",
+        detail=(f"{100 * one_cn / unet:.0f}% of the U-Net's {unet:.2f} ms" if one_cn and unet else "") +
+               (f"; it adds {added(1):.2f} ms to the frame" if added(1) else ""),
         note="stages replayed alone as CUDA graphs")
     two_cn = stage_ms(raw.get("rtvd_frame_2"), "ControlNet")
-    row("two ControlNets' time", "≤ 1.9× one's", two_cn, met=two_cn / one_cn <= 1.9 if one_cn and two_cn else None,
-        detail=f"{two_cn / one_cn:.2f}× one's" if one_cn and two_cn else "",
-        note="the second net's control is the source: no Canny")
+    row("two ControlNets' time in the frame", "≤ 1.9× one's", added(2),
+        met=added(2) / added(1) <= 1.9 if added(1) and added(2) else None,
+        detail=(f"{added(2) / added(1):.2f}× one's {added(1):.2f} ms" if added(1) and added(2) else "") +
+               (f"; replayed alone {two_cn:.2f} ms, {two_cn / one_cn:.2f}× one's" if one_cn and two_cn else ""),
+        note="the frame with the nets less the frame without; the second net's control is the source: no Canny")
     return rows
 
 
