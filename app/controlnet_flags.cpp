@@ -128,6 +128,12 @@ void read_controlnet_flags(const Flags& flags, RenderOptions& o) {
       fail("flag '--controlnet ", path, "': give its control image after it: --control canny, source or a file");
     if (has_canny[k] && o.controlnets[k].settings.preprocessor != ControlPreprocessor::Canny)
       fail("flag '--canny': for a --controlnet with --control canny (", path, " has another control)");
+    // The similarity filter compares the sources alone: a control that moves on its own could change while the
+    // source stands still, and the frame that should show it would be skipped.
+    const std::optional<SourceSpec>& control = o.controlnets[k].control;
+    if (o.frame.skip_similar > 0 && control && (control->kind == SourceKind::Video || control->kind == SourceKind::Webcam))
+      fail("flag '--skip-similar': compares the --source alone, and --controlnet ", path, "'s control (a ",
+           control->kind == SourceKind::Video ? "video" : "webcam", ") moves on its own: drop one of them");
     o.frame.controlnets.push_back(o.controlnets[k].settings);
   }
   o.frame.guess_mode = flags.has("guess-mode");

@@ -54,6 +54,17 @@ TEST(ControlNetFlags, EachNetKeepsTheFlagsAfterIt) {
   EXPECT_FALSE(none.frame.guess_mode);
 }
 
+// The similarity filter compares the source: with controls made from it, or a still image, a still source means a
+// still frame; a control video or webcam is refused above.
+TEST(ControlNetFlags, SkipSimilarTakesControlsThatMoveWithTheSource) {
+  for (const std::string control : {"canny", "source", "pose.png"}) {
+    const RenderOptions o = parse_render_options(
+        {"--source", "image:in.png", "--skip-similar", "0.99", "--controlnet", "n", "--control", control});
+    EXPECT_FLOAT_EQ(o.frame.skip_similar, 0.99f) << control;
+    EXPECT_EQ(o.controlnets.size(), 1u) << control;
+  }
+}
+
 TEST(ControlNetFlags, MistakesAreOneLineNamingTheFlag) {
   const std::vector<std::pair<Args, std::string>> cases = {
       {{"--control", "canny"}, "flag '--control': applies to the --controlnet before it"},
@@ -70,9 +81,14 @@ TEST(ControlNetFlags, MistakesAreOneLineNamingTheFlag) {
       {{"--controlnet", "n:1e9", "--control", "canny"}, "flag '--controlnet': expected a scale from -10 to 10"},
       {{"--controlnet", "", "--control", "canny"}, "flag '--controlnet': expected a path"},
       {{"--controlnet", "n", "--control", "webcam:x"}, "flag '--control': expected webcam:N"},
+      {{"--source", "image:in.png", "--skip-similar", "0.99", "--controlnet", "n", "--control", "video:depth.mp4"},
+       "flag '--skip-similar': compares the --source alone, and --controlnet n's control (a video) moves on its own"},
+      {{"--source", "webcam", "--skip-similar", "0.99", "--controlnet", "n", "--control", "webcam:1"},
+       "flag '--skip-similar': compares the --source alone, and --controlnet n's control (a webcam) moves"},
   };
   for (const auto& [args, want] : cases) {
     const std::string e = test::error_of([&] { parse_render_options(args); });
+    SCOPED_TRACE(want);
     EXPECT_NE(e.find(want), std::string::npos) << want << ": " << e;
     EXPECT_EQ(e.find('\n'), std::string::npos) << e;
   }
