@@ -86,7 +86,7 @@ void Engine::configure(const FrameSettings& s, bool img2img) {
   if (s.cache_refresh > 0 && s.stream_batch > 1)
     fail("--feature-cache with --stream-batch ", s.stream_batch, ": the cache holds one frame's features, not a "
          "batch's: use --stream-batch 1");
-  check_controlnet_settings(model_, s, img2img);
+  check_controlnet_settings(model_, s, img2img, int(frame_sampler(model_, s, img2img).steps.size()));
   if (configured_ && s == settings_ && img2img == img2img_) return;
   // Canny's thresholds are an input of the plan: a change of them alone is written, with no new plan.
   const auto without_thresholds = [](FrameSettings f) {
@@ -161,8 +161,13 @@ void Engine::set_control_image(size_t net, const std::vector<float>& rgb) {
   if (rgb.size() != values)
     fail("ControlNet ", net + 1, " (", model_.controlnets[net].source, "): a control image of ", rgb.size(),
          " values, expected ", values, " (", width_, "x", height_, ")");
+  // A stream batch's group: the image at this frame's place (as gather_source() places the sources) and the places
+  // after it in the group, so that frames given no image of their own keep the last one.
   control_images_.resize(model_.controlnets.size());
-  control_images_[net].assign(rgb.begin(), rgb.end());  // the same capacity frame after frame
+  std::vector<float>& images = control_images_[net];
+  images.resize(values * size_t(std::max(plan_.group, 1)));  // the same capacity frame after frame
+  for (size_t at = values * size_t(stepped() % std::max(plan_.group, 1)); at < images.size(); at += values)
+    std::copy(rgb.begin(), rgb.end(), images.begin() + ptrdiff_t(at));
 }
 
 // Before the plan is built: a size the backend cannot hold is refused with the numbers, not allocated.
@@ -408,7 +413,14 @@ void Engine::write_inputs(int64_t call) {
     if (!plan_.control_images[k]) continue;
     if (k >= control_images_.size() || control_images_[k].empty())
       fail("ControlNet ", k + 1, " (", model_.controlnets[k].source, "): no control image was given");
-    const std::vector<float>& c = control_images_[k];
+    std::vector<float>& c = control_images_[k];
+    // An image given before a plan of a larger group: its last image for the places after it.
+    const size_t values = size_t(width_) * height_ * model_.controlnets[k].config.conditioning_channels;
+    if (c.size() < values * size_t(plan_.group)) {
+      const std::vector<float> last(c.end() - ptrdiff_t(values), c.end());
+      while (c.size() < values * size_t(plan_.group)) c.insert(c.end(), last.begin(), last.end());
+    }
+    c.resize(values * size_t(plan_.group));
     std::memcpy(backend_->input_buffer(plan_.control_images[k], c.size(), Format::F32), c.data(), c.size() * sizeof(float));
   }
   if (img2img_) {

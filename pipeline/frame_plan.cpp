@@ -186,7 +186,7 @@ bool controlnet_runs(const ControlNetSettings& s, int i, int n) {
   return !(double(i) / n < s.start || double(i + 1) / n > s.end);
 }
 
-void check_controlnet_settings(const Model& model, const FrameSettings& s, bool img2img) {
+void check_controlnet_settings(const Model& model, const FrameSettings& s, bool img2img, int steps) {
   for (size_t k = 0; k < s.controlnets.size(); ++k) {
     if (k >= model.controlnets.size())
       fail("ControlNet ", k + 1, ": settings for ", s.controlnets.size(), " nets, the model has ",
@@ -201,9 +201,10 @@ void check_controlnet_settings(const Model& model, const FrameSettings& s, bool 
            " reads the frame's source image: give a --source, or a control image file");
   }
   if (model.controlnets.empty()) return;
-  if (s.stream_batch > 1)
-    fail("--controlnet with --stream-batch ", s.stream_batch, ": the frames in flight carry no control images of "
-         "their own: use --stream-batch 1");
+  if (s.stream_batch > 1 && steps > 1)
+    fail("--controlnet with --stream-batch ", s.stream_batch, " at ", steps, " steps: the frames in flight sit at "
+         "different steps and keep no control images of their own; with ControlNets a stream batch takes frames of "
+         "one step (img2img: --steps 2 --strength 0.5), else use --stream-batch 1");
   if (s.cache_refresh > 0)
     fail("--controlnet with --feature-cache ", s.cache_refresh, ": the cached frame runs no ControlNet: use "
          "--feature-cache 0");
@@ -289,7 +290,7 @@ FramePlan build_frame_plan(const Model& model, const SamplerPlan& sp, const Fram
   }
   // The ControlNets' setup ops, each from its own weights: with guess mode and guidance they run on the
   // conditional half alone (the first of the batch), else on the whole model input, as diffusers does.
-  check_controlnet_settings(model, s, img2img);
+  check_controlnet_settings(model, s, img2img, steps);
   const size_t nets = model.controlnets.size();
   const bool cond_half_only = s.guess_mode && halves == 2;
   const int net_batch = cond_half_only ? B / 2 : B;
@@ -384,11 +385,31 @@ FramePlan build_frame_plan(const Model& model, const SamplerPlan& sp, const Fram
     return since(g.frame, begin);
   };
 
+  // The nets that run at step i, each a branch of the frame (beside the U-Net's down path and the other nets) that
+  // makes its own residuals, which the U-Net adds. With a stream batch there are nets only where every frame in
+  // flight is at step 0 (check_controlnet_settings): the control images are those of the group that entered.
+  const auto run_nets = [&](int i, DenoiseStage& stage) {
+    std::vector<ControlResiduals> residuals;
+    for (size_t k = 0; k < nets; ++k) {
+      if (!controlnet_runs(net_settings[k], i, steps)) continue;
+      const size_t begin = g.frame.size();
+      residuals.push_back(net_builders[k]->forward(model_in, control_act[k], h, w, net_cond[k][i], net_cross[k],
+                                                   cat("step", i), net_settings[k].scale, s.guess_mode));
+      if (cond_half_only)  // the padding's ops end the net's range
+        residuals.back() = with_unconditional_zeros(g, residuals.back(),
+                                                    cat(controlnet_weight_prefix(k), "step", i, ".residual"), act_bytes);
+      stage.models.push_back(since(g.frame, begin));
+      g.branches.push_back({stage.models.back().begin, stage.models.back().end});
+    }
+    return residuals;
+  };
+
   if (pipelined) {
     // (B, h, w, C): slot j's group [cond | uncond] at step j; the updates from the last slot down.
     DenoiseStage& stage = plan.stages.steps.emplace_back();
+    const std::vector<ControlResiduals> residuals = run_nets(0, stage);  // one slot where there are nets
     const size_t models = g.frame.size();
-    const Ref out = unet.forward(model_in, h, w, cond[0], cross, "steps");
+    const Ref out = unet.forward(model_in, h, w, cond[0], cross, "steps", nullptr, residuals);
     stage.models.push_back(since(g.frame, models));
     const size_t begin = g.frame.size();
     for (int j = steps - 1; j >= 0; --j) {
@@ -400,19 +421,7 @@ FramePlan build_frame_plan(const Model& model, const SamplerPlan& sp, const Fram
   } else {
     for (int i = 0; i < steps; ++i) {
       DenoiseStage& stage = plan.stages.steps.emplace_back();
-      // The nets that run at this step, each on its own residuals, which the U-Net adds.
-      std::vector<ControlResiduals> residuals;
-      for (size_t k = 0; k < nets; ++k) {
-        if (!controlnet_runs(net_settings[k], i, steps)) continue;
-        const size_t begin = g.frame.size();
-        residuals.push_back(net_builders[k]->forward(model_in, control_act[k], h, w, net_cond[k][i], net_cross[k],
-                                                     cat("step", i), net_settings[k].scale, s.guess_mode));
-        if (cond_half_only)  // the padding's ops end the net's range
-          residuals.back() = with_unconditional_zeros(g, residuals.back(),
-                                                      cat(controlnet_weight_prefix(k), "step", i, ".residual"), act_bytes);
-        stage.models.push_back(since(g.frame, begin));
-        g.branches.push_back({stage.models.back().begin, stage.models.back().end});
-      }
+      const std::vector<ControlResiduals> residuals = run_nets(i, stage);
       const size_t models = g.frame.size();
       const Ref out = unet.forward(model_in, h, w, cond[i], cross, cat("step", i), &deep[i], residuals);  // (B, h, w, C)
       stage.models.push_back(since(g.frame, models));

@@ -103,14 +103,16 @@ TEST(ControlNetModel, SettingsTheFrameCannotRunAreRefused) {
   if (dir.empty()) return;
   const Model m = tiny_sd_with({dir + "/net1"});
   const auto refused = [&](FrameSettings s, const std::string& flag) {
-    const std::string e = error_of([&] { check_controlnet_settings(m, s, true); });
+    const std::string e = error_of([&] { check_controlnet_settings(m, s, true, s.steps); });
     EXPECT_NE(e.find(flag), std::string::npos) << e;
     EXPECT_EQ(e.find('\n'), std::string::npos) << e;
   };
   FrameSettings s;
-  EXPECT_NO_THROW(check_controlnet_settings(m, s, true));
+  EXPECT_NO_THROW(check_controlnet_settings(m, s, true, s.steps));
   s.stream_batch = 4;
-  refused(s, "--stream-batch");
+  refused(s, "--stream-batch");  // 4 steps: frames in flight at different steps
+  s.steps = 1;
+  EXPECT_NO_THROW(check_controlnet_settings(m, s, true, 1));  // every frame in flight at step 0
   s = {};
   s.cache_refresh = 3;
   refused(s, "--feature-cache");
@@ -246,9 +248,9 @@ TEST(ControlNetModel, PreprocessorsOfTheSource) {
 
   FrameSettings s;
   s.controlnets = {{.preprocessor = ControlPreprocessor::Canny}};
-  const std::string e = error_of([&] { check_controlnet_settings(m, s, false); });
+  const std::string e = error_of([&] { check_controlnet_settings(m, s, false, s.steps); });
   EXPECT_NE(e.find("--control canny"), std::string::npos) << e;
-  EXPECT_NO_THROW(check_controlnet_settings(m, s, true));
+  EXPECT_NO_THROW(check_controlnet_settings(m, s, true, s.steps));
 }
 
 // The engine with a Canny net: new thresholds take effect with no new plan (the same ops),

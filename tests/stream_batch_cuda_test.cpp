@@ -12,6 +12,7 @@
 
 #include "pipeline/device.h"
 #include "pipeline/engine.h"
+#include "support/controlnet_reference.h"
 #include "support/test_util.h"
 
 namespace rtvd {
@@ -24,6 +25,7 @@ struct GpuStreamCase {
   float guidance = 3.0f;
   std::optional<SamplerKind> sampler;
   bool img2img = true;
+  bool canny_net = false;  // tests/data/tiny_controlnet's net1 on the Canny edges of each frame's source
 };
 
 void PrintTo(const GpuStreamCase& c, std::ostream* os) { *os << c.name; }
@@ -47,6 +49,11 @@ TEST_P(StreamBatchCuda, EveryFrameIsTheOneAtATimeFrame) {
   if (!c.model.empty()) o.model.path = test::test_data(c.model);
   if (c.taesd) o.model.vae = VaeChoice{VaeChoice::Kind::Folder, test::test_data("tiny_taesd")};
   FrameSettings s;
+  if (c.canny_net) {
+    if (test::tiny_controlnet_dir().empty()) return;
+    o.model.controlnets = {test::tiny_controlnet_dir() + "/net1"};
+    s.controlnets = {{.scale = 0.8f, .preprocessor = ControlPreprocessor::Canny}};
+  }
   s.seed = rng.gen();
   s.steps = c.steps;
   s.guidance = c.guidance;
@@ -101,7 +108,10 @@ INSTANTIATE_TEST_SUITE_P(
                     GpuStreamCase{.name = "sd_euler_a_txt2img_guided", .model = "tiny_sd", .steps = 3, .stream = 3,
                                   .sampler = SamplerKind::EulerAncestral, .img2img = false},
                     GpuStreamCase{.name = "sd_taesd_img2img_1step", .model = "tiny_sd", .taesd = true, .steps = 2,
-                                  .stream = 4, .guidance = 1.0f}),
+                                  .stream = 4, .guidance = 1.0f},
+                    // ControlNet: the net a branch beside the U-Net, each frame of the call with its own edges.
+                    GpuStreamCase{.name = "sd_controlnet_img2img_1step", .model = "tiny_sd", .steps = 2, .stream = 4,
+                                  .canny_net = true}),
     [](const testing::TestParamInfo<GpuStreamCase>& i) { return i.param.name; });
 
 }  // namespace

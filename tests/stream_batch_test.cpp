@@ -3,8 +3,8 @@
 // the same settings render one at a time (stream batch 1) from the same source, latency() steps after its
 // source went in: the embedded pixel model (the fused last step and blend) and the tiny SD pipeline (text
 // encoder, guidance, VAE or TAESD encode and decode; Euler, and LCM and Euler ancestral, whose steps add noise
-// of their own), over a source that moves every frame, with the blend history carried through. Fresh seeds and
-// sources every run.
+// of their own; ControlNets, whose control images come with each frame of the group), over a source that moves
+// every frame, with the blend history carried through. Fresh seeds and sources every run.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +14,7 @@
 
 #include "base/error.h"
 #include "pipeline/engine.h"
+#include "support/controlnet_reference.h"
 #include "support/test_util.h"
 
 namespace rtvd {
@@ -29,6 +30,8 @@ struct StreamCase {
   float guidance = 3.0f;
   std::optional<SamplerKind> sampler;
   std::vector<int> streams;  // stream batches to compare with 1
+  std::vector<ControlPreprocessor> nets;  // tests/data/tiny_controlnet's net1, net2, ... with these controls
+  bool guess_mode = false;
 };
 
 void PrintTo(const StreamCase& c, std::ostream* os) { *os << c.name; }
@@ -40,6 +43,7 @@ EngineOptions options_of(const StreamCase& c) {
   o.width = o.height = c.size;
   if (!c.model.empty()) o.model.path = test::test_data(c.model);
   if (c.taesd) o.model.vae = VaeChoice{VaeChoice::Kind::Folder, test::test_data("tiny_taesd")};
+  for (size_t k = 0; k < c.nets.size(); ++k) o.model.controlnets.push_back(cat(test::tiny_controlnet_dir(), "/net", k + 1));
   return o;
 }
 
@@ -72,17 +76,31 @@ TEST_P(StreamBatch, EveryFrameIsTheOneAtATimeFrame) {
   s.strength = 0.7f;
   s.blend = 0.4f;
   s.sampler = c.sampler;
+  s.guess_mode = c.guess_mode;
+  for (ControlPreprocessor p : c.nets) s.controlnets.push_back({.scale = 0.8f, .preprocessor = p});
+  if (!c.nets.empty() && test::tiny_controlnet_dir().empty()) return;
   constexpr int kFrames = 7;
   Engine one(options_of(c));
   const int channels = one.model().image_channels();
   const std::vector<float> picture = rng.vector(size_t(c.size) * c.size * channels, -1.0f, 1.0f);
-  std::vector<std::vector<float>> sources;
-  for (int f = 0; f < kFrames + 16; ++f) sources.push_back(moving_source(picture, c.size, channels, f));
+  const std::vector<float> control = rng.vector(size_t(c.size) * c.size * 3, -1.0f, 1.0f);
+  std::vector<std::vector<float>> sources, controls;  // controls: for ControlPreprocessor::Image, moving the other way
+  for (int f = 0; f < kFrames + 16; ++f) {
+    sources.push_back(moving_source(picture, c.size, channels, f));
+    controls.push_back(moving_source(control, c.size, 3, c.size - f % c.size));
+  }
+  const auto give_controls = [&](Engine& e, int f) {
+    for (size_t k = 0; k < c.nets.size(); ++k)
+      if (c.nets[k] == ControlPreprocessor::Image) e.set_control_image(k, controls[size_t(f)]);
+  };
   const PromptSettings prompts{.prompt = "a red fox in the snow", .negative_prompt = c.guidance > 1 ? "blurry" : ""};
   if (one.has_text_encoder()) one.set_prompts(prompts);
   one.configure(s, c.img2img);
   std::vector<std::vector<uint8_t>> expected;
-  for (int f = 0; f < kFrames; ++f) expected.push_back(one.render(c.img2img ? &sources[f] : nullptr).pixels);
+  for (int f = 0; f < kFrames; ++f) {
+    give_controls(one, f);
+    expected.push_back(one.render(c.img2img ? &sources[f] : nullptr).pixels);
+  }
   for (int f = 1; f < kFrames; ++f) ASSERT_NE(expected[f], expected[f - 1]) << "the frames must differ: frame " << f;
 
   for (int k : c.streams) {
@@ -94,6 +112,7 @@ TEST_P(StreamBatch, EveryFrameIsTheOneAtATimeFrame) {
     stream.configure(t, c.img2img);
     ASSERT_EQ(stream.latency(), k - 1);
     for (int n = 0; n < kFrames + k - 1; ++n) {
+      give_controls(stream, n);
       stream.step(c.img2img ? &sources[n] : nullptr);
       const int f = n - (k - 1);  // the frame that came out
       ASSERT_EQ(stream.has_output(), f >= 0) << "step " << n;
@@ -122,7 +141,13 @@ INSTANTIATE_TEST_SUITE_P(
                                .sampler = SamplerKind::EulerAncestral, .streams = {4}},
                     // --steps 2 at --strength 0.7: one step runs, as SD-Turbo's real-time img2img frame.
                     StreamCase{.name = "sd_taesd_img2img_1step", .model = "tiny_sd", .taesd = true, .steps = 2,
-                               .guidance = 1.0f, .streams = {4}}),
+                               .guidance = 1.0f, .streams = {4}},
+                    // ControlNets take a stream batch of 1-step frames: the Canny edges of each frame's source,
+                    // guided; a control image of each frame's own and the source itself, in guess mode.
+                    StreamCase{.name = "sd_controlnet_canny_1step", .model = "tiny_sd", .steps = 2, .streams = {2, 4},
+                               .nets = {ControlPreprocessor::Canny}},
+                    StreamCase{.name = "sd_controlnets_guess_1step", .model = "tiny_sd", .steps = 2, .streams = {3},
+                               .nets = {ControlPreprocessor::Image, ControlPreprocessor::Source}, .guess_mode = true}),
     [](const testing::TestParamInfo<StreamCase>& i) { return i.param.name; });
 
 // A re-plan keeps the blend history, as it does one frame at a time, though the calls of the new plan before
