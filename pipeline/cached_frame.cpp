@@ -7,7 +7,8 @@
 namespace rtvd {
 
 void add_cached_frame(FramePlan& plan, UNetBuilder& unet, Ref model_in, const std::vector<StepConditioning>& cond,
-                      const CrossContext& cross, const std::vector<Ref>& deep) {
+                      const CrossContext& cross, const std::vector<Ref>& deep,
+                      const std::function<std::vector<ControlResiduals>(int step)>& cached_nets) {
   Graph& g = plan.graph;
   std::map<int, int> outputs;  // a full U-Net pass's output tensor -> its cached pass's
   size_t next = 0;             // the next frame op to copy
@@ -23,17 +24,17 @@ void add_cached_frame(FramePlan& plan, UNetBuilder& unet, Ref model_in, const st
     }
   };
   for (size_t i = 0; i < plan.stages.steps.size(); ++i) {
-    const std::vector<OpRange>& models = plan.stages.steps[i].models;
-    if (models.size() != 1) fail("internal: the feature cache takes a step of the U-Net alone, step ", i, " has ", models.size(), " models");
-    const auto* conv_out = std::get_if<ConvOp>(&g.frame.at(models[0].end - 1).body);  // the pass's last op
+    const std::vector<OpRange>& models = plan.stages.steps[i].models;  // the nets', then the U-Net's
+    const auto* conv_out = std::get_if<ConvOp>(&g.frame.at(models.back().end - 1).body);  // the pass's last op
     if (!conv_out) fail("internal: step ", i, "'s U-Net pass does not end in conv_out");
-    copy_until(models[0].begin);
+    copy_until(models.front().begin);
     g.tensors[deep[i].id].persistent = true;  // written by the full frame, read by the cached frames after it
     plan.feature_cache.push_back(deep[i]);
+    const std::vector<ControlResiduals> residuals = cached_nets(int(i));
     const Ref out = unet.forward_cached(model_in, deep[i], plan.latent_height, plan.latent_width, cond[i], cross,
-                                        cat("step", i, ".cached"));  // (batch, h, w, out_channels)
+                                        cat("step", i, ".cached"), residuals);  // (batch, h, w, out_channels)
     outputs[conv_out->y.id] = out.id;
-    next = models[0].end;
+    next = models.back().end;
   }
   copy_until(g.frame.size());
 }

@@ -3,6 +3,7 @@
 // feature that enters the U-Net's last up block; the frames between refreshes run the graph's cached frame,
 // which recomputes the top level's blocks alone and takes the deeper levels' contribution from that feature.
 #pragma once
+#include <functional>
 #include <vector>
 
 #include "pipeline/frame_plan.h"
@@ -10,11 +11,13 @@
 
 namespace rtvd {
 
-// Emits plan.graph.cached_frame: the frame's ops in order, each step's U-Net pass replaced by its cached
-// forward (UNetBuilder::forward_cached) on the same model input, the ops after it reading its output. deep:
-// each step's feature from UNetBuilder::forward, made persistent here (plan.feature_cache): the full frame
-// writes it, the cached frames read it. cond, cross: the conditioning the full frame's U-Net passes read.
+// Emits plan.graph.cached_frame: the frame's ops in order, each step's models replaced by their cached forwards
+// on the same model input: the ControlNets' top levels (cached_nets(i) emits step i's and returns their
+// residuals) and the U-Net's (UNetBuilder::forward_cached), the ops after it reading its output. deep: each
+// step's feature from UNetBuilder::forward, made persistent here (plan.feature_cache): the full frame writes it,
+// the cached frames read it. cond, cross: the conditioning the full frame's U-Net passes read.
 void add_cached_frame(FramePlan& plan, UNetBuilder& unet, Ref model_in, const std::vector<StepConditioning>& cond,
-                      const CrossContext& cross, const std::vector<Ref>& deep);
+                      const CrossContext& cross, const std::vector<Ref>& deep,
+                      const std::function<std::vector<ControlResiduals>(int step)>& cached_nets);
 
 }  // namespace rtvd

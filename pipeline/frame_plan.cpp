@@ -98,9 +98,9 @@ Op present_op(std::string layer, const FramePlan& plan, int frame, int channels,
 
 // Residuals of the conditional half alone (guess mode with guidance: the nets ran on it) as residuals of the
 // whole batch [cond | uncond], the unconditional half zero, as diffusers pads them (torch.zeros_like): each
-// copied into the first half, and 0 times it into the second.
-ControlResiduals with_unconditional_zeros(Graph& g, const ControlResiduals& r, const std::string& tag,
-                                          int act_bytes) {
+// copied into the first half, and 0 times it into the second, by ops appended to `ops` (a frame list).
+ControlResiduals with_unconditional_zeros(Graph& g, std::vector<Op>& ops, const ControlResiduals& r,
+                                          const std::string& tag, int act_bytes) {
   const auto pad = [&](Ref half, const std::string& name) {
     std::vector<int64_t> shape = g.tensors.at(half.id).shape;
     const int64_t count = g.tensors.at(half.id).numel();
@@ -112,14 +112,14 @@ ControlResiduals with_unconditional_zeros(Graph& g, const ControlResiduals& r, c
       op.p.in_scale = op.p.out_scale = uncond ? 0.0f : 1.0f;
       op.x = half;
       op.y = full.at(uncond * count);
-      g.frame.push_back(Op{cat(tag, ".", name, uncond ? ".uncond_zero" : ".cond"), std::move(op), 0,
-                           2.0 * act_bytes * double(count)});
+      ops.push_back(Op{cat(tag, ".", name, uncond ? ".uncond_zero" : ".cond"), std::move(op), 0,
+                       2.0 * act_bytes * double(count)});
     }
     return full;
   };
   ControlResiduals out;
   for (size_t i = 0; i < r.down.size(); ++i) out.down.push_back(pad(r.down[i], cat("down", i)));
-  out.mid = pad(r.mid, "mid");
+  if (r.mid) out.mid = pad(r.mid, "mid");
   return out;
 }
 
@@ -205,9 +205,6 @@ void check_controlnet_settings(const Model& model, const FrameSettings& s, bool 
     fail("--controlnet with --stream-batch ", s.stream_batch, " at ", steps, " steps: the frames in flight sit at "
          "different steps and keep no control images of their own; with ControlNets a stream batch takes frames of "
          "one step (img2img: --steps 2 --strength 0.5), else use --stream-batch 1");
-  if (s.cache_refresh > 0)
-    fail("--controlnet with --feature-cache ", s.cache_refresh, ": the cached frame runs no ControlNet: use "
-         "--feature-cache 0");
 }
 
 void check_stream_batch(int stream_batch, int steps) {
@@ -396,7 +393,7 @@ FramePlan build_frame_plan(const Model& model, const SamplerPlan& sp, const Fram
       residuals.push_back(net_builders[k]->forward(model_in, control_act[k], h, w, net_cond[k][i], net_cross[k],
                                                    cat("step", i), net_settings[k].scale, s.guess_mode));
       if (cond_half_only)  // the padding's ops end the net's range
-        residuals.back() = with_unconditional_zeros(g, residuals.back(),
+        residuals.back() = with_unconditional_zeros(g, g.frame, residuals.back(),
                                                     cat(controlnet_weight_prefix(k), "step", i, ".residual"), act_bytes);
       stage.models.push_back(since(g.frame, begin));
       g.branches.push_back({stage.models.back().begin, stage.models.back().end});
@@ -435,7 +432,22 @@ FramePlan build_frame_plan(const Model& model, const SamplerPlan& sp, const Fram
     plan.stages.decode = since(g.frame, begin);
     present("decoded+blend+rgba8", Present{.v = image}, pixels);
   }
-  if (s.cache_refresh > 0) add_cached_frame(plan, unet, model_in, cond, cross, deep);
+  // The cached frame's nets: each net's top level alone, for the skips the cached U-Net pass recomputes.
+  const auto cached_nets = [&](int i) {
+    std::vector<ControlResiduals> residuals;
+    for (size_t k = 0; k < nets; ++k) {
+      if (!controlnet_runs(net_settings[k], i, steps)) continue;
+      residuals.push_back(net_builders[k]->forward_cached(model_in, control_act[k], h, w, net_cond[k][i], net_cross[k],
+                                                          cat("step", i, ".cached"), net_settings[k].scale,
+                                                          s.guess_mode));
+      if (cond_half_only)
+        residuals.back() = with_unconditional_zeros(g, g.cached_frame, residuals.back(),
+                                                    cat(controlnet_weight_prefix(k), "step", i, ".cached.residual"),
+                                                    act_bytes);
+    }
+    return residuals;
+  };
+  if (s.cache_refresh > 0) add_cached_frame(plan, unet, model_in, cond, cross, deep, cached_nets);
   join_branches(g);
   return plan;
 }

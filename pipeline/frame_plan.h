@@ -84,9 +84,8 @@ struct FrameSettings {
 
 // Refuses ControlNet settings that no frame of the model can run, naming the flag: a scale that is not finite,
 // a start or end outside [0, 1], a start not before its end, a preprocessor of the source without one (img2img
-// false); with nets, the feature cache (whose cached frames carry no control images), and a stream batch of frames
-// of more than one step (`steps`: the sampler's that run), whose frames in flight sit at different steps and would
-// need the control images of the frames before theirs.
+// false); with nets, a stream batch of frames of more than one step (`steps`: the sampler's that run), whose frames
+// in flight sit at different steps and would need the control images of the frames before theirs.
 void check_controlnet_settings(const Model& model, const FrameSettings& s, bool img2img, int steps);
 
 // [begin, end) of one of the graph's op lists.

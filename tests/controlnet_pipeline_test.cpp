@@ -113,9 +113,6 @@ TEST(ControlNetModel, SettingsTheFrameCannotRunAreRefused) {
   refused(s, "--stream-batch");  // 4 steps: frames in flight at different steps
   s.steps = 1;
   EXPECT_NO_THROW(check_controlnet_settings(m, s, true, 1));  // every frame in flight at step 0
-  s = {};
-  s.cache_refresh = 3;
-  refused(s, "--feature-cache");
   for (const auto& [start, end] : {std::pair{0.5, 0.5}, {-0.1, 1.0}, {0.0, 1.5}}) {
     s = {};
     s.controlnets = {{1.0f, start, end}};

@@ -21,6 +21,7 @@
 #include "pipeline/model_files/safetensors.h"
 #include "pipeline/models/model.h"
 #include "pipeline/models/random_weights.h"
+#include "support/controlnet_reference.h"
 #include "support/process.h"
 #include "support/test_util.h"
 
@@ -74,6 +75,11 @@ struct PlanOnBackend {
       const auto context = rng.vector(size_t(plan.batch) * model.config.context_length * model.config.cross_attention_dim);
       backend->write(plan.context, context.data(), context.size());
     }
+    for (size_t k = 0; k < plan.canny_thresholds.size(); ++k)
+      if (plan.canny_thresholds[k]) {
+        const int32_t thresholds[2] = {s.controlnets.at(k).canny_low, s.controlnets.at(k).canny_high};
+        backend->write(plan.canny_thresholds[k], thresholds, 2);
+      }
     backend->run_setup();
     sample = rng.normal_vector(size_t(plan.latent_width) * plan.latent_height * model.config.in_channels);
     image = rng.vector(size_t(size) * size * model.image_channels());
@@ -104,6 +110,22 @@ struct PlanOnBackend {
 
   std::vector<float> sample, image, noise;
 };
+
+// The refresh, then the cached frame on the same inputs: the cached frame's output (its blend history at --blend 0)
+// and the full frame's, and with the cache poisoned after the refresh the cached frame's again.
+struct RefreshThenCached {
+  std::vector<float> full, cached, cached_poisoned, full_again;
+};
+RefreshThenCached refresh_then_cached(PlanOnBackend& p) {
+  RefreshThenCached r;
+  p.poison_cache();
+  r.full = p.run(FrameOps::Full);
+  r.cached = p.run(FrameOps::Cached);
+  p.poison_cache();
+  r.cached_poisoned = p.run(FrameOps::Cached);
+  r.full_again = p.run(FrameOps::Full);
+  return r;
+}
 
 // The blend history the engine's last frame left: at --blend 0, that frame.
 std::vector<float> history(Engine& e) {
@@ -137,16 +159,53 @@ TEST_P(FeatureCacheOnDevice, TheCachedFrameOnItsRefreshInputIsTheFullFrame) {
       ASSERT_EQ(p.plan.feature_cache.size(), p.plan.sampler.steps.size());
       ASSERT_LT(p.plan.graph.cached_frame.size(), p.plan.graph.frame.size());
 
-      p.poison_cache();
-      const std::vector<float> full = p.run(FrameOps::Full);
-      ASSERT_TRUE(test::all_finite(full));
-      const std::vector<float> cached = p.run(FrameOps::Cached);
-      EXPECT_LE(test::max_abs_diff(cached, full), tolerance());
-
-      p.poison_cache();
-      EXPECT_FALSE(test::all_finite(p.run(FrameOps::Cached))) << "the cached frame reads the cache";
-      EXPECT_LE(test::max_abs_diff(p.run(FrameOps::Full), full), tolerance()) << "a refresh rewrites it";
+      const RefreshThenCached r = refresh_then_cached(p);
+      ASSERT_TRUE(test::all_finite(r.full));
+      EXPECT_LE(test::max_abs_diff(r.cached, r.full), tolerance());
+      EXPECT_FALSE(test::all_finite(r.cached_poisoned)) << "the cached frame reads the cache";
+      EXPECT_LE(test::max_abs_diff(r.full_again, r.full), tolerance()) << "a refresh rewrites it";
     }
+  }
+}
+
+// The same with ControlNets (tests/data/tiny_controlnet's two nets on tiny_sd: the Canny edges of the source and
+// the source itself): the cached frame runs each net's top level alone, whose residuals are the full frame's for
+// the top level's skips, so on the refresh's inputs it is the full frame; guided, and in guess mode (the
+// unconditional half without residuals). The nets move the frame well beyond the tolerance, so that a cached
+// frame that dropped them would fail.
+TEST_P(FeatureCacheOnDevice, WithControlNetsTheCachedFrameOnItsRefreshInputIsTheFullFrame) {
+  const std::string nets = test::tiny_controlnet_dir();
+  if (nets.empty()) return;
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  const Model plain = load_model({.path = test::test_data("tiny_sd")});
+  const Model with_nets = load_model({.path = test::test_data("tiny_sd"), .controlnets = {nets + "/net1", nets + "/net2"}});
+  for (const bool guess : {false, true}) {
+    SCOPED_TRACE(guess ? "guess mode" : "plain");
+    FrameSettings s;
+    s.seed = rng.gen();
+    s.steps = 3;
+    s.guidance = 3.0f;
+    s.blend = 0.0f;
+    s.strength = 0.8f;
+    s.cache_refresh = 2;
+    s.guess_mode = guess;
+    s.controlnets = {{.scale = 0.9f, .preprocessor = ControlPreprocessor::Canny},
+                     {.scale = 0.7f, .preprocessor = ControlPreprocessor::Source}};
+    const uint64_t seed = rng.gen();
+    test::Rng inputs(seed), same_inputs(seed);
+    PlanOnBackend p(with_nets, s, 64, device, inputs);
+    const RefreshThenCached r = refresh_then_cached(p);
+    ASSERT_TRUE(test::all_finite(r.full));
+    EXPECT_LE(test::max_abs_diff(r.cached, r.full), tolerance());
+    EXPECT_FALSE(test::all_finite(r.cached_poisoned)) << "the cached frame reads the cache";
+    EXPECT_LE(test::max_abs_diff(r.full_again, r.full), tolerance()) << "a refresh rewrites it";
+
+    FrameSettings no_nets = s;
+    no_nets.controlnets.clear();
+    no_nets.guess_mode = false;
+    PlanOnBackend q(plain, no_nets, 64, device, same_inputs);
+    EXPECT_GT(test::max_abs_diff(q.run(FrameOps::Full), r.full), 100 * tolerance()) << "the nets count";
   }
 }
 

@@ -44,30 +44,53 @@ Ref ControlNetBuilder::residual(const std::string& name, const Act4& x, float sc
   return scale_activation(name + ".scaled", zero_conv, scale, 0.0f, Activation::None, 1.0f).t;
 }
 
+ControlNetBuilder::Act4 ControlNetBuilder::embedded_input(Ref x_in, Ref image, int h, int w) {
+  const int f = net_.image_factor();
+  const std::vector<int64_t> image_shape{batch_, int64_t(f) * h, int64_t(f) * w, net_.conditioning_channels};
+  if (image.kind != Ref::Tensor || g_.tensors.at(image.id).shape != image_shape)
+    fail("internal: the control image of ", cfg_.name, " is not a (", batch_, ", ", f * h, ", ", f * w, ", ",
+         net_.conditioning_channels, ") tensor");
+  const Act4 embedding = conditioning_embedding(image, h, w);  // (n, h, w, c0)
+  return input(x_in, h, w, embedding.t);                       // (n, h, w, c0): conv_in(x) + embedding
+}
+
+std::vector<Ref> ControlNetBuilder::skip_residuals(const std::vector<Act4>& skips, float scale, bool guess_mode) {
+  const std::vector<float> factors = guess_mode ? guess_mode_scales(residual_count()) : std::vector<float>(residual_count(), 1.0f);
+  std::vector<Ref> out;
+  for (size_t i = 0; i < skips.size(); ++i)  // (n, h_i, w_i, c_i) each
+    out.push_back(residual(cat("controlnet_down_blocks.", i), skips[i], scale * factors.at(i)));
+  return out;
+}
+
 // diffusers' ControlNetModel.forward: shapes as UNetBuilder::forward's.
 ControlResiduals ControlNetBuilder::forward(Ref x_in, Ref image, int h, int w, const StepConditioning& cond,
                                             const CrossContext& cross, const std::string& tag, float scale,
                                             bool guess_mode) {
   ops_ = &g_.frame;
   tag_ = tag;
-  const int f = net_.image_factor();
-  const std::vector<int64_t> image_shape{batch_, int64_t(f) * h, int64_t(f) * w, net_.conditioning_channels};
-  if (image.kind != Ref::Tensor || g_.tensors.at(image.id).shape != image_shape)
-    fail("internal: the control image of ", cfg_.name, " is not a (", batch_, ", ", f * h, ", ", f * w, ", ",
-         net_.conditioning_channels, ") tensor");
-
-  const Act4 embedding = conditioning_embedding(image, h, w);  // (n, h, w, c0)
-  Act4 x = input(x_in, h, w, embedding.t);  // (n, h, w, c0): conv_in(x) + embedding
+  Act4 x = embedded_input(x_in, image, h, w);  // (n, h, w, c0)
   std::vector<Act4> skips{x};
   x = encode(x, skips, cond, cross);  // (n, h/2^(L-1), w/2^(L-1), c_(L-1))
-
-  std::vector<float> scales(skips.size() + 1, 1.0f);
-  if (guess_mode) scales = guess_mode_scales(scales.size());
+  if (skips.size() + 1 != residual_count())
+    fail("internal: ", cfg_.name, " made ", skips.size(), " skips, its residuals count ", residual_count());
   ControlResiduals out;
-  for (size_t i = 0; i < skips.size(); ++i)  // (n, h_i, w_i, c_i) each
-    out.down.push_back(residual(cat("controlnet_down_blocks.", i), skips[i], scale * scales[i]));
-  // (n, h/2^(L-1), w/2^(L-1), c_(L-1))
-  out.mid = residual("controlnet_mid_block", x, scale * scales.back());
+  out.down = skip_residuals(skips, scale, guess_mode);
+  const float mid_factor = guess_mode ? guess_mode_scales(residual_count()).back() : 1.0f;
+  out.mid = residual("controlnet_mid_block", x, scale * mid_factor);  // (n, h/2^(L-1), w/2^(L-1), c_(L-1))
+  return out;
+}
+
+// The top level of forward(): conv_in, the embedding, down_blocks.0's ResNets and attentions (not its downsampler).
+ControlResiduals ControlNetBuilder::forward_cached(Ref x_in, Ref image, int h, int w, const StepConditioning& cond,
+                                                   const CrossContext& cross, const std::string& tag, float scale,
+                                                   bool guess_mode) {
+  ops_ = &g_.cached_frame;
+  tag_ = tag;
+  const Act4 x = embedded_input(x_in, image, h, w);  // (n, h, w, c0)
+  std::vector<Act4> skips{x};
+  down_level(0, x, skips, cond, cross);  // (n, h, w, c0) each
+  ControlResiduals out;
+  out.down = skip_residuals(skips, scale, guess_mode);
   return out;
 }
 

@@ -32,11 +32,27 @@ class ControlNetBuilder : protected UNetBuilder {
   // so that one net's ops never read another's.
   ControlResiduals forward(Ref x, Ref image, int h, int w, const StepConditioning& cond, const CrossContext& cross,
                            const std::string& tag, float scale, bool guess_mode = false);
+  // Cached frame ops (Graph::cached_frame), for the U-Net's forward_cached: the residuals of the top level's skips
+  // alone (conv_in's and down_blocks.0's ResNets' and attentions'), the same as forward()'s first ones for the same
+  // inputs; no mid.
+  ControlResiduals forward_cached(Ref x, Ref image, int h, int w, const StepConditioning& cond,
+                                  const CrossContext& cross, const std::string& tag, float scale,
+                                  bool guess_mode = false);
 
  private:
   const ControlNetConfig& net_;
 
   Act4 conditioning_embedding(Ref image, int h, int w);
+  // conv_in(x) + the conditioning embedding of image: (n, h, w, c0), after checking image's shape.
+  Act4 embedded_input(Ref x_in, Ref image, int h, int w);
+  // Each skip's zero convolution times scale and, in guess mode, its factor of guess_mode_scales over every
+  // residual of the net (its first ones: the top level's).
+  std::vector<Ref> skip_residuals(const std::vector<Act4>& skips, float scale, bool guess_mode);
+  // Every residual forward() makes: conv_in's, each level's ResNets', each downsampler's, the mid block's.
+  size_t residual_count() const {
+    const int L = cfg_.levels();
+    return 1 + size_t(L) * size_t(cfg_.layers_per_block) + size_t(L - 1) + 1;
+  }
   Ref residual(const std::string& name, const Act4& x, float scale);
 };
 

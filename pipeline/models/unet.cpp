@@ -396,7 +396,8 @@ UNetBuilder::Act4 UNetBuilder::encode(Act4 x, std::vector<Act4>& skips, const St
 
 // DeepCache's shallow pass: the top level's blocks alone, the deeper ones' contribution read from `deep`.
 Ref UNetBuilder::forward_cached(Ref x_in, Ref deep, int h, int w, const StepConditioning& cond,
-                                const CrossContext& cross, const std::string& tag) {
+                                const CrossContext& cross, const std::string& tag,
+                                std::span<const ControlResiduals> residuals) {
   ops_ = &g_.cached_frame;
   tag_ = tag;
   const int L = cfg_.levels();
@@ -404,6 +405,14 @@ Ref UNetBuilder::forward_cached(Ref x_in, Ref deep, int h, int w, const StepCond
   Act4 x = input(x_in, h, w);  // (n, h, w, c0)
   std::vector<Act4> skips{x};
   down_level(0, x, skips, cond, cross);  // the top level's skips; down_blocks.0's downsampler feeds only deeper levels
+  for (size_t k = 0; k < residuals.size(); ++k) {
+    if (residuals[k].down.size() != skips.size())
+      fail("internal: ", residuals[k].down.size(), " ControlNet residuals for the top level's ", skips.size(), " skips");
+    const std::string net = k ? cat(".net", k) : "";
+    for (size_t i = 0; i < skips.size(); ++i)
+      skips[i] = scale_activation(cat("down_residual.", i, net), skips[i], 1.0f, 0.0f, Activation::None, 1.0f,
+                                  residuals[k].down[i]);  // (n, h, w, c0) skip + residual
+  }
   // (n, h, w, c1): up_blocks.(L-2)'s output, upsampled to the top level, as the last full forward left it
   return output(up_level(L - 1, {deep, h, w, cfg_.block_out_channels[1]}, skips, cond, cross));  // (n, h, w, out_channels)
 }

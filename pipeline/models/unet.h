@@ -29,6 +29,7 @@ struct CrossContext {
 // mid_block_additional_residual): down[i] (batch, h_i, w_i, c_i) to skip i, in the order of diffusers'
 // down_block_res_samples (conv_in's output, then each down ResNet's or attention's and each downsampler's), and
 // mid (batch, h/2^(L-1), w/2^(L-1), c_(L-1)) to the mid block's output.
+// (A cached frame's, ControlNetBuilder::forward_cached: the top level's skips alone, no mid.)
 struct ControlResiduals {
   std::vector<Ref> down;
   Ref mid;
@@ -69,9 +70,10 @@ class UNetBuilder : protected GraphEmitter {
   // Cached frame ops (Graph::cached_frame), DeepCache's shallow forward: conv_in, down_blocks.0's ResNets and
   // attentions (the top level's skips), up_blocks.(L-1) on `deep` (a feature forward() set on the same
   // conditioning) with those skips, conv_out. The same output as forward() where deep is that of the same x.
-  // For 2 levels or more.
+  // residuals: each ControlNet's for the top level's skips alone (ControlNetBuilder::forward_cached), added to
+  // them. For 2 levels or more.
   Ref forward_cached(Ref x, Ref deep, int h, int w, const StepConditioning& cond, const CrossContext& cross,
-                     const std::string& tag);
+                     const std::string& tag, std::span<const ControlResiduals> residuals = {});
 
  protected:
   // encoder_only: the builder of a ControlNet (controlnet.h), whose checkpoint is the U-Net's encoder alone:
