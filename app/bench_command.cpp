@@ -506,7 +506,7 @@ int bench_command(const std::vector<std::string>& args) {
   }
   cli::RenderOptions options;
   cli::read_generation_flags(flags, options);
-  cli::read_controlnet_flags(flags, options);
+  cli::read_controlnet_flags(flags, options, options.controlnets);
   for (const cli::ControlNetOption& net : options.controlnets) {
     if (net.control)
       fail("flag '--control': rtvd bench frames takes canny or source (its images are the bench's own; files are "

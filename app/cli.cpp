@@ -443,7 +443,7 @@ RenderOptions parse_render_options(const std::vector<std::string>& args) {
     fail("flag '--skip-similar': only with an image, video or webcam --source (the noise walk has no source to compare)");
   if (flags.has("fps") && is_png_output(o.output))
     fail("flag '--fps': PNG frames have no frame rate (it is for an .mp4 or .mkv output)");
-  read_controlnet_flags(flags, o);
+  read_controlnet_flags(flags, o, o.controlnets);
   o.profile_path = flags.get_string("profile", o.profile_path);
   o.quiet = flags.has("quiet");
   return o;
@@ -465,9 +465,11 @@ const std::vector<FlagSpec>& gui_flags() {
           {"filter", 0, K::String, "how the frame is scaled to the window", "linear", "linear|nearest"},
           {"no-vsync", 0, K::None, "present without waiting for the display's refresh", "", ""},
       },
-      {
-          {"help", 'h', K::None, "show this help", "", ""},
-      });
+      [] {
+        std::vector<FlagSpec> after = controlnet_flags();
+        after.push_back({"help", 'h', K::None, "show this help", "", ""});
+        return after;
+      }());
   return specs;
 }
 
@@ -498,6 +500,7 @@ GuiOptions parse_gui_options(const std::vector<std::string>& args) {
   if (flags.has("filter")) o.linear_filter = flags.get_choice("filter", "", {"linear", "nearest"}) == "linear";
   o.vsync = !flags.has("no-vsync");
   read_generation_flags(flags, o);
+  read_controlnet_flags(flags, o, o.controlnets);
   return o;
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "app/common/controlnet_option.h"
 #include "app/gui/gui_options.h"
 #include "pipeline/engine.h"
 
@@ -73,13 +74,6 @@ std::string flags_help(const std::vector<FlagSpec>& specs, int width = help_widt
 
 constexpr int kDefaultFrames = 48;
 constexpr double kDefaultFps = 24.0;
-
-// --controlnet PATH[:SCALE] and the flags after it (app/controlnet_flags.h): the net's settings and, for
-// --control FILE, the source of its control images.
-struct ControlNetOption {
-  ControlNetSettings settings;
-  std::optional<SourceSpec> control;  // ControlPreprocessor::Image's images
-};
 
 struct RenderOptions : GenerationOptions {
   std::vector<ControlNetOption> controlnets;  // in order; their paths in engine.model.controlnets

@@ -93,7 +93,7 @@ const std::vector<FlagSpec>& controlnet_flags() {
   return specs;
 }
 
-void read_controlnet_flags(const Flags& flags, RenderOptions& o) {
+void read_controlnet_flags(const Flags& flags, GenerationOptions& o, std::vector<ControlNetOption>& nets) {
   std::vector<bool> has_control, has_canny;
   for (const auto& [name, value] : flags.sequence()) {
     if (name == "controlnet") {
@@ -102,14 +102,14 @@ void read_controlnet_flags(const Flags& flags, RenderOptions& o) {
       parse_net(value, path, net.settings.scale);
       if (path.empty()) fail("flag '--controlnet': expected a path, got ''");
       o.engine.model.controlnets.push_back(path);
-      o.controlnets.push_back(net);
+      nets.push_back(net);
       has_control.push_back(false);
       has_canny.push_back(false);
       continue;
     }
     if (name != "control" && name != "canny" && name != "control-start" && name != "control-end") continue;
-    if (o.controlnets.empty()) fail("flag '--", name, "': applies to the --controlnet before it, and none is given");
-    ControlNetOption& net = o.controlnets.back();
+    if (nets.empty()) fail("flag '--", name, "': applies to the --controlnet before it, and none is given");
+    ControlNetOption& net = nets.back();
     if (name == "control") {
       parse_control(value, net);
       has_control.back() = true;
@@ -122,19 +122,19 @@ void read_controlnet_flags(const Flags& flags, RenderOptions& o) {
       net.settings.end = fraction(name, value);
     }
   }
-  for (size_t k = 0; k < o.controlnets.size(); ++k) {
+  for (size_t k = 0; k < nets.size(); ++k) {
     const std::string& path = o.engine.model.controlnets[k];
     if (!has_control[k])
       fail("flag '--controlnet ", path, "': give its control image after it: --control canny, source or a file");
-    if (has_canny[k] && o.controlnets[k].settings.preprocessor != ControlPreprocessor::Canny)
+    if (has_canny[k] && nets[k].settings.preprocessor != ControlPreprocessor::Canny)
       fail("flag '--canny': for a --controlnet with --control canny (", path, " has another control)");
     // The similarity filter compares the sources alone: a control that moves on its own could change while the
     // source stands still, and the frame that should show it would be skipped.
-    const std::optional<SourceSpec>& control = o.controlnets[k].control;
+    const std::optional<SourceSpec>& control = nets[k].control;
     if (o.frame.skip_similar > 0 && control && (control->kind == SourceKind::Video || control->kind == SourceKind::Webcam))
       fail("flag '--skip-similar': compares the --source alone, and --controlnet ", path, "'s control (a ",
            control->kind == SourceKind::Video ? "video" : "webcam", ") moves on its own: drop one of them");
-    o.frame.controlnets.push_back(o.controlnets[k].settings);
+    o.frame.controlnets.push_back(nets[k].settings);
   }
   o.frame.guess_mode = flags.has("guess-mode");
 }

@@ -11,7 +11,7 @@
 #include <system_error>
 
 #include "cli.h"
-#include "control_sources.h"
+#include "app/common/control_sources.h"
 #include "commands.h"
 #include "app/common/startup_notes.h"
 #include "app/common/stop_signals.h"

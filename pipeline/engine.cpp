@@ -88,14 +88,16 @@ void Engine::configure(const FrameSettings& s, bool img2img) {
          "batch's: use --stream-batch 1");
   check_controlnet_settings(model_, s, img2img, int(frame_sampler(model_, s, img2img).steps.size()));
   if (configured_ && s == settings_ && img2img == img2img_) return;
-  // Canny's thresholds are an input of the plan: a change of them alone is written, with no new plan.
-  const auto without_thresholds = [](FrameSettings f) {
-    for (ControlNetSettings& c : f.controlnets) c.canny_low = c.canny_high = 0;
+  // Canny's thresholds are an input of the plan and the nets' scales params of its ops: a change of them alone is
+  // written, with no new plan.
+  const auto without_live = [](FrameSettings f) {
+    for (ControlNetSettings& c : f.controlnets) c.canny_low = c.canny_high = 0, c.scale = 0;
     return f;
   };
-  if (configured_ && img2img == img2img_ && without_thresholds(s) == without_thresholds(settings_)) {
+  if (configured_ && img2img == img2img_ && without_live(s) == without_live(settings_)) {
     settings_ = s;
     write_canny_thresholds();
+    write_controlnet_scales();
     return;
   }
   // Settings the sampler cannot run (a strength that leaves no step) and sizes the backend cannot hold are
@@ -153,6 +155,21 @@ void Engine::write_canny_thresholds() {
       const int32_t thresholds[2] = {c.canny_low, c.canny_high};
       backend_->write(plan_.canny_thresholds[k], thresholds, 2);
     }
+}
+
+// Each net's scale into its scaling ops, in place; the backend re-records what it recorded from them (a CUDA graph)
+// only when one changed.
+void Engine::write_controlnet_scales() {
+  bool changed = false;
+  for (size_t k = 0; k < plan_.controlnet_scaled_ops.size(); ++k) {
+    const float scale = k < settings_.controlnets.size() ? settings_.controlnets[k].scale : ControlNetSettings{}.scale;
+    for (const FramePlan::ScaledOp& o : plan_.controlnet_scaled_ops[k]) {
+      float& in_scale = std::get<ScaleActivationOp>(plan_.graph.frame_ops(o.list).at(o.op).body).p.in_scale;
+      changed = changed || in_scale != scale * o.factor;
+      in_scale = scale * o.factor;
+    }
+  }
+  if (changed) backend_->ops_changed();
 }
 
 void Engine::set_control_image(size_t net, const std::vector<float>& rgb) {

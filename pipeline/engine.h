@@ -57,7 +57,7 @@ class Engine {
   const Laps& startup() const { return startup_; }
 
   // New settings take effect at the next frame; re-plans (no per-frame cost) only when they changed, and not for
-  // ControlNets' Canny thresholds alone (an input of the plan, written).
+  // ControlNets' Canny thresholds and scales alone (an input of the plan and params of its ops, written in place).
   void configure(const FrameSettings& settings, bool img2img);
   const FrameSettings& settings() const { return settings_; }
   // With the feature cache (FrameSettings::cache_refresh): the next step runs a full frame, which refreshes
@@ -170,6 +170,7 @@ class Engine {
 
   void check_memory(const SamplerPlan& sampler, const FrameSettings& s) const;
   void write_canny_thresholds();
+  void write_controlnet_scales();
   void read_image();
   size_t pixel_bytes() const { return size_t(width_) * height_ * 4; }
   std::string nonfinite_message(int64_t frame) const;

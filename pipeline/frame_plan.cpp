@@ -293,6 +293,7 @@ FramePlan build_frame_plan(const Model& model, const SamplerPlan& sp, const Fram
   const int net_batch = cond_half_only ? B / 2 : B;
   std::vector<ControlNetSettings> net_settings(nets);
   std::copy(s.controlnets.begin(), s.controlnets.end(), net_settings.begin());
+  plan.controlnet_scaled_ops.resize(nets);
   std::vector<std::unique_ptr<ControlNetBuilder>> net_builders;
   std::vector<CrossContext> net_cross;
   std::vector<std::vector<StepConditioning>> net_cond(nets, std::vector<StepConditioning>(steps));
@@ -392,6 +393,8 @@ FramePlan build_frame_plan(const Model& model, const SamplerPlan& sp, const Fram
       const size_t begin = g.frame.size();
       residuals.push_back(net_builders[k]->forward(model_in, control_act[k], h, w, net_cond[k][i], net_cross[k],
                                                    cat("step", i), net_settings[k].scale, s.guess_mode));
+      for (const auto& [op, factor] : net_builders[k]->scaled_ops())
+        plan.controlnet_scaled_ops[k].push_back({FrameOps::Full, op, factor});
       if (cond_half_only)  // the padding's ops end the net's range
         residuals.back() = with_unconditional_zeros(g, g.frame, residuals.back(),
                                                     cat(controlnet_weight_prefix(k), "step", i, ".residual"), act_bytes);
@@ -440,6 +443,8 @@ FramePlan build_frame_plan(const Model& model, const SamplerPlan& sp, const Fram
       residuals.push_back(net_builders[k]->forward_cached(model_in, control_act[k], h, w, net_cond[k][i], net_cross[k],
                                                           cat("step", i, ".cached"), net_settings[k].scale,
                                                           s.guess_mode));
+      for (const auto& [op, factor] : net_builders[k]->scaled_ops())
+        plan.controlnet_scaled_ops[k].push_back({FrameOps::Cached, op, factor});
       if (cond_half_only)
         residuals.back() = with_unconditional_zeros(g, g.cached_frame, residuals.back(),
                                                     cat(controlnet_weight_prefix(k), "step", i, ".cached.residual"),

@@ -145,6 +145,14 @@ struct FramePlan {
   // Per ControlNet, with ControlPreprocessor::Canny: its thresholds (2) int32, low and high, which the host
   // writes when they change (no new plan); none for the others.
   std::vector<Ref> canny_thresholds;
+  // Per ControlNet, its residuals' scaling ops in both frame lists (ControlNetBuilder::scaled_ops): a new scale is
+  // set in them in place (in_scale = scale x factor), with no new plan.
+  struct ScaledOp {
+    FrameOps list;
+    size_t op;
+    float factor;
+  };
+  std::vector<std::vector<ScaledOp>> controlnet_scaled_ops;
   Ref noise;                   // fresh noise of the steps in noise_steps, one (group, ...) sample each (LCM, Euler
                                // ancestral): for the frames at that step
   std::vector<int> noise_steps;

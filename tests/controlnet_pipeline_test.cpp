@@ -250,6 +250,17 @@ TEST(ControlNetModel, PreprocessorsOfTheSource) {
   EXPECT_NO_THROW(check_controlnet_settings(m, s, true, s.steps));
 }
 
+// tiny_sd with these nets on the CPU, at 32x32.
+EngineOptions tiny_sd_engine(const std::vector<std::string>& nets) {
+  EngineOptions o;
+  o.model.path = test::test_data("tiny_sd");
+  o.model.controlnets = nets;
+  o.device = DeviceKind::Cpu;
+  o.threads = 2;
+  o.width = o.height = 32;
+  return o;
+}
+
 // The engine with a Canny net: new thresholds take effect with no new plan (the same ops),
 // and give the frame an engine made with them gives; a net whose control image comes from the host and was not
 // given is one line naming it.
@@ -258,12 +269,7 @@ TEST(ControlNetEngine, CannyThresholdsChangeWithoutANewPlan) {
   if (dir.empty()) return;
   test::Rng rng;
   SCOPED_TRACE(test::seed_trace(rng));
-  EngineOptions o;
-  o.model.path = test::test_data("tiny_sd");
-  o.model.controlnets = {dir + "/net1"};
-  o.device = DeviceKind::Cpu;
-  o.threads = 2;
-  o.width = o.height = 32;
+  const EngineOptions o = tiny_sd_engine({dir + "/net1"});
   const std::vector<float> source = smooth_rows(rng);
   FrameSettings s;
   s.steps = 2;
@@ -302,6 +308,59 @@ TEST(ControlNetEngine, CannyThresholdsChangeWithoutANewPlan) {
             std::string::npos);
   fresh.set_control_image(0, control);
   EXPECT_NO_THROW(fresh.step(&source));
+}
+
+// A net's scale changes with no new plan (the same ops, the scaling ops' in_scale set in place), in the frame and the
+// feature cache's cached frame, and gives the frame an engine made with it gives; scale 0 gives the frame of the model
+// without the net (its residuals are zero), as a GUI's off switch does.
+TEST(ControlNetEngine, ScalesChangeWithoutANewPlan) {
+  const std::string dir = test::tiny_controlnet_dir();
+  if (dir.empty()) return;
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  const EngineOptions o = tiny_sd_engine({dir + "/net1", dir + "/net2"});
+  const std::vector<float> source = smooth_rows(rng);
+  {  // guess mode: the scaling ops' factors are not all 1
+    FrameSettings s;
+    s.steps = 2;
+    s.guidance = 3.0f;
+    s.guess_mode = true;
+    s.cache_refresh = 2;  // the cached frame's nets too: frames 1 and 3 of the sequence are cached
+    s.controlnets = {{.scale = 1.5f, .preprocessor = ControlPreprocessor::Canny, .canny_low = 20, .canny_high = 60},
+                     {.scale = 0.7f, .preprocessor = ControlPreprocessor::Source}};
+    const auto frames = [&](Engine& e) {  // a full frame and a cached one
+      e.restart();
+      std::vector<std::vector<uint8_t>> out;
+      for (int f = 0; f < 2; ++f) out.push_back(e.render(&source).pixels);
+      return out;
+    };
+    Engine engine(o);
+    engine.configure(s, true);
+    const auto before = frames(engine);
+    const Op* ops = engine.plan().graph.frame.data();  // a new plan is built while the old lives: elsewhere
+    FrameSettings changed = s;
+    changed.controlnets[0].scale = 0.3f;
+    changed.controlnets[1].scale = 0.0f;
+    engine.configure(changed, true);
+    EXPECT_EQ(engine.plan().graph.frame.data(), ops);
+    const auto after = frames(engine);
+    EXPECT_NE(after, before);
+    Engine fresh(o);
+    fresh.configure(changed, true);
+    EXPECT_EQ(frames(fresh), after);
+
+    // Both off: the frames of tiny_sd without nets.
+    changed.controlnets[0].scale = 0.0f;
+    engine.configure(changed, true);
+    EXPECT_EQ(engine.plan().graph.frame.data(), ops);
+    const EngineOptions plain = tiny_sd_engine({});
+    FrameSettings no_nets = s;
+    no_nets.controlnets.clear();
+    no_nets.guess_mode = false;
+    Engine without(plain);
+    without.configure(no_nets, true);
+    EXPECT_EQ(frames(engine), frames(without));
+  }
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <imgui_internal.h>
 
 #include "app/cli.h"
+#include "app/controlnet_flags.h"
 #include "app/gui/bounded_queue.h"
 #include "app/gui/controls.h"
 #include "app/gui/frame_stats.h"
@@ -274,7 +275,9 @@ std::vector<std::string> clipped_in_controls(int width, int height, bool sd_mode
   info.native_sampler = sd_model ? "euler" : nullptr;
   info.source = "noise walk";
   info.messages = &messages;
+  if (sd_model) info.controlnets = {"control_v11p_sd15_canny", "control_v11f1p_sd15_depth.safetensors"};
   ControlsState state;
+  if (sd_model) state.settings.controlnets = {{.preprocessor = ControlPreprocessor::Canny}, {}};
   state.source.kind = sd_model ? SourceKind::Video : SourceKind::Webcam;  // the path box, or the device number
   state.prompts.prompt_to = sd_model ? "" : "x";
   state.record_path = "";
@@ -476,6 +479,27 @@ TEST(GuiFlags, ScreenshotsArePngAndWindowsAreBounded) {
   for (const char* small : {"16384x1", "799x450", "800x449", "600"})
     EXPECT_EQ(gui_error({"--window", small}),
               cat("flag '--window': expected at least 800x450 (the panels' labels need it), got '", small, "'"));
+}
+
+// rtvd gui takes render's ControlNet flags: each net's path, settings and control source, in order.
+TEST(GuiFlags, ControlNetsAsRender) {
+  const GuiOptions o = parse_gui_options({"--source", "webcam", "--controlnet", "a:0.5", "--control", "canny", "--canny",
+                                          "10:20", "--controlnet", "b", "--control", "video:d.mp4", "--control-end",
+                                          "0.5"});
+  ASSERT_EQ(o.controlnets.size(), 2u);
+  EXPECT_EQ(o.engine.model.controlnets, (std::vector<std::string>{"a", "b"}));
+  ASSERT_EQ(o.frame.controlnets.size(), 2u);
+  EXPECT_EQ(o.frame.controlnets[0].scale, 0.5f);
+  EXPECT_EQ(o.frame.controlnets[0].preprocessor, ControlPreprocessor::Canny);
+  EXPECT_EQ(o.frame.controlnets[0].canny_low, 10);
+  EXPECT_EQ(o.frame.controlnets[1].end, 0.5);
+  ASSERT_TRUE(o.controlnets[1].control);
+  EXPECT_EQ(o.controlnets[1].control->kind, SourceKind::Video);
+  for (const auto* table : {&render_flags(), &gui_flags()})
+    for (const FlagSpec& c : controlnet_flags())
+      EXPECT_NE(std::find_if(table->begin(), table->end(), [&](const FlagSpec& s) { return s.name == c.name; }),
+                table->end())
+          << c.name;
 }
 
 TEST(GuiFlags, ShareTheGenerationFlagsWithRender) {

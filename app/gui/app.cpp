@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "app/common/startup_notes.h"
+#include "app/common/control_sources.h"
 #include "app/common/stop_signals.h"
 #include "app/gui/controls.h"
 #include "app/gui/frame_stats.h"
@@ -55,6 +56,7 @@ std::string mib(size_t bytes) {
 ControlsState initial_state(const GuiOptions& o, Engine& engine) {
   ControlsState s;
   s.settings = frame_settings(o, engine);
+  for (const ControlNetSettings& c : s.settings.controlnets) s.nets.push_back({.on = true, .scale = c.scale});
   s.prompts = o.prompts;
   std::vector<std::string> notices;
   engine.set_prompts(o.prompts, &notices);
@@ -101,6 +103,8 @@ class App {
   Engine engine_;
   const int class_count_ = int(engine_.config().class_names.size());
   std::unique_ptr<FrameSource> source_;
+  std::vector<std::string> control_notes_;
+  ControlSources controls_;  // the ControlNets' own control images, read in step with the frames
   ControlsState state_;
   Window window_;
   Presenter presenter_;
@@ -129,11 +133,13 @@ App::App(const GuiOptions& o)
     : options_(o),
       engine_(o.engine),
       source_(open_source(o.source)),
+      controls_(o.controlnets, engine_.width(), engine_.height(), 0, control_notes_),
       state_(initial_state(o, engine_)),
       window_(o.window.width, o.window.height, "rtvd", o.vsync),
       presenter_(engine_.width(), engine_.height()),
       default_record_path_(state_.record_path) {
   print_startup_notes(engine_, state_.settings);
+  for (const std::string& n : control_notes_) std::fprintf(stderr, "%s\n", n.c_str());
   std::string why_not;
   upload_ = make_interop_upload(presenter_, engine_, &why_not);
   interop_ = upload_ != nullptr;
@@ -192,6 +198,10 @@ bool App::frame() {
   info.has_text_encoder = engine_.has_text_encoder();
   if (engine_.model().latent()) info.native_sampler = sampler_name(engine_.model().scheduler->native_sampler());
   info.source = source_->describe();
+  for (const std::string& net : options_.engine.model.controlnets) {  // a folder's name, or a file's
+    const std::filesystem::path path(net);
+    info.controlnets.push_back((path.filename().empty() ? path.parent_path() : path).filename().string());
+  }
   info.recording = recording_ != nullptr;
   info.recording_status = recording_status();
   info.messages = &messages_;
@@ -273,6 +283,11 @@ void App::generate(bool restart) {
     engine_.backend().set_profiling(state_.profiling);
     profiling_ = state_.profiling;
     profile_.reset();
+  }
+  try {
+    controls_.next(engine_);
+  } catch (const Error& e) {  // a webcam unplugged: the net keeps its last image
+    notify(e.what());
   }
   try {
     if (has_input) engine_.step(image_);

@@ -151,6 +151,27 @@ void generation_section(ControlsState& s, const ControlsInfo& info, Requests& r)
                       "approximate)", double(f.cache_similarity));
 }
 
+// Per net: on/off, its scale and, for a Canny control, its thresholds; each change is live (no new plan).
+void controlnet_section(ControlsState& s, const ControlsInfo& info) {
+  s.nets.resize(info.controlnets.size());
+  s.settings.controlnets.resize(info.controlnets.size());
+  for (size_t k = 0; k < info.controlnets.size(); ++k) {
+    ControlNetSettings& c = s.settings.controlnets[k];
+    NetControl& n = s.nets[k];
+    ImGui::PushID(int(k));
+    ImGui::Checkbox(cat("net ", k + 1).c_str(), &n.on);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s: off, its residuals are zero (the frame without it)", info.controlnets[k].c_str());
+    ImGui::SliderFloat("scale", &n.scale, 0.0f, 2.0f, "%.2f", ImGuiSliderFlags_AlwaysClamp);
+    if (c.preprocessor == ControlPreprocessor::Canny) {
+      ImGui::SliderInt("canny low", &c.canny_low, 0, 1020, "%d", ImGuiSliderFlags_AlwaysClamp);
+      ImGui::SliderInt("canny high", &c.canny_high, 0, 1020, "%d", ImGuiSliderFlags_AlwaysClamp);
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("cv::Canny's thresholds on the source (--canny LOW:HIGH)");
+    }
+    c.scale = n.on ? n.scale : 0.0f;
+    ImGui::PopID();
+  }
+}
+
 }  // namespace
 
 void draw_controls(const Rect& area, ControlsState& s, const ControlsInfo& info, Requests& r) {
@@ -167,6 +188,8 @@ void draw_controls(const Rect& area, ControlsState& s, const ControlsInfo& info,
 
   if (ImGui::CollapsingHeader("Source", ImGuiTreeNodeFlags_DefaultOpen)) source_section(s, info, r);
   if (ImGui::CollapsingHeader("Generation", ImGuiTreeNodeFlags_DefaultOpen)) generation_section(s, info, r);
+  if (!info.controlnets.empty() && ImGui::CollapsingHeader("ControlNet", ImGuiTreeNodeFlags_DefaultOpen))
+    controlnet_section(s, info);
 
   if (ImGui::CollapsingHeader("Playback", ImGuiTreeNodeFlags_DefaultOpen)) {
     command_button(s.paused ? "resume" : "pause", Command::Pause, s, r, classes);

@@ -12,8 +12,16 @@
 
 namespace rtvd::gui {
 
+// A ControlNet's switch and scale in the panel: settings.controlnets[k].scale is its scale while on, 0 while off
+// (its residuals zero: the frame without it), both changes without a new plan (Engine::configure).
+struct NetControl {
+  bool on = true;
+  float scale = 1.0f;
+};
+
 struct ControlsState {
   FrameSettings settings;  // applied at the next frame
+  std::vector<NetControl> nets;  // per ControlNet of the model, settings.controlnets[k]'s
   PromptSettings prompts;  // the prompt boxes: applied on Enter (Requests::apply_prompts)
   SourceSpec source;       // opened on request
   std::string record_path;
@@ -51,6 +59,7 @@ struct ControlsInfo {
   const std::vector<std::string>* class_names = nullptr;  // empty: the model has no classes
   bool has_text_encoder = false;                          // show the prompt boxes
   const char* native_sampler = nullptr;  // latent models: the scheduler's own sampler; null: rectified flow
+  std::vector<std::string> controlnets;  // each ControlNet's file, for its section; none: no section
   std::string source;                                     // what is open now
   bool recording = false;
   std::string recording_status;  // "out/x.mp4: 120 frames, 3 dropped"

@@ -3,7 +3,9 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "app/common/controlnet_option.h"
 #include "pipeline/engine.h"
 
 namespace rtvd::gui {
@@ -21,6 +23,7 @@ constexpr int kMaxWindowSide = 16384;
 constexpr int kMinWindowWidth = 800, kMinWindowHeight = 450;
 
 struct GuiOptions : GenerationOptions {
+  std::vector<cli::ControlNetOption> controlnets;  // in order; their paths in engine.model.controlnets
   std::optional<int> frames;       // exit after this many frames; not given: run until the window closes
   std::string screenshot;          // PNG of the window written at exit; "" = none
   std::string record;              // start recording here at launch (as render's --output); "" = not

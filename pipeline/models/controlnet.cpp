@@ -57,8 +57,10 @@ ControlNetBuilder::Act4 ControlNetBuilder::embedded_input(Ref x_in, Ref image, i
 std::vector<Ref> ControlNetBuilder::skip_residuals(const std::vector<Act4>& skips, float scale, bool guess_mode) {
   const std::vector<float> factors = guess_mode ? guess_mode_scales(residual_count()) : std::vector<float>(residual_count(), 1.0f);
   std::vector<Ref> out;
-  for (size_t i = 0; i < skips.size(); ++i)  // (n, h_i, w_i, c_i) each
+  for (size_t i = 0; i < skips.size(); ++i) {  // (n, h_i, w_i, c_i) each
     out.push_back(residual(cat("controlnet_down_blocks.", i), skips[i], scale * factors.at(i)));
+    scaled_ops_.emplace_back(ops_->size() - 1, factors.at(i));
+  }
   return out;
 }
 
@@ -68,6 +70,7 @@ ControlResiduals ControlNetBuilder::forward(Ref x_in, Ref image, int h, int w, c
                                             bool guess_mode) {
   ops_ = &g_.frame;
   tag_ = tag;
+  scaled_ops_.clear();
   Act4 x = embedded_input(x_in, image, h, w);  // (n, h, w, c0)
   std::vector<Act4> skips{x};
   x = encode(x, skips, cond, cross);  // (n, h/2^(L-1), w/2^(L-1), c_(L-1))
@@ -77,6 +80,7 @@ ControlResiduals ControlNetBuilder::forward(Ref x_in, Ref image, int h, int w, c
   out.down = skip_residuals(skips, scale, guess_mode);
   const float mid_factor = guess_mode ? guess_mode_scales(residual_count()).back() : 1.0f;
   out.mid = residual("controlnet_mid_block", x, scale * mid_factor);  // (n, h/2^(L-1), w/2^(L-1), c_(L-1))
+  scaled_ops_.emplace_back(ops_->size() - 1, mid_factor);
   return out;
 }
 
@@ -86,6 +90,7 @@ ControlResiduals ControlNetBuilder::forward_cached(Ref x_in, Ref image, int h, i
                                                    bool guess_mode) {
   ops_ = &g_.cached_frame;
   tag_ = tag;
+  scaled_ops_.clear();
   const Act4 x = embedded_input(x_in, image, h, w);  // (n, h, w, c0)
   std::vector<Act4> skips{x};
   down_level(0, x, skips, cond, cross);  // (n, h, w, c0) each

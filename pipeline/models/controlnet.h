@@ -32,6 +32,10 @@ class ControlNetBuilder : protected UNetBuilder {
   // so that one net's ops never read another's.
   ControlResiduals forward(Ref x, Ref image, int h, int w, const StepConditioning& cond, const CrossContext& cross,
                            const std::string& tag, float scale, bool guess_mode = false);
+  // The scaling ops (ScaleActivationOps, in_scale = scale x factor) that the last forward() or forward_cached()
+  // emitted: (index in its op list, factor: guess mode's, else 1), so that a new scale can be set in place.
+  const std::vector<std::pair<size_t, float>>& scaled_ops() const { return scaled_ops_; }
+
   // Cached frame ops (Graph::cached_frame), for the U-Net's forward_cached: the residuals of the top level's skips
   // alone (conv_in's and down_blocks.0's ResNets' and attentions'), the same as forward()'s first ones for the same
   // inputs; no mid.
@@ -41,6 +45,7 @@ class ControlNetBuilder : protected UNetBuilder {
 
  private:
   const ControlNetConfig& net_;
+  std::vector<std::pair<size_t, float>> scaled_ops_;
 
   Act4 conditioning_embedding(Ref image, int h, int w);
   // conv_in(x) + the conditioning embedding of image: (n, h, w, c0), after checking image's shape.

@@ -1,4 +1,4 @@
-#include "app/control_sources.h"
+#include "app/common/control_sources.h"
 
 #include "base/error.h"
 
@@ -14,7 +14,7 @@ std::string spec_text(const SourceSpec& s) {
 
 ControlSources::ControlSources(const std::vector<cli::ControlNetOption>& nets, int width, int height, int frames,
                                std::vector<std::string>& notes)
-    : width_(width), height_(height) {
+    : width_(width), height_(height), loop_(frames == 0) {
   for (size_t k = 0; k < nets.size(); ++k) {
     if (!nets[k].control) continue;
     const std::string flag = "--control " + spec_text(*nets[k].control);
@@ -31,8 +31,12 @@ ControlSources::ControlSources(const std::vector<cli::ControlNetOption>& nets, i
 
 void ControlSources::next(Engine& engine) {
   for (Net& net : nets_) {
-    if (!net.source->next(width_, height_, rgb_))
-      fail(net.flag, ": the control video ended after ", frame_, " frames, before the run did");
+    bool got = net.source->next(width_, height_, rgb_);
+    if (!got && loop_) {
+      net.source->rewind();
+      got = net.source->next(width_, height_, rgb_);
+    }
+    if (!got) fail(net.flag, ": the control video ended after ", frame_, " frames, before the run did");
     engine.set_control_image(net.index, rgb_);
   }
   ++frame_;
