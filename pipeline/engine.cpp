@@ -157,6 +157,12 @@ void Engine::write_canny_thresholds() {
     }
 }
 
+void Engine::read_control_image(size_t net, std::vector<float>& image) {
+  if (net >= plan_.control_activations.size()) fail("internal: no ControlNet ", net + 1, " in the plan");
+  image.resize(size_t(width_) * height_ * model_.controlnets.at(net).config.conditioning_channels);
+  backend_->read(plan_.control_activations[net], image.data(), image.size());
+}
+
 // Each net's scale into its scaling ops, in place; the backend re-records what it recorded from them (a CUDA graph)
 // only when one changed.
 void Engine::write_controlnet_scales() {

@@ -78,6 +78,10 @@ class Engine {
   // channels) in [-1, 1], as a FrameSource gives it, sent with every frame from now on. Error naming the net for
   // another size.
   void set_control_image(size_t net, const std::vector<float>& rgb);
+  // The control image ControlNet `net` read in the last frame (the first of a stream batch's group): (height,
+  // width, its conditioning channels) in [0, 1], into `image`. Waits for the frame (not for the frame loop: a view's
+  // few reads a second).
+  void read_control_image(size_t net, std::vector<float>& image);
 
   // One frame in, left on the backend. image: (height, width, model().image_channels()) in [-1, 1] for img2img
   // (RGB, encoded by the autoencoder, for models with one), or null for the noise walk. With a stream batch

@@ -321,6 +321,7 @@ FramePlan build_frame_plan(const Model& model, const SamplerPlan& sp, const Fram
   for (size_t k = 0; k < nets; ++k)
     control_act.push_back(add_control_image(plan, model.controlnets[k], k, net_settings[k], net_batch,
                                             image_channels, act_bytes));
+  plan.control_activations = control_act;
 
   // encode, then start: x = start_noise_coef noise + start_latent_coef latent, and the first model input. The
   // latent term comes in the type it is made in: an encoder's activations (the op's v), or the identity's

@@ -145,6 +145,9 @@ struct FramePlan {
   // Per ControlNet, with ControlPreprocessor::Canny: its thresholds (2) int32, low and high, which the host
   // writes when they change (no new plan); none for the others.
   std::vector<Ref> canny_thresholds;
+  // Per ControlNet, the control image its net reads: (net batch, height, width, its conditioning channels) in
+  // [0, 1] (the Canny edges, the source or its own image), for a view of it.
+  std::vector<Ref> control_activations;
   // Per ControlNet, its residuals' scaling ops in both frame lists (ControlNetBuilder::scaled_ops): a new scale is
   // set in them in place (in_scale = scale x factor), with no new plan.
   struct ScaledOp {

@@ -14,6 +14,7 @@
 #include "app/cli.h"
 #include "app/controlnet_flags.h"
 #include "app/gui/bounded_queue.h"
+#include "app/gui/control_views.h"
 #include "app/gui/controls.h"
 #include "app/gui/frame_stats.h"
 #include "app/gui/implementations.h"
@@ -276,6 +277,7 @@ std::vector<std::string> clipped_in_controls(int width, int height, bool sd_mode
   info.source = "noise walk";
   info.messages = &messages;
   if (sd_model) info.controlnets = {"control_v11p_sd15_canny", "control_v11f1p_sd15_depth.safetensors"};
+  if (sd_model) info.control_views = {reinterpret_cast<void*>(1), reinterpret_cast<void*>(2)};  // texture ids
   ControlsState state;
   if (sd_model) state.settings.controlnets = {{.preprocessor = ControlPreprocessor::Canny}, {}};
   state.source.kind = sd_model ? SourceKind::Video : SourceKind::Webcam;  // the path box, or the device number
@@ -479,6 +481,18 @@ TEST(GuiFlags, ScreenshotsArePngAndWindowsAreBounded) {
   for (const char* small : {"16384x1", "799x450", "800x449", "600"})
     EXPECT_EQ(gui_error({"--window", small}),
               cat("flag '--window': expected at least 800x450 (the panels' labels need it), got '", small, "'"));
+}
+
+// A control image to the view's RGBA8: values in [0, 1] to bytes, clamped, one channel as grey, else the first
+// three, alpha opaque, a NaN black.
+TEST(ControlViews, ImagesBecomeRgba) {
+  std::vector<uint8_t> rgba = {7};
+  gui::control_image_rgba({0.0f, 0.5f, 1.0f, 2.0f, -1.0f, NAN}, 3, rgba);
+  EXPECT_EQ(rgba, (std::vector<uint8_t>{0, 128, 255, 255, 255, 0, 0, 255}));
+  gui::control_image_rgba({0.25f, 1.5f}, 1, rgba);
+  EXPECT_EQ(rgba, (std::vector<uint8_t>{64, 64, 64, 255, 255, 255, 255, 255}));
+  gui::control_image_rgba({0.1f, 0.2f, 0.3f, 0.4f}, 4, rgba);
+  EXPECT_EQ(rgba, (std::vector<uint8_t>{26, 51, 77, 255}));
 }
 
 // rtvd gui takes render's ControlNet flags: each net's path, settings and control source, in order.

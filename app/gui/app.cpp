@@ -10,6 +10,7 @@
 #include "app/common/startup_notes.h"
 #include "app/common/control_sources.h"
 #include "app/common/stop_signals.h"
+#include "app/gui/control_views.h"
 #include "app/gui/controls.h"
 #include "app/gui/frame_stats.h"
 #include "app/gui/frame_upload.h"
@@ -108,6 +109,7 @@ class App {
   ControlsState state_;
   Window window_;
   Presenter presenter_;
+  ControlViews control_views_;  // after the window: its textures need the GL context
   std::unique_ptr<FrameUpload> upload_;
   bool interop_ = false;
   std::unique_ptr<Recording> recording_;
@@ -137,6 +139,7 @@ App::App(const GuiOptions& o)
       state_(initial_state(o, engine_)),
       window_(o.window.width, o.window.height, "rtvd", o.vsync),
       presenter_(engine_.width(), engine_.height()),
+      control_views_(int(o.engine.model.controlnets.size()), engine_.width(), engine_.height()),
       default_record_path_(state_.record_path) {
   print_startup_notes(engine_, state_.settings);
   for (const std::string& n : control_notes_) std::fprintf(stderr, "%s\n", n.c_str());
@@ -198,6 +201,9 @@ bool App::frame() {
   info.has_text_encoder = engine_.has_text_encoder();
   if (engine_.model().latent()) info.native_sampler = sampler_name(engine_.model().scheduler->native_sampler());
   info.source = source_->describe();
+  control_views_.update(engine_, seconds());
+  info.control_views = control_views_.textures();
+  info.view_aspect = float(engine_.height()) / float(engine_.width());
   for (const std::string& net : options_.engine.model.controlnets) {  // a folder's name, or a file's
     const std::filesystem::path path(net);
     info.controlnets.push_back((path.filename().empty() ? path.parent_path() : path).filename().string());

@@ -168,6 +168,10 @@ void controlnet_section(ControlsState& s, const ControlsInfo& info) {
       if (ImGui::IsItemHovered()) ImGui::SetTooltip("cv::Canny's thresholds on the source (--canny LOW:HIGH)");
     }
     c.scale = n.on ? n.scale : 0.0f;
+    if (k < info.control_views.size() && info.control_views[k]) {  // its control image, as the net reads it
+      const float w = std::min(ImGui::GetContentRegionAvail().x, 160.0f);
+      ImGui::Image(info.control_views[k], ImVec2(w, w * info.view_aspect));
+    }
     ImGui::PopID();
   }
 }

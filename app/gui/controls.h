@@ -60,6 +60,8 @@ struct ControlsInfo {
   bool has_text_encoder = false;                          // show the prompt boxes
   const char* native_sampler = nullptr;  // latent models: the scheduler's own sampler; null: rectified flow
   std::vector<std::string> controlnets;  // each ControlNet's file, for its section; none: no section
+  std::vector<void*> control_views;      // each net's control image, a texture for Dear ImGui (ControlViews)
+  float view_aspect = 1.0f;              // their height over their width
   std::string source;                                     // what is open now
   bool recording = false;
   std::string recording_status;  // "out/x.mp4: 120 frames, 3 dropped"

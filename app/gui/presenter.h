@@ -6,6 +6,10 @@
 
 namespace rtvd::gui {
 
+// A width x height RGBA8 texture (contents undefined), edges clamped, no mipmaps, bound to GL_TEXTURE_2D: the
+// frame's and the ControlNet views'. The caller deletes it.
+unsigned new_rgba8_texture(int width, int height);
+
 class Presenter {
  public:
   Presenter(int width, int height);  // Error with GL's log if the shaders do not compile or link
