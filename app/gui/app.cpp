@@ -110,6 +110,7 @@ class App {
   Window window_;
   Presenter presenter_;
   ControlViews control_views_;  // after the window: its textures need the GL context
+  std::vector<std::string> controlnet_names_;  // each net's folder or file name, for the panel
   std::unique_ptr<FrameUpload> upload_;
   bool interop_ = false;
   std::unique_ptr<Recording> recording_;
@@ -143,6 +144,10 @@ App::App(const GuiOptions& o)
       default_record_path_(state_.record_path) {
   print_startup_notes(engine_, state_.settings);
   for (const std::string& n : control_notes_) std::fprintf(stderr, "%s\n", n.c_str());
+  for (const std::string& net : o.engine.model.controlnets) {  // a folder's name, or a file's
+    const std::filesystem::path path(net);
+    controlnet_names_.push_back((path.filename().empty() ? path.parent_path() : path).filename().string());
+  }
   std::string why_not;
   upload_ = make_interop_upload(presenter_, engine_, &why_not);
   interop_ = upload_ != nullptr;
@@ -204,10 +209,7 @@ bool App::frame() {
   control_views_.update(engine_, seconds());
   info.control_views = control_views_.textures();
   info.view_aspect = float(engine_.height()) / float(engine_.width());
-  for (const std::string& net : options_.engine.model.controlnets) {  // a folder's name, or a file's
-    const std::filesystem::path path(net);
-    info.controlnets.push_back((path.filename().empty() ? path.parent_path() : path).filename().string());
-  }
+  info.controlnets = controlnet_names_;
   info.recording = recording_ != nullptr;
   info.recording_status = recording_status();
   info.messages = &messages_;
