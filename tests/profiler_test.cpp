@@ -46,6 +46,20 @@ TEST(Profiler, AggregatesPerOpTypeAndLayer) {
   EXPECT_THROW(p.add_frame(ops, {1.0f}), Error);
 }
 
+// An op that is off (Op::off) in a frame did no work in it: its type's rate is that of the ops that ran.
+TEST(Profiler, OpsThatAreOffDoNoWork) {
+  std::vector<Op> ops = three_ops();
+  FrameProfile p;
+  p.add_frame(ops, {1.0f, 1.0f, 0.5f});
+  ops[1].off = true;
+  p.add_frame(ops, {1.0f, 0.0f, 0.5f});
+  const auto rows = p.by_type();
+  ASSERT_EQ(rows.at(0).type, "conv2d");
+  EXPECT_DOUBLE_EQ(rows[0].ms, 1.5);
+  EXPECT_DOUBLE_EQ(rows[0].flops, 4e9);  // per frame: 6 GFLOP, then 2
+  EXPECT_DOUBLE_EQ(p.by_stage().at(0).flops, 4e9);
+}
+
 // From 1e-6 to 1e6, drawn afresh: three significant digits, no exponent, within half a unit of the third
 // digit; from 1000 on, the integer.
 TEST(Profiler, ThreeDigitsKeepsThreeSignificantDigits) {

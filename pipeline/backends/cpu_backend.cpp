@@ -202,12 +202,13 @@ class CpuBackend final : public Backend {
   // outlives the frame has been written then: only its last op, denoise_blend (which never stops
   // partway), writes the blend history and the RGBA8 image; the engine's next step renders the frame
   // again. Setup is not cancellable: a half-run setup would leave the plan's constants wrong.
-  // Ops [begin, end) (all by default).
+  // Ops [begin, end) (all by default), but those that are off (Op::off).
   static void run(std::vector<Op>& ops, std::vector<float>* op_ms, bool cancellable, size_t begin = 0,
                   size_t end = SIZE_MAX) {
     const cpu::CancelScope cancel(cancellable ? &cancel_requested : nullptr);
     for (size_t i = begin; i < std::min(end, ops.size()); ++i) {
       Op& op = ops[i];
+      if (op.off) continue;  // its time stays 0
       if (cancellable) throw_if_cancelled();
       const auto start = std::chrono::steady_clock::now();
       std::visit(Overloaded{

@@ -20,14 +20,19 @@ void FrameProfile::add_frame(const std::vector<Op>& ops, const std::vector<float
   if (frames_ == 0 || sum_ms_.size() != ops.size()) {
     *this = FrameProfile();
     sum_ms_.assign(ops.size(), 0.0);
+    sum_flops_.assign(ops.size(), 0.0);
+    sum_bytes_.assign(ops.size(), 0.0);
     for (const Op& op : ops) {
       layer_.push_back(op.layer);
       type_.push_back(op_type_name(op.body));
-      flops_.push_back(op.flops);
-      bytes_.push_back(op.bytes);
     }
   }
-  for (size_t i = 0; i < ops.size(); ++i) sum_ms_[i] += op_ms[i];
+  for (size_t i = 0; i < ops.size(); ++i) {
+    sum_ms_[i] += op_ms[i];
+    if (ops[i].off) continue;  // no work in no time: its flops would inflate its type's rate
+    sum_flops_[i] += ops[i].flops;
+    sum_bytes_[i] += ops[i].bytes;
+  }
   last_ms_ = op_ms;
   ++frames_;
 }
@@ -45,8 +50,8 @@ std::vector<OpTypeRow> FrameProfile::by_type() const {
     r.type = type_[i];
     ++r.calls;
     r.ms += sum_ms_[i] / std::max(frames_, 1);
-    r.flops += flops_[i];
-    r.bytes += bytes_[i];
+    r.flops += sum_flops_[i] / std::max(frames_, 1);
+    r.bytes += sum_bytes_[i] / std::max(frames_, 1);
   }
   std::vector<OpTypeRow> out;
   for (auto& [k, r] : rows) out.push_back(r);
@@ -74,8 +79,8 @@ std::vector<OpTypeRow> FrameProfile::by_stage() const {
     OpTypeRow& r = row_named(out, frame_stage(layer_[i]));
     ++r.calls;
     r.ms += sum_ms_[i] / std::max(frames_, 1);
-    r.flops += flops_[i];
-    r.bytes += bytes_[i];
+    r.flops += sum_flops_[i] / std::max(frames_, 1);
+    r.bytes += sum_bytes_[i] / std::max(frames_, 1);
   }
   return out;
 }

@@ -38,7 +38,7 @@ OpTypeRow& row_named(std::vector<OpTypeRow>& rows, const std::string& name);
 
 class FrameProfile {
  public:
-  // One profiled frame: op_ms[i] is the time of graph.frame[i].
+  // One profiled frame: op_ms[i] is the time of graph.frame[i]; an op that is off (Op::off) did no work in it.
   void add_frame(const std::vector<Op>& ops, const std::vector<float>& op_ms);
   int frames() const { return frames_; }
   double mean_frame_ms() const;
@@ -52,9 +52,9 @@ class FrameProfile {
  private:
   int frames_ = 0;
   std::vector<double> sum_ms_;        // per op, over frames
+  std::vector<double> sum_flops_, sum_bytes_;  // per op, over the frames it was on in
   std::vector<float> last_ms_;        // last frame, for the trace
   std::vector<std::string> layer_, type_;
-  std::vector<double> flops_, bytes_;
 };
 
 }  // namespace rtvd

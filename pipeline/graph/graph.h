@@ -155,6 +155,9 @@ struct Op {
   OpBody body;
   double flops = 0;   // arithmetic work, for TFLOP/s
   double bytes = 0;   // minimum memory traffic, for GB/s
+  // Skipped by both backends: it writes nothing. Set in place between frames (a ControlNet at scale 0,
+  // set_controlnet_scale in frame_plan.h), then Backend::ops_changed().
+  bool off = false;
 };
 
 // Which frame op list a frame runs (Graph::frame_ops).

@@ -311,7 +311,7 @@ class CudaBackend final : public Backend {
   // Queues ops [begin, end) on the stream (all by default). frame: the frame list's state, null for the setup
   // ops, which run each op's default. op_timed (all frame ops under capture): an event node before every op
   // and after the last, External so that the nodes keep their timestamps. branches (the full frame under
-  // capture): each op on the stream its branch gives it.
+  // capture): each op on the stream its branch gives it. An op that is off (Op::off) runs nothing.
   void run(std::vector<Op>& ops, FrameList* frame, bool op_timed, size_t begin = 0, size_t end = SIZE_MAX,
            BranchStreams* branches = nullptr) {
     for (size_t i = begin; i < std::min(end, ops.size()); ++i) {
@@ -319,6 +319,10 @@ class CudaBackend final : public Backend {
       Op& op = ops[i];
       const NvtxRange layer(op.layer.c_str());  // under capture, Nsight Systems projects it onto the graph's nodes
       if (op_timed) RTVD_CUDA_CHECK(cudaEventRecordWithFlags(timer_.op_event(i), c.stream, cudaEventRecordExternal));
+      if (op.off) {  // no kernel: its op event stays, and its branch still forks and joins around it
+        if (branches) branches->after_op(i);
+        continue;
+      }
       if (frame && touches(op, readback_tensor_))  // the last readback of this tensor must have read it
         RTVD_CUDA_CHECK(cudaStreamWaitEvent(c.stream, readback_.copied_out(), capturing_ ? cudaEventWaitExternal : 0));
       const auto heavy = [&](auto& o, void (*by_default)(const decltype(o.p)&, const CudaContext&)) {
