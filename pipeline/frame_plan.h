@@ -88,13 +88,6 @@ struct FrameSettings {
 // in flight sit at different steps and would need the control images of the frames before theirs.
 void check_controlnet_settings(const Model& model, const FrameSettings& s, bool img2img, int steps);
 
-// [begin, end) of one of the graph's op lists.
-struct OpRange {
-  size_t begin = 0, end = 0;
-  bool empty() const { return begin == end; }
-  bool operator==(const OpRange&) const = default;
-};
-
 // One denoise step. Every model of the step reads the same model input (the latents, over the batch
 // [cond | uncond]) and runs in this order; the sampler's update reads the last one's output: the ControlNets that
 // run at this step, each a branch of the graph (Graph::branches) that makes its own residuals, then the U-Net,

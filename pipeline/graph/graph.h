@@ -163,6 +163,13 @@ struct Op {
 // Which frame op list a frame runs (Graph::frame_ops).
 enum class FrameOps : uint8_t { Full, Cached };
 
+// [begin, end) of one of the graph's op lists.
+struct OpRange {
+  size_t begin = 0, end = 0;
+  bool empty() const { return begin == end; }
+  bool operator==(const OpRange&) const = default;
+};
+
 // Frame ops [begin, end) that may run beside the frame ops after them, up to `join`, the first op that touches
 // a tensor they made (first touched in [begin, end)): a ControlNet beside the U-Net's down path, which reads
 // none of its residuals. The CUDA backend runs a branch on a stream of its own inside the frame's graph; the

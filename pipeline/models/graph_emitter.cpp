@@ -179,7 +179,8 @@ GraphEmitter::Act4 GraphEmitter::upsample2x(const std::string& layer, const Act4
 }
 
 GraphEmitter::Act4 GraphEmitter::scale_activation(const std::string& layer, const Act4& x, float in_scale,
-                                                  float in_shift, Activation act, float out_scale, Ref residual) {
+                                                  float in_shift, Activation act, float out_scale, Ref residual,
+                                                  Ref y) {
   const int64_t count = int64_t(batch_) * x.h * x.w * x.c;
   ScaleActivationOp op;
   op.p.count = count;
@@ -189,10 +190,10 @@ GraphEmitter::Act4 GraphEmitter::scale_activation(const std::string& layer, cons
   op.p.out_scale = out_scale;
   op.x = x.t;
   op.residual = residual;
-  op.y = new_act(layer, {batch_, x.h, x.w, x.c});
-  const Act4 y{op.y, x.h, x.w, x.c};
+  op.y = y ? y : new_act(layer, {batch_, x.h, x.w, x.c});
+  const Act4 out{op.y, x.h, x.w, x.c};
   emit(layer, std::move(op), 0, (residual ? 3.0 : 2.0) * act_bytes_ * elems(count));
-  return y;
+  return out;
 }
 
 }  // namespace rtvd

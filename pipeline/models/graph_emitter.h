@@ -62,10 +62,14 @@ class GraphEmitter {
   GroupNormOp group_norm_op(const std::string& layer, const Act4& x, int groups, float eps);
   // Nearest-neighbour 2x: (batch_, 2h, 2w, c).
   Act4 upsample2x(const std::string& layer, const Act4& x);
-  // out_scale * act(in_scale * x + in_shift) (+ residual of x's extent), element by element, into a new tensor
-  // of x's extent.
+  // out_scale * act(in_scale * x + in_shift) (+ residual of x's extent), element by element, into y (x's extent;
+  // x itself: in place), or a new tensor of x's extent.
   Act4 scale_activation(const std::string& layer, const Act4& x, float in_scale, float in_shift, Activation act,
-                        float out_scale, Ref residual = {});
+                        float out_scale, Ref residual = {}, Ref y = {});
+  // x += residual (of x's extent), in place.
+  void add_in_place(const std::string& layer, const Act4& x, Ref residual) {
+    scale_activation(layer, x, 1.0f, 0.0f, Activation::None, 1.0f, residual, x.t);
+  }
   // o (batch * q_len, c) from q (batch * q_len, ...) and k, v (batch * kv_len, ...) at the given token
   // strides, c = heads * head_dim; causal: token i sees keys 0..i only.
   Ref attention(const std::string& layer, Ref q, Ref k, Ref v, int batch, int heads, int q_len, int kv_len, int c,

@@ -350,16 +350,7 @@ Ref UNetBuilder::forward(Ref x_in, int h, int w, const StepConditioning& cond, c
   std::vector<Act4> skips{x};  // diffusers' down_block_res_samples
   x = encode(x, skips, cond, cross);  // (n, h/2^(L-1), w/2^(L-1), c_(L-1))
   // The down path has read the skips as they were: the up blocks read them with the residuals added.
-  for (size_t k = 0; k < residuals.size(); ++k) {
-    const ControlResiduals& r = residuals[k];
-    if (r.down.size() != skips.size() || !r.mid)
-      fail("internal: ", r.down.size(), " ControlNet residuals for ", skips.size(), " skips");
-    const std::string net = k ? cat(".net", k) : "";  // "down_residual.3.net1": the second net's
-    for (size_t i = 0; i < skips.size(); ++i)
-      skips[i] = scale_activation(cat("down_residual.", i, net), skips[i], 1.0f, 0.0f, Activation::None, 1.0f,
-                                  r.down[i]);  // (n, h_i, w_i, c_i) skip + residual
-    x = scale_activation("mid_residual" + net, x, 1.0f, 0.0f, Activation::None, 1.0f, r.mid);  // mid + residual
-  }
+  add_residuals(residuals, skips, &x);
 
   for (int i = 0; i < L; ++i) {
     if (i == L - 1 && deep) *deep = x.t;  // (n, h, w, c1): what forward_cached() takes in its place
@@ -405,16 +396,26 @@ Ref UNetBuilder::forward_cached(Ref x_in, Ref deep, int h, int w, const StepCond
   Act4 x = input(x_in, h, w);  // (n, h, w, c0)
   std::vector<Act4> skips{x};
   down_level(0, x, skips, cond, cross);  // the top level's skips; down_blocks.0's downsampler feeds only deeper levels
-  for (size_t k = 0; k < residuals.size(); ++k) {
-    if (residuals[k].down.size() != skips.size())
-      fail("internal: ", residuals[k].down.size(), " ControlNet residuals for the top level's ", skips.size(), " skips");
-    const std::string net = k ? cat(".net", k) : "";
-    for (size_t i = 0; i < skips.size(); ++i)
-      skips[i] = scale_activation(cat("down_residual.", i, net), skips[i], 1.0f, 0.0f, Activation::None, 1.0f,
-                                  residuals[k].down[i]);  // (n, h, w, c0) skip + residual
-  }
+  add_residuals(residuals, skips, nullptr);
   // (n, h, w, c1): up_blocks.(L-2)'s output, upsampled to the top level, as the last full forward left it
   return output(up_level(L - 1, {deep, h, w, cfg_.block_out_channels[1]}, skips, cond, cross));  // (n, h, w, out_channels)
+}
+
+void UNetBuilder::add_residuals(std::span<const ControlResiduals> residuals, const std::vector<Act4>& skips,
+                                const Act4* mid) {
+  residual_adds_.clear();
+  for (size_t k = 0; k < residuals.size(); ++k) {
+    const ControlResiduals& r = residuals[k];
+    if (r.down.size() != skips.size() || bool(r.mid) != bool(mid))
+      fail("internal: ControlNet residuals for ", r.down.size(), " skips", r.mid ? " and the mid block" : "", ", the ",
+           "U-Net pass has ", skips.size(), mid ? " and the mid block" : "");
+    const std::string net = k ? cat(".net", k) : "";  // "down_residual.3.net1": the second residuals' given
+    const size_t begin = ops_->size();
+    for (size_t i = 0; i < skips.size(); ++i)
+      add_in_place(cat("down_residual.", i, net), skips[i], r.down[i]);  // (n, h_i, w_i, c_i) skip += residual
+    if (mid) add_in_place("mid_residual" + net, *mid, r.mid);  // (n, h/2^(L-1), w/2^(L-1), c_(L-1)) mid += residual
+    residual_adds_.push_back({begin, ops_->size()});
+  }
 }
 
 // conv_in: x (n, h, w, in_channels) -> (n, h, w, c0) (+ residual).

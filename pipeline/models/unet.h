@@ -62,9 +62,9 @@ class UNetBuilder : protected GraphEmitter {
   // Frame ops: the velocity (batch, h, w, out_channels) for x (batch, h, w, in_channels). deep (if given):
   // set to the feature that enters the last up block, up_blocks.(L-1) at the top level (batch, h, w, c1),
   // c1 = block_out_channels[1]: what forward_cached() reads in place of the deeper levels. residuals: each
-  // ControlNet's, added in turn to the skips the up blocks read and to the mid block's output, one op per net and
-  // skip (so that no net's ops read another's, and the nets can run side by side); without, the graph has no op
-  // for them.
+  // ControlNet's, added in turn to the skips the up blocks read and to the mid block's output, in place, one op per
+  // net and skip (so that no net's ops read another's, and the nets can run side by side); without, the graph has
+  // no op for them.
   Ref forward(Ref x, int h, int w, const StepConditioning& cond, const CrossContext& cross, const std::string& tag,
               Ref* deep = nullptr, std::span<const ControlResiduals> residuals = {});
   // Cached frame ops (Graph::cached_frame), DeepCache's shallow forward: conv_in, down_blocks.0's ResNets and
@@ -74,6 +74,10 @@ class UNetBuilder : protected GraphEmitter {
   // them. For 2 levels or more.
   Ref forward_cached(Ref x, Ref deep, int h, int w, const StepConditioning& cond, const CrossContext& cross,
                      const std::string& tag, std::span<const ControlResiduals> residuals = {});
+  // The ops of the last forward() or forward_cached() that add the residuals, in place into the skips and the mid
+  // block's output: one range of its op list per ControlResiduals, in order. With those ops off (Op::off) the up
+  // blocks read what the U-Net without that net reads.
+  const std::vector<OpRange>& residual_adds() const { return residual_adds_; }
 
  protected:
   // encoder_only: the builder of a ControlNet (controlnet.h), whose checkpoint is the U-Net's encoder alone:
@@ -105,6 +109,13 @@ class UNetBuilder : protected GraphEmitter {
   Act4 down_level(int i, Act4 x, std::vector<Act4>& skips, const StepConditioning& cond, const CrossContext& cross);
   Act4 up_level(int i, Act4 x, std::vector<Act4>& skips, const StepConditioning& cond, const CrossContext& cross);
   Ref output(const Act4& x);
+
+ private:
+  std::vector<OpRange> residual_adds_;
+
+  // Each net's residuals added in place to the skips and to mid (none: a cached pass's, which has no mid),
+  // after the down path has read them; sets residual_adds_.
+  void add_residuals(std::span<const ControlResiduals> residuals, const std::vector<Act4>& skips, const Act4* mid);
 };
 
 // Every ResNet of the architecture in forward order: (parameter prefix, output channels); encoder_only: those
