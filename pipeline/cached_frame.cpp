@@ -6,12 +6,14 @@
 
 namespace rtvd {
 
-void add_cached_frame(FramePlan& plan, UNetBuilder& unet, Ref model_in, const std::vector<StepConditioning>& cond,
-                      const CrossContext& cross, const std::vector<Ref>& deep,
-                      const std::function<std::vector<ControlResiduals>(int step)>& cached_nets) {
+std::vector<std::vector<OpRange>> add_cached_frame(
+    FramePlan& plan, UNetBuilder& unet, Ref model_in, const std::vector<StepConditioning>& cond,
+    const CrossContext& cross, const std::vector<Ref>& deep,
+    const std::function<std::vector<ControlResiduals>(int step)>& cached_nets) {
   Graph& g = plan.graph;
   std::map<int, int> outputs;  // a full U-Net pass's output tensor -> its cached pass's
   size_t next = 0;             // the next frame op to copy
+  std::vector<std::vector<OpRange>> residual_adds;
   const auto copy_until = [&](size_t end) {
     for (; next < end; ++next) {
       Op op = g.frame[next];
@@ -34,9 +36,11 @@ void add_cached_frame(FramePlan& plan, UNetBuilder& unet, Ref model_in, const st
     const Ref out = unet.forward_cached(model_in, deep[i], plan.latent_height, plan.latent_width, cond[i], cross,
                                         cat("step", i, ".cached"), residuals);  // (batch, h, w, out_channels)
     outputs[conv_out->y.id] = out.id;
+    residual_adds.push_back(unet.residual_adds());
     next = models.back().end;
   }
   copy_until(g.frame.size());
+  return residual_adds;
 }
 
 }  // namespace rtvd

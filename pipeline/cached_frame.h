@@ -15,9 +15,11 @@ namespace rtvd {
 // on the same model input: the ControlNets' top levels (cached_nets(i) emits step i's and returns their
 // residuals) and the U-Net's (UNetBuilder::forward_cached), the ops after it reading its output. deep: each
 // step's feature from UNetBuilder::forward, made persistent here (plan.feature_cache): the full frame writes it,
-// the cached frames read it. cond, cross: the conditioning the full frame's U-Net passes read.
-void add_cached_frame(FramePlan& plan, UNetBuilder& unet, Ref model_in, const std::vector<StepConditioning>& cond,
-                      const CrossContext& cross, const std::vector<Ref>& deep,
-                      const std::function<std::vector<ControlResiduals>(int step)>& cached_nets);
+// the cached frames read it. cond, cross: the conditioning the full frame's U-Net passes read. Returns, per step,
+// the cached U-Net pass's adds of the nets' residuals (UNetBuilder::residual_adds).
+std::vector<std::vector<OpRange>> add_cached_frame(
+    FramePlan& plan, UNetBuilder& unet, Ref model_in, const std::vector<StepConditioning>& cond,
+    const CrossContext& cross, const std::vector<Ref>& deep,
+    const std::function<std::vector<ControlResiduals>(int step)>& cached_nets);
 
 }  // namespace rtvd

@@ -163,17 +163,13 @@ void Engine::read_control_image(size_t net, std::vector<float>& image) {
   backend_->read(plan_.control_activations[net], image.data(), image.size());
 }
 
-// Each net's scale into its scaling ops, in place; the backend re-records what it recorded from them (a CUDA graph)
-// only when one changed.
+// Each net's scale into its ops, in place (at 0 the net is off); the backend re-records what it recorded from them
+// (a CUDA graph) only when one changed.
 void Engine::write_controlnet_scales() {
   bool changed = false;
-  for (size_t k = 0; k < plan_.controlnet_scaled_ops.size(); ++k) {
+  for (size_t k = 0; k < plan_.controlnet_ops.size(); ++k) {
     const float scale = k < settings_.controlnets.size() ? settings_.controlnets[k].scale : ControlNetSettings{}.scale;
-    for (const FramePlan::ScaledOp& o : plan_.controlnet_scaled_ops[k]) {
-      float& in_scale = std::get<ScaleActivationOp>(plan_.graph.frame_ops(o.list).at(o.op).body).p.in_scale;
-      changed = changed || in_scale != scale * o.factor;
-      in_scale = scale * o.factor;
-    }
+    changed = set_controlnet_scale(plan_, k, scale) || changed;
   }
   if (changed) backend_->ops_changed();
 }

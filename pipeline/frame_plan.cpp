@@ -207,6 +207,22 @@ void check_controlnet_settings(const Model& model, const FrameSettings& s, bool 
          "one step (img2img: --steps 2 --strength 0.5), else use --stream-batch 1");
 }
 
+bool set_controlnet_scale(FramePlan& plan, size_t k, float scale) {
+  bool changed = false;
+  for (const FramePlan::ScaledOp& o : plan.controlnet_scaled_ops.at(k)) {
+    float& in_scale = std::get<ScaleActivationOp>(plan.graph.frame_ops(o.list).at(o.op).body).p.in_scale;
+    changed = changed || in_scale != scale * o.factor;
+    in_scale = scale * o.factor;
+  }
+  for (const FramePlan::ListOps& r : plan.controlnet_ops.at(k))
+    for (size_t i = r.ops.begin; i < r.ops.end; ++i) {
+      Op& op = plan.graph.frame_ops(r.list).at(i);
+      changed = changed || op.off != (scale == 0.0f);
+      op.off = scale == 0.0f;
+    }
+  return changed;
+}
+
 void check_stream_batch(int stream_batch, int steps) {
   if (stream_batch < 1 || stream_batch > kMaxStreamBatch)
     fail("--stream-batch ", stream_batch, ": expected 1 to ", kMaxStreamBatch, " frames in flight");
@@ -294,6 +310,7 @@ FramePlan build_frame_plan(const Model& model, const SamplerPlan& sp, const Fram
   std::vector<ControlNetSettings> net_settings(nets);
   std::copy(s.controlnets.begin(), s.controlnets.end(), net_settings.begin());
   plan.controlnet_scaled_ops.resize(nets);
+  plan.controlnet_ops.resize(nets);
   std::vector<std::unique_ptr<ControlNetBuilder>> net_builders;
   std::vector<CrossContext> net_cross;
   std::vector<std::vector<StepConditioning>> net_cond(nets, std::vector<StepConditioning>(steps));
@@ -400,9 +417,16 @@ FramePlan build_frame_plan(const Model& model, const SamplerPlan& sp, const Fram
         residuals.back() = with_unconditional_zeros(g, g.frame, residuals.back(),
                                                     cat(controlnet_weight_prefix(k), "step", i, ".residual"), act_bytes);
       stage.models.push_back(since(g.frame, begin));
+      plan.controlnet_ops[k].push_back({FrameOps::Full, stage.models.back()});
       g.branches.push_back({stage.models.back().begin, stage.models.back().end});
     }
     return residuals;
+  };
+  // The U-Net pass's adds of step i's nets' residuals (UNetBuilder::residual_adds), each to its net's ops.
+  const auto add_residual_adds = [&](FrameOps list, int i, const std::vector<OpRange>& adds) {
+    size_t j = 0;
+    for (size_t k = 0; k < nets; ++k)
+      if (controlnet_runs(net_settings[k], i, steps)) plan.controlnet_ops[k].push_back({list, adds.at(j++)});
   };
 
   if (pipelined) {
@@ -412,6 +436,7 @@ FramePlan build_frame_plan(const Model& model, const SamplerPlan& sp, const Fram
     const size_t models = g.frame.size();
     const Ref out = unet.forward(model_in, h, w, cond[0], cross, "steps", nullptr, residuals);
     stage.models.push_back(since(g.frame, models));
+    add_residual_adds(FrameOps::Full, 0, unet.residual_adds());
     const size_t begin = g.frame.size();
     for (int j = steps - 1; j >= 0; --j) {
       noise_index = 0;  // the noise slices are in step order: count the ones before step j
@@ -426,6 +451,7 @@ FramePlan build_frame_plan(const Model& model, const SamplerPlan& sp, const Fram
       const size_t models = g.frame.size();
       const Ref out = unet.forward(model_in, h, w, cond[i], cross, cat("step", i), &deep[i], residuals);  // (B, h, w, C)
       stage.models.push_back(since(g.frame, models));
+      add_residual_adds(FrameOps::Full, i, unet.residual_adds());
       stage.update = update(i, 0, out);
     }
   }
@@ -441,6 +467,7 @@ FramePlan build_frame_plan(const Model& model, const SamplerPlan& sp, const Fram
     std::vector<ControlResiduals> residuals;
     for (size_t k = 0; k < nets; ++k) {
       if (!controlnet_runs(net_settings[k], i, steps)) continue;
+      const size_t begin = g.cached_frame.size();
       residuals.push_back(net_builders[k]->forward_cached(model_in, control_act[k], h, w, net_cond[k][i], net_cross[k],
                                                           cat("step", i, ".cached"), net_settings[k].scale,
                                                           s.guess_mode));
@@ -450,11 +477,16 @@ FramePlan build_frame_plan(const Model& model, const SamplerPlan& sp, const Fram
         residuals.back() = with_unconditional_zeros(g, g.cached_frame, residuals.back(),
                                                     cat(controlnet_weight_prefix(k), "step", i, ".cached.residual"),
                                                     act_bytes);
+      plan.controlnet_ops[k].push_back({FrameOps::Cached, since(g.cached_frame, begin)});
     }
     return residuals;
   };
-  if (s.cache_refresh > 0) add_cached_frame(plan, unet, model_in, cond, cross, deep, cached_nets);
+  if (s.cache_refresh > 0) {
+    const std::vector<std::vector<OpRange>> adds = add_cached_frame(plan, unet, model_in, cond, cross, deep, cached_nets);
+    for (size_t i = 0; i < adds.size(); ++i) add_residual_adds(FrameOps::Cached, int(i), adds[i]);
+  }
   join_branches(g);
+  for (size_t k = 0; k < nets; ++k) set_controlnet_scale(plan, k, net_settings[k].scale);  // at 0: off from the start
   return plan;
 }
 

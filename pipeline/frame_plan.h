@@ -149,6 +149,15 @@ struct FramePlan {
     float factor;
   };
   std::vector<std::vector<ScaledOp>> controlnet_scaled_ops;
+  // Per ControlNet, the ops it costs in both frame lists: each of its forwards (with guess mode's padding of its
+  // residuals) and the U-Net's adds of its residuals, in place into the skips (UNetBuilder::residual_adds). At scale
+  // 0 they are off (Op::off, set_controlnet_scale): the net does not run, and the U-Net reads its skips as the model
+  // without the net has them. Its control image's ops (encode) stay on, for a view of it (control_activations).
+  struct ListOps {
+    FrameOps list;
+    OpRange ops;
+  };
+  std::vector<std::vector<ListOps>> controlnet_ops;
   Ref noise;                   // fresh noise of the steps in noise_steps, one (group, ...) sample each (LCM, Euler
                                // ancestral): for the frames at that step
   std::vector<int> noise_steps;
@@ -172,6 +181,11 @@ struct FramePlan {
   // The first frame's present (its blend's `first` flag starts a sequence).
   DenoiseBlendOp& present_op() { return std::get<DenoiseBlendOp>(graph.frame[stages.present.begin].body); }
 };
+
+// ControlNet k's scale set in the plan's ops in place, with no new plan: in its scaling ops (controlnet_scaled_ops),
+// and its ops (controlnet_ops) off at scale 0, on at any other. Whether an op changed (what a backend recorded from
+// them is made again then: Backend::ops_changed).
+bool set_controlnet_scale(FramePlan& plan, size_t k, float scale);
 
 // Refuses a stream batch the plan cannot run, naming --stream-batch: 1 to kMaxStreamBatch, and past 1 a
 // multiple of the steps.

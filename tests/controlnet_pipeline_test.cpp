@@ -4,8 +4,11 @@
 // ends over the steps that run (img2img's too), guidance, and guess mode with guidance. The final latents and the
 // decoded image at relative L2 <= 1e-4; and the frame without the nets is far from diffusers', so that the
 // comparison sees them. Then what the frame refuses and counts: a net for another architecture, settings no frame
-// can run, the nets' memory.
+// can run, the nets' memory; and what a net costs, nothing at scale 0.
 #include <gtest/gtest.h>
+
+#include <limits>
+#include <set>
 
 #include "base/error.h"
 #include "kernels/canny/canny.h"
@@ -312,7 +315,7 @@ TEST(ControlNetEngine, CannyThresholdsChangeWithoutANewPlan) {
 
 // A net's scale changes with no new plan (the same ops, the scaling ops' in_scale set in place), in the frame and the
 // feature cache's cached frame, and gives the frame an engine made with it gives; scale 0 gives the frame of the model
-// without the net (its residuals are zero), as a GUI's off switch does.
+// without the net, as a GUI's off switch does (the net does not run then: ANetAtScaleZeroDoesNotRun).
 TEST(ControlNetEngine, ScalesChangeWithoutANewPlan) {
   const std::string dir = test::tiny_controlnet_dir();
   if (dir.empty()) return;
@@ -361,6 +364,139 @@ TEST(ControlNetEngine, ScalesChangeWithoutANewPlan) {
     without.configure(no_nets, true);
     EXPECT_EQ(frames(engine), frames(without));
   }
+}
+
+// FramePlan::controlnet_ops in both frame lists: each net's own ops (its weight prefix's, but its control image's,
+// which stay on) and the U-Net's adds that read the residuals its ops wrote, each op once; no other op. The ops of a
+// net at scale 0 are off, the others' on.
+void expect_net_ops(FramePlan& plan, const FrameSettings& s) {
+  const size_t nets = plan.controlnet_ops.size();
+  for (FrameOps list : {FrameOps::Full, FrameOps::Cached}) {
+    const std::vector<Op>& ops = plan.graph.frame_ops(list);
+    std::vector<int> net_of(ops.size(), -1);
+    for (size_t k = 0; k < nets; ++k)
+      for (const FramePlan::ListOps& r : plan.controlnet_ops[k])
+        for (size_t i = r.ops.begin; r.list == list && i < r.ops.end; ++i) {
+          EXPECT_EQ(net_of.at(i), -1) << ops[i].layer;
+          net_of[i] = int(k);
+        }
+    std::vector<std::set<int>> written(nets);  // per net, what its ops' last scalings wrote: its residuals
+    size_t adds = 0;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const Op& op = ops[i];
+      SCOPED_TRACE(op.layer);
+      const auto* scaling = std::get_if<ScaleActivationOp>(&op.body);
+      if (op.layer.starts_with("down_residual.") || op.layer.starts_with("mid_residual")) {
+        ASSERT_GE(net_of[i], 0);
+        ASSERT_TRUE(scaling);
+        EXPECT_EQ(scaling->y.id, scaling->x.id);  // in place into the skip
+        EXPECT_TRUE(written[size_t(net_of[i])].contains(scaling->residual.id));
+        ++adds;
+      } else {
+        size_t own = nets;
+        for (size_t k = 0; k < nets; ++k)
+          if (op.layer.starts_with(controlnet_weight_prefix(k))) own = k;
+        const bool image = own < nets && (op.layer.starts_with(controlnet_weight_prefix(own) + "image") ||
+                                          op.layer.starts_with(controlnet_weight_prefix(own) + "canny"));
+        EXPECT_EQ(net_of[i], own < nets && !image ? int(own) : -1);
+        if (scaling && own < nets && !image) written[own].insert(scaling->y.id);
+      }
+      if (net_of[i] >= 0) EXPECT_EQ(op.off, s.controlnets.at(size_t(net_of[i])).scale == 0.0f);
+      else EXPECT_FALSE(op.off);
+    }
+    if (list == FrameOps::Full || s.cache_refresh > 0) EXPECT_GT(adds, 0u);
+  }
+}
+
+// What each net costs is recorded whatever the frame's shape: nets that run at some steps only (the U-Net's adds
+// of a step's nets then name them by their place among those that run), guess mode's padding, the cached frame, a
+// stream batch.
+TEST(ControlNetPlan, RecordsTheOpsEachNetCosts) {
+  const std::string dir = test::tiny_controlnet_dir();
+  if (dir.empty()) return;
+  const Model m = tiny_sd_with({dir + "/net1", dir + "/net2"});
+  const auto check = [&](const FrameSettings& s) {
+    FramePlan plan = build_frame_plan(m, frame_sampler(m, s, true), s, true, 32, 32, 4);
+    expect_net_ops(plan, s);
+  };
+  FrameSettings s;
+  s.steps = 2;
+  s.strength = 1.0f;  // both steps run
+  s.cache_refresh = 2;
+  s.controlnets = {{.scale = 0.0f, .start = 0.5}, {.scale = 0.6f}};
+  check(s);
+  s.controlnets = {{.scale = 0.8f, .end = 0.5}, {.scale = 0.0f}};
+  s.guess_mode = true;
+  check(s);
+  s.cache_refresh = 0;
+  s.strength = 0.5f;  // one step of two: a stream batch of 1-step frames
+  s.controlnets = {{.scale = 0.0f}, {.scale = 0.6f}};
+  s.stream_batch = 2;
+  check(s);
+}
+
+// A net at scale 0 does not run: its ops and the U-Net's adds of its residuals are off (FramePlan::controlnet_ops),
+// in the frame and the cached frame, from a new plan or switched live (the GUI's off switch). Its control image is
+// NaN, so that a net that ran, or a residual that was added even times 0, would show: the frames are those of the
+// model without the net, to the bit, and none of its ops took time. At a scale again, live, it runs: on the NaN
+// image the frame is not finite, on an image the frames are those of an engine made at that scale.
+TEST(ControlNetEngine, ANetAtScaleZeroDoesNotRun) {
+  const std::string dir = test::tiny_controlnet_dir();
+  if (dir.empty()) return;
+  test::Rng rng;
+  SCOPED_TRACE(test::seed_trace(rng));
+  const std::vector<float> source = smooth_rows(rng), control = smooth_rows(rng);
+  const std::vector<float> nan(control.size(), std::numeric_limits<float>::quiet_NaN());
+  FrameSettings s;
+  s.steps = 2;
+  s.guidance = 3.0f;
+  s.guess_mode = true;  // the nets' padding of their residuals too
+  s.cache_refresh = 2;  // a full frame, then a cached one
+  s.controlnets = {{.scale = 0.0f}, {.scale = 0.7f, .preprocessor = ControlPreprocessor::Source}};
+  const auto frames = [&](Engine& e) {  // the blend history after each
+    e.restart();
+    std::vector<std::vector<float>> out;
+    for (int f = 0; f < 2; ++f) {
+      e.render(&source);
+      std::vector<float>& history = out.emplace_back(size_t(32) * 32 * 3);
+      e.backend().read(e.plan().prev, history.data(), history.size());
+    }
+    return out;
+  };
+  Engine engine(tiny_sd_engine({dir + "/net1", dir + "/net2"}));
+  engine.configure(s, true);
+  engine.set_control_image(0, nan);
+  FrameSettings second = s;
+  second.controlnets.erase(second.controlnets.begin());
+  Engine without(tiny_sd_engine({dir + "/net2"}));
+  without.configure(second, true);
+  engine.backend().set_profiling(true);
+  const auto off = frames(engine);
+  EXPECT_EQ(off, frames(without));
+  const std::vector<float> op_ms = engine.backend().frame_op_ms();  // the full frame's
+  ASSERT_EQ(op_ms.size(), engine.plan().graph.frame.size());
+  for (const FramePlan::ListOps& r : engine.plan().controlnet_ops.at(0))
+    for (size_t i = r.ops.begin; r.list == FrameOps::Full && i < r.ops.end; ++i) EXPECT_EQ(op_ms[i], 0.0f);
+  engine.backend().set_profiling(false);
+
+  const Op* ops = engine.plan().graph.frame.data();  // a new plan is built while the old lives: elsewhere
+  FrameSettings on = s;
+  on.controlnets[0].scale = 1.2f;
+  engine.configure(on, true);
+  EXPECT_EQ(engine.plan().graph.frame.data(), ops);
+  EXPECT_THROW(frames(engine), NonFiniteFrame);
+  engine.set_control_image(0, control);
+  Engine fresh(tiny_sd_engine({dir + "/net1", dir + "/net2"}));
+  fresh.configure(on, true);
+  fresh.set_control_image(0, control);
+  const auto at_scale = frames(engine);
+  EXPECT_EQ(at_scale, frames(fresh));
+  EXPECT_NE(at_scale, off);
+
+  engine.set_control_image(0, nan);
+  engine.configure(s, true);
+  EXPECT_EQ(engine.plan().graph.frame.data(), ops);
+  EXPECT_EQ(frames(engine), off);
 }
 
 }  // namespace

@@ -160,7 +160,7 @@ void controlnet_section(ControlsState& s, const ControlsInfo& info) {
     NetControl& n = s.nets[k];
     ImGui::PushID(int(k));
     ImGui::Checkbox(cat("net ", k + 1).c_str(), &n.on);
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s: off, its residuals are zero (the frame without it)", info.controlnets[k].c_str());
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s: off, it does not run (the frame without it)", info.controlnets[k].c_str());
     ImGui::SliderFloat("scale", &n.scale, 0.0f, 2.0f, "%.2f", ImGuiSliderFlags_AlwaysClamp);
     if (c.preprocessor == ControlPreprocessor::Canny) {
       ImGui::SliderInt("canny low", &c.canny_low, 0, 1020, "%d", ImGuiSliderFlags_AlwaysClamp);

@@ -13,7 +13,7 @@
 namespace rtvd::gui {
 
 // A ControlNet's switch and scale in the panel: settings.controlnets[k].scale is its scale while on, 0 while off
-// (its residuals zero: the frame without it), both changes without a new plan (Engine::configure).
+// (the net does not run: the frame without it), both changes without a new plan (Engine::configure).
 struct NetControl {
   bool on = true;
   float scale = 1.0f;
