@@ -160,6 +160,7 @@ int bench_kernels_command(const std::vector<std::string>& args) {
   using K = cli::ValueKind;
   static const std::vector<cli::FlagSpec> specs = {
       {"runs", 0, K::Int, "timed runs per case (the median is reported)", "50", "N"},
+      {"op", 0, K::String, "only this op's cases (conv2d, attention, linear, layer_norm, ...)", "", "NAME"},
       {"json", 0, K::String, "write the results as JSON", "", "FILE"},
       {"help", 'h', K::None, "show this help", "", ""},
   };
@@ -174,7 +175,7 @@ int bench_kernels_command(const std::vector<std::string>& args) {
   const auto gpus = cuda_devices(&why_not);
   if (gpus.empty()) fail("rtvd bench kernels needs a CUDA device: ", why_not);
 #if RTVD_HAS_CUDA
-  nlohmann::json doc = bench_kernels(gpus.front(), flags.get_int("runs", 50, 3, 100000));
+  nlohmann::json doc = bench_kernels(gpus.front(), flags.get_int("runs", 50, 3, 100000), flags.get_string("op", ""));
   doc["bench"] = "kernels";
   doc["date"] = utc_now();
   if (const std::string path = flags.get_string("json", ""); !path.empty()) write_json(path, doc);

@@ -51,7 +51,8 @@ void* Buffers::raw(size_t bytes) { return memory_.emplace_back(bytes, "benchmark
 
 int copies_for(size_t bytes) { return int(std::clamp<size_t>(kRotateBytes / std::max<size_t>(bytes, 1), 1, 64)); }
 
-Table::Table(CudaHost& host, int runs, nlohmann::json& out) : host_(host), runs_(runs), out_(out) {
+Table::Table(CudaHost& host, int runs, std::string only, nlohmann::json& out)
+    : host_(host), runs_(runs), only_(std::move(only)), out_(out) {
   ceilings_ = host.measure_ceilings();
   out_["ceilings"] = {{"gemm_tflops", ceilings_.gemm_tflops}, {"gemm", ceilings_.gemm_what},
                       {"copy_gbps", ceilings_.copy_gbps}, {"copy", ceilings_.copy_what}};

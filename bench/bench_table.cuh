@@ -30,8 +30,10 @@ int copies_for(size_t bytes);
 
 class Table {
  public:
-  Table(CudaHost& host, int runs, nlohmann::json& out);
+  // only: the one op to time ("linear"), or empty for all.
+  Table(CudaHost& host, int runs, std::string only, nlohmann::json& out);
   CudaHost& host() { return host_; }
+  bool wants(const std::string& op) const { return only_.empty() || only_ == op; }
 
   // Median ms of f(i) over the runs after 5 warm-ups; i picks the input copy. Each run waits behind a
   // ~50 us kernel, so a launcher's host time (large for library calls) is not counted, as in a frame's graph.
@@ -50,6 +52,7 @@ class Table {
  private:
   CudaHost& host_;
   int runs_;
+  std::string only_;
   nlohmann::json& out_;
   Ceilings ceilings_;
 };

@@ -116,9 +116,9 @@ void bench_linear(Table& t) {
 }  // namespace
 
 void bench_heavy_ops(Table& t) {
-  bench_conv2d(t);
-  bench_attention(t);
-  bench_linear(t);
+  if (t.wants("conv2d")) bench_conv2d(t);
+  if (t.wants("attention")) bench_attention(t);
+  if (t.wants("linear")) bench_linear(t);
 }
 
 }  // namespace rtvd::bench

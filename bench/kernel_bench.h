@@ -4,12 +4,14 @@
 // inputs rotated past L2.
 #pragma once
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "pipeline/backends/gpu.h"
 
 namespace rtvd {
 
 // Prints a table as it goes and returns every measurement.
-nlohmann::json bench_kernels(const GpuInfo& gpu, int runs);
+// only: one op's rows ("linear"), or empty for every op's.
+nlohmann::json bench_kernels(const GpuInfo& gpu, int runs, const std::string& only);
 
 }  // namespace rtvd

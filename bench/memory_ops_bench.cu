@@ -25,6 +25,7 @@ namespace {
 // One row: `inputs` fp16 elements read, rotated through copies past L2, by run(i, input).
 template <class Run>
 void timed(Table& t, const char* op, const std::string& name, size_t inputs, double bytes, const Run& run) {
+  if (!t.wants(op)) return;
   Buffers b;
   const int copies = copies_for(inputs * 2);
   std::vector<const void*> xs;
