@@ -85,7 +85,7 @@ std::vector<Lifetime> lifetimes(Graph& g) {
   visit(g.frame, 0);
   visit(g.cached_frame, 1);
   for (size_t i = 0; i < life.size(); ++i)
-    if (g.tensors[i].persistent) life[i] = {{{0, index}, {}}};
+    if (g.tensors[i].persistent) life[i] = {{{0, index}, {}}, {}};
   return life;
 }
 
