@@ -313,7 +313,9 @@ bool run_cublaslt(const LinearParams& p, const CudaContext& ctx, const PlanKey& 
   auto* workspace = static_cast<char*>(ctx.workspace);
   if (plan.bias != BiasPath::None) {
     const void* bias = p.bias;
-    if (plan.bias == BiasPath::Staged16) {
+    if (plan.bias == BiasPath::Staged16 && p.bias_act && aligned16(p.bias_act)) {
+      bias = p.bias_act;
+    } else if (plan.bias == BiasPath::Staged16) {
       auto* staged = reinterpret_cast<__half*>(workspace);
       launch_kernel("linear (bias to fp16)", bias_to_half_kernel, (p.n + 255) / 256, 256, 0, ctx.stream, p.bias, staged,
                     p.n);

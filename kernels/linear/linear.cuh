@@ -17,8 +17,8 @@
 // launchers may be called from several host threads.
 //
 // Scratch: ctx.workspace is cuBLASLt's workspace. If this cuBLASLt takes bias only in the output type
-// (fp16), its first 256-byte-aligned n * 2 bytes hold an fp16 copy of bias, written by a tiny kernel on
-// each call. y may alias residual only without activation.
+// (fp16), it reads p.bias_act where given; else its first 256-byte-aligned n * 2 bytes hold an fp16 copy of
+// bias, written by a tiny kernel on each call. y may alias residual only without activation.
 #pragma once
 #include <string>
 #include <vector>

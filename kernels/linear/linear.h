@@ -8,6 +8,9 @@ struct LinearParams {
   const void* x = nullptr;         // (m, k)
   const void* w = nullptr;         // (n, k) row-major
   const float* bias = nullptr;     // (n) or null
+  // (n) the same bias in the activation type (fp16 on the GPU), or null: what a cuBLASLt that takes its bias only
+  // in fp16 reads, where it would otherwise convert `bias` into its workspace on every call (a launch per linear).
+  const void* bias_act = nullptr;
   const void* residual = nullptr;  // (m, n) or null; added after the activation
   void* y = nullptr;               // (m, n)
   int m = 0, n = 0, k = 0;

@@ -63,8 +63,11 @@ struct LayerNormOp {
 };
 struct LinearOp {
   LinearParams p;
-  Ref x, w, bias, residual, y;
-  template <class F> void refs(F&& f) { RTVD_BIND(x, x); RTVD_BIND(w, w); RTVD_BIND(bias, bias); RTVD_BIND(residual, residual); RTVD_BIND(y, y); }
+  Ref x, w, bias, bias_act, residual, y;
+  template <class F> void refs(F&& f) {
+    RTVD_BIND(x, x); RTVD_BIND(w, w); RTVD_BIND(bias, bias); RTVD_BIND(bias_act, bias_act); RTVD_BIND(residual, residual);
+    RTVD_BIND(y, y);
+  }
 };
 struct AttentionOp {
   AttentionParams p;

@@ -141,11 +141,22 @@ WeightTensor WeightTensor::floats(std::vector<int64_t> shape, std::vector<float>
   return t;
 }
 
+WeightTensor WeightTensor::act_floats(std::vector<int64_t> shape, std::vector<float> values) {
+  WeightTensor t = floats(std::move(shape), std::move(values));
+  t.elem = Elem::Act;
+  return t;
+}
+
 int64_t WeightTensor::numel() const { return checked_numel(shape, "engine weight"); }
 
 void WeightTensor::write(void* dst, DType act) const {
-  if (elem == Elem::F32) {
+  if (elem == Elem::F32 || (parts.empty() && act == DType::F32)) {
     std::memcpy(dst, values.data(), values.size() * sizeof(float));
+    return;
+  }
+  if (parts.empty()) {  // act_floats() in fp16
+    auto* half = static_cast<uint16_t*>(dst);
+    for (size_t i = 0; i < values.size(); ++i) half[i] = float_to_half(values[i]);
     return;
   }
   auto* out = static_cast<uint8_t*>(dst);
@@ -205,7 +216,7 @@ Ref WeightStore::get(const std::string& name, Elem elem, const std::function<Wei
     t.name = name;
     t.elem = elem;
     int64_t have = int64_t(t.values.size());
-    if (elem != Elem::F32) {
+    if (elem != Elem::F32 && !t.parts.empty()) {  // (an Act weight without parts holds values: act_floats())
       have = 0;
       for (const TensorView& p : t.parts) {
         if (t.oihw_to_ohwi && p.shape.size() != 4)

@@ -25,11 +25,13 @@ struct WeightTensor {
   std::vector<TensorView> parts;
   bool oihw_to_ohwi = false;   // ...each a conv weight (o, i, kh, kw) stored as (o, kh, kw, i)
   std::vector<std::vector<LowRankDelta>> part_deltas;  // per part: its LoRA updates (views too)
-  std::vector<float> values;   // F32: the values
+  std::vector<float> values;   // F32: the values; Act without parts: values written in the activation type
 
-  // A weight made of checkpoint tensors, and one of floats computed at load.
+  // A weight made of checkpoint tensors, one of floats computed at load, and one of floats in the activation type
+  // (a linear's bias as cuBLASLt's fp16 epilogue reads it: LinearParams::bias_act).
   static WeightTensor stacked(std::vector<int64_t> shape, std::vector<TensorView> parts, bool oihw_to_ohwi = false);
   static WeightTensor floats(std::vector<int64_t> shape, std::vector<float> values);
+  static WeightTensor act_floats(std::vector<int64_t> shape, std::vector<float> values);
 
   int64_t numel() const;
   // Writes the numel() elements to dst: Act weights as `act` (F32 or F16), F32 weights as float, each part

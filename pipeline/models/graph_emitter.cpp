@@ -28,6 +28,12 @@ Ref GraphEmitter::conv_weight(const std::string& name, int out, int in, int k) {
   });
 }
 
+Ref GraphEmitter::bias_in_act_type(Ref bias) {
+  if (bias.kind != Ref::Weight || bias.offset != 0) return {};
+  const WeightTensor& f32 = weights_.tensors().at(size_t(bias.id));
+  return weights_.get(f32.name + ".act", Elem::Act, [&] { return WeightTensor::act_floats(f32.shape, f32.values); });
+}
+
 Ref GraphEmitter::constant(const std::string& name, int n, float value) {
   return weights_.get(param(name), Elem::F32, [&] { return WeightTensor::floats({n}, std::vector<float>(size_t(n), value)); });
 }
@@ -60,6 +66,7 @@ Ref GraphEmitter::linear(const std::string& layer, Ref x, int rows, int in, int 
   op.x = x;
   op.w = w;
   op.bias = bias;
+  op.bias_act = bias_in_act_type(bias);
   op.residual = residual;
   op.y = new_act(layer, {rows, out});
   Ref y = op.y;

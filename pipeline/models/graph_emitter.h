@@ -51,6 +51,9 @@ class GraphEmitter {
   // y (rows, out) = act(x (rows, in) w^T + bias) + residual
   Ref linear(const std::string& layer, Ref x, int rows, int in, int out, Ref w, Ref bias, Ref residual,
              Activation act = Activation::None);
+  // A per-channel weight (vector()) again in the activation type, for LinearParams::bias_act; none for anything
+  // else.
+  Ref bias_in_act_type(Ref bias);
   // Over the last dimension of x (rows, c), with the weights `layer`.weight and `layer`.bias.
   Ref layer_norm(const std::string& layer, Ref x, int rows, int c, float eps = 1e-5f);
   Act4 conv(const std::string& layer, const Act4& x, const ConvArgs& a);

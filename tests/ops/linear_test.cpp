@@ -182,6 +182,16 @@ TEST_P(LinearCuda, Cublaslt) {
   const std::vector<float> first_choice = pr.run(ctx.stream, [&](const LinearParams& q) { linear_cublaslt(q, ctx); });
   EXPECT_EQ(pr.run(ctx.stream, [&](const LinearParams& q) { linear_cublaslt(q, ctx, "cuBLASLt 00"); }), first_choice)
       << "a name that is no algorithm runs the first choice";
+  if (!pr.c.bias) return;
+  const test::HalfTensor bias_act = test::half_tensor(pr.bias);
+  EXPECT_EQ(pr.run(ctx.stream,
+                   [&](const LinearParams& q) {
+                     LinearParams with = q;
+                     with.bias_act = bias_act.get();
+                     linear_cublaslt(with, ctx);
+                   }),
+            first_choice)
+      << "the bias given in fp16 (bias_act) gives what its conversion on every call gives";
 }
 
 // rtvd's tiled FMA kernel: any shape and alignment.
