@@ -29,7 +29,8 @@ Ref GraphEmitter::conv_weight(const std::string& name, int out, int in, int k) {
 }
 
 Ref GraphEmitter::bias_in_act_type(Ref bias) {
-  if (bias.kind != Ref::Weight || bias.offset != 0) return {};
+  // fp32 activations (the CPU's): the bias already is in their type, and no library wants another.
+  if (act_bytes_ == 4 || bias.kind != Ref::Weight || bias.offset != 0) return {};
   const WeightTensor& f32 = weights_.tensors().at(size_t(bias.id));
   return weights_.get(f32.name + ".act", Elem::Act, [&] { return WeightTensor::act_floats(f32.shape, f32.values); });
 }
