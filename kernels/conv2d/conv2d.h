@@ -19,6 +19,9 @@ struct Conv2dParams {
   const float* bias = nullptr;     // null = 0; element (n, c) at n * bias_batch_stride + c
   int scale_batch_stride = 0;      // 0: one row for the whole batch; c_out: one row per image (FiLM)
   int bias_batch_stride = 0;
+  // (c_out) the one-row bias again in the activation type (fp16 on the GPU), or null: what cuDNN's fused
+  // epilogue reads, where it would otherwise convert `bias` into its workspace on every call (a launch per conv).
+  const void* bias_act = nullptr;
   const float* gn_stats = nullptr;  // (n, gn_groups, 2) mean, rstd; null = no prologue
   const float* gn_gamma = nullptr;  // (c_in)
   const float* gn_beta = nullptr;   // (c_in)

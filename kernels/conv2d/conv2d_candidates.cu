@@ -14,7 +14,7 @@
 namespace rtvd {
 namespace {
 
-constexpr size_t kWgmmaCandidates = 4;  // tiles offered, the best-ranked by conv2d_sm90_tiles()
+constexpr size_t kWgmmaCandidates = 6;  // tiles offered, the best-ranked by conv2d_sm90_tiles()
 // Split-K's partial sums may take this much workspace when the mma.sync config is chosen for a shape: the
 // caller provides what the chosen candidate's workspace_bytes() says.
 constexpr size_t kSplitKBudget = size_t(256) << 20;

@@ -29,6 +29,12 @@ std::vector<Conv2dCase> make_cases() {
        .bias = kImage, .production = true},
       {.name = "sd_16x16_1280_gn_film_res", .h = 16, .w = 16, .c_in = 1280, .c_out = 1280, .residual = true,
        .bias = kImage, .gn_groups = 32, .production = true},
+      // The real-time frame's U-Net at batch 1 on its two lowest levels: 64 and 256 output pixels, 30-60 MB of
+      // weights (an up block's conv1 over the skip's 2560 channels; a ResNet's conv2).
+      {.name = "sd_b1_8x8_2560_1280_gn_film", .n = 1, .h = 8, .w = 8, .c_in = 2560, .c_out = 1280, .bias = kImage,
+       .gn_groups = 32, .production = true},
+      {.name = "sd_b1_16x16_1280_gn_res", .n = 1, .h = 16, .w = 16, .c_in = 1280, .c_out = 1280, .residual = true,
+       .bias = kChannel, .gn_groups = 32, .production = true},
       {.name = "default_64x64_32", .h = 64, .w = 64, .c_in = 32, .c_out = 32, .scale = kChannel, .bias = kImage,
        .act = kSilu, .production = true},
       {.name = "default_32x32_64", .h = 32, .w = 32, .c_in = 64, .c_out = 64, .residual = true, .scale = kChannel,

@@ -1,9 +1,10 @@
 // conv2d's cases: the one table that the correctness tests (tests/ops/conv2d_test.cpp) and the kernel
 // benchmark both run. Production shapes (the SD U-Net's hot 3x3 convs at batch 2: 320 channels at 64x64, 640
-// at 32x32, 1280 at 16x16; the default model's convs) and hostile ones (c_in or c_out not a multiple of 8, odd
-// sizes, stride 2, 1x1 and 5x5, misaligned x, y in place of the residual), and the autoencoders' (TAESD's ReLU
-// after the residual, the VAE's Downsample2D with its extra row and column of padding after the input). Plain
-// C++: the CPU build and the tests include it without the CUDA toolkit.
+// at 32x32, 1280 at 16x16; its two lowest levels at batch 1; the default model's convs) and hostile ones
+// (c_in or c_out not a multiple of 8, odd sizes, stride 2, 1x1 and 5x5, misaligned x, y in place of the
+// residual), and the autoencoders' (TAESD's ReLU after the residual, the VAE's Downsample2D with its extra row
+// and column of padding after the input). Plain C++: the CPU build and the tests include it without the CUDA
+// toolkit.
 #pragma once
 #include <cstddef>
 #include <string>

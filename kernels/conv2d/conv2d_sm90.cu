@@ -211,7 +211,9 @@ void launch(const Conv2dParams& p, int split_k, float* partials, const CudaConte
 // which the wider tiles run half empty; the wider layers' tiles keep their ranking.
 constexpr int kShapes[][2] = {{128, 160}, {64, 160}, {128, 128}, {128, 256}, {64, 128}, {128, 64}};
 constexpr int kNarrowBn = 64;
-constexpr int kMaxSplit = 4;
+// Up to 16 parts: at batch 1 the 8x8 and 16x16 levels have 64 or 256 output pixels, so their 1280-channel
+// convs have 10-20 output tiles, and only a split spreads their 30-60 MB of weights over the SMs.
+constexpr int kMaxSplit = 16;
 constexpr int kMinStepsPerSplit = 16;  // K steps each part of a split keeps (shorter: the ring barely fills)
 
 Conv2dSm90Tile tile(int bm, int bn, int split) {
@@ -268,16 +270,20 @@ std::vector<Conv2dSm90Tile> conv2d_sm90_tiles(const Conv2dParams& p, const CudaC
     for (int split = 1; split <= kMaxSplit && (split == 1 || steps / split >= kMinStepsPerSplit); ++split)
       if (tile_offered(p, bm, bn)) tiles.push_back(tile(bm, bn, split));
   // First the tile whose grid fills the SMs best (blocks per SM rounded up to whole waves; a split's
-  // reduction pass counted as a tenth), then the larger.
+  // reduction pass counted as a tenth), then the one of fewer waves (more parts of a split only add
+  // partial sums), then the larger.
   const int64_t pixels = int64_t(p.n) * p.h * p.w, sms = std::max(ctx.sm_count, 1);
-  auto efficiency = [&](const Conv2dSm90Tile& t) {
+  auto waves = [&](const Conv2dSm90Tile& t) {
     const int64_t blocks = (pixels / t.bm) * ((p.c_out + t.bn - 1) / t.bn) * t.split_k;
-    const int64_t waves = (blocks + sms - 1) / sms;
-    return double(pixels) * p.c_out * t.split_k / (double(waves) * sms * t.bm * t.bn) * (t.split_k > 1 ? 0.9 : 1.0);
+    return (blocks + sms - 1) / sms;
+  };
+  auto efficiency = [&](const Conv2dSm90Tile& t) {
+    return double(pixels) * p.c_out * t.split_k / (double(waves(t)) * sms * t.bm * t.bn) * (t.split_k > 1 ? 0.9 : 1.0);
   };
   std::stable_sort(tiles.begin(), tiles.end(), [&](const Conv2dSm90Tile& a, const Conv2dSm90Tile& b) {
     const double ea = efficiency(a), eb = efficiency(b);
     if (ea != eb) return ea > eb;
+    if (waves(a) != waves(b)) return waves(a) < waves(b);
     return a.bm * a.bn > b.bm * b.bn;
   });
   return tiles;

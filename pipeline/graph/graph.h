@@ -45,10 +45,11 @@ struct TensorInfo {
 #define RTVD_BIND(ref, field) f(ref, p.field)
 struct ConvOp {
   Conv2dParams p;
-  Ref x, w, y, residual, scale, bias, gn_stats, gn_gamma, gn_beta;
+  Ref x, w, y, residual, scale, bias, bias_act, gn_stats, gn_gamma, gn_beta;
   template <class F> void refs(F&& f) {
     RTVD_BIND(x, x); RTVD_BIND(w, weight); RTVD_BIND(y, y); RTVD_BIND(residual, residual); RTVD_BIND(scale, scale);
-    RTVD_BIND(bias, bias); RTVD_BIND(gn_stats, gn_stats); RTVD_BIND(gn_gamma, gn_gamma); RTVD_BIND(gn_beta, gn_beta);
+    RTVD_BIND(bias, bias); RTVD_BIND(bias_act, bias_act); RTVD_BIND(gn_stats, gn_stats); RTVD_BIND(gn_gamma, gn_gamma);
+    RTVD_BIND(gn_beta, gn_beta);
   }
 };
 struct GroupNormOp {

@@ -28,7 +28,7 @@ struct WeightTensor {
   std::vector<float> values;   // F32: the values; Act without parts: values written in the activation type
 
   // A weight made of checkpoint tensors, one of floats computed at load, and one of floats in the activation type
-  // (a linear's bias as cuBLASLt's fp16 epilogue reads it: LinearParams::bias_act).
+  // (a bias as cuBLASLt's or cuDNN's fp16 epilogue reads it: LinearParams::bias_act, Conv2dParams::bias_act).
   static WeightTensor stacked(std::vector<int64_t> shape, std::vector<TensorView> parts, bool oihw_to_ohwi = false);
   static WeightTensor floats(std::vector<int64_t> shape, std::vector<float> values);
   static WeightTensor act_floats(std::vector<int64_t> shape, std::vector<float> values);

@@ -139,6 +139,7 @@ GraphEmitter::Act4 GraphEmitter::conv(const std::string& layer, const Act4& x, c
   op.w = a.w;
   op.scale = a.scale;
   op.bias = a.bias;
+  if (a.bias_batch_stride == 0) op.bias_act = bias_in_act_type(a.bias);
   op.residual = a.residual;
   op.gn_stats = a.gn_stats;
   op.gn_gamma = a.gn_gamma;

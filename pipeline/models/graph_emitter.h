@@ -51,8 +51,8 @@ class GraphEmitter {
   // y (rows, out) = act(x (rows, in) w^T + bias) + residual
   Ref linear(const std::string& layer, Ref x, int rows, int in, int out, Ref w, Ref bias, Ref residual,
              Activation act = Activation::None);
-  // A per-channel weight (vector()) again in the activation type where that is fp16, for LinearParams::bias_act;
-  // none for fp32 activations or anything else.
+  // A per-channel weight (vector()) again in the activation type where that is fp16, for LinearParams::bias_act
+  // and Conv2dParams::bias_act; none for fp32 activations or anything else.
   Ref bias_in_act_type(Ref bias);
   // Over the last dimension of x (rows, c), with the weights `layer`.weight and `layer`.bias.
   Ref layer_norm(const std::string& layer, Ref x, int rows, int c, float eps = 1e-5f);

@@ -87,6 +87,16 @@ class Conv2dCuda : public test::OnCuda<Conv2dCase> {
       if (cand->provider == Provider::Rtvd) {
         EXPECT_EQ(test::max_abs_diff(first, pr.run(ctx.stream, launch)), 0.0) << "two runs on the same inputs differ";
       }
+      if (cand->provider == Provider::Cudnn && p.bias && p.bias_batch_stride == 0) {  // its fused epilogue's fp16 bias
+        const test::HalfTensor bias_act = test::half_tensor(pr.data.bias);
+        const auto with_bias_act = [&](const Conv2dParams& q) {
+          Conv2dParams with = q;
+          with.bias_act = bias_act.get();
+          cand->run(with, ctx, nullptr);
+        };
+        EXPECT_EQ(test::max_abs_diff(first, pr.run(ctx.stream, with_bias_act)), 0.0)
+            << "the bias given in fp16 (bias_act) gives what its conversion on every call gives";
+      }
       if (cand->takes_prepass && pr.data.c.gn_groups) check_fused_norm(pr, *cand);
     }
   }
