@@ -46,18 +46,35 @@ TEST(Profiler, AggregatesPerOpTypeAndLayer) {
   EXPECT_THROW(p.add_frame(ops, {1.0f}), Error);
 }
 
-// An op that is off (Op::off) in a frame did no work in it: its type's rate is that of the ops that ran.
+// An op that is off (Op::off) in a frame did no work in it: it takes no time, whatever the backend measured
+// around it (on the GPU its event nodes' own cost), and its type's rate is that of the ops that ran. An op off in
+// every profiled frame is no call and in no row.
 TEST(Profiler, OpsThatAreOffDoNoWork) {
   std::vector<Op> ops = three_ops();
   FrameProfile p;
   p.add_frame(ops, {1.0f, 1.0f, 0.5f});
   ops[1].off = true;
-  p.add_frame(ops, {1.0f, 0.0f, 0.5f});
-  const auto rows = p.by_type();
+  p.add_frame(ops, {1.0f, 0.25f, 0.5f});
+  auto rows = p.by_type();
   ASSERT_EQ(rows.at(0).type, "conv2d");
+  EXPECT_EQ(rows[0].calls, 2);
   EXPECT_DOUBLE_EQ(rows[0].ms, 1.5);
   EXPECT_DOUBLE_EQ(rows[0].flops, 4e9);  // per frame: 6 GFLOP, then 2
   EXPECT_DOUBLE_EQ(p.by_stage().at(0).flops, 4e9);
+  EXPECT_DOUBLE_EQ(p.mean_frame_ms(), 2.0);  // 2.5 ms, then 1.5
+
+  FrameProfile never_on;
+  never_on.add_frame(ops, {1.0f, 0.25f, 0.5f});
+  ops[2].off = true;
+  never_on.add_frame(ops, {1.0f, 0.25f, 0.125f});
+  rows = never_on.by_type();
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].type, "conv2d");
+  EXPECT_EQ(rows[0].calls, 1) << "a.conv2 never ran";
+  EXPECT_DOUBLE_EQ(rows[0].ms, 1.0);
+  EXPECT_EQ(rows[1].type, "group_norm");
+  EXPECT_DOUBLE_EQ(rows[1].ms, 0.25);  // 0.5 ms in the one frame it ran, over two frames
+  EXPECT_EQ(never_on.slowest_layers(3).back(), (std::pair<std::string, double>{"a.conv2", 0.0}));
 }
 
 // From 1e-6 to 1e6, drawn afresh: three significant digits, no exponent, within half a unit of the third

@@ -22,18 +22,23 @@ void FrameProfile::add_frame(const std::vector<Op>& ops, const std::vector<float
     sum_ms_.assign(ops.size(), 0.0);
     sum_flops_.assign(ops.size(), 0.0);
     sum_bytes_.assign(ops.size(), 0.0);
+    runs_.assign(ops.size(), 0);
     for (const Op& op : ops) {
       layer_.push_back(op.layer);
       type_.push_back(op_type_name(op.body));
     }
   }
+  last_ms_ = op_ms;
   for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].off) {  // no kernel ran: what the GPU's events measured around it is their own cost
+      last_ms_[i] = 0;
+      continue;
+    }
     sum_ms_[i] += op_ms[i];
-    if (ops[i].off) continue;  // no work in no time: its flops would inflate its type's rate
     sum_flops_[i] += ops[i].flops;
     sum_bytes_[i] += ops[i].bytes;
+    ++runs_[i];
   }
-  last_ms_ = op_ms;
   ++frames_;
 }
 
@@ -46,6 +51,7 @@ double FrameProfile::mean_frame_ms() const {
 std::vector<OpTypeRow> FrameProfile::by_type() const {
   std::map<std::string, OpTypeRow> rows;
   for (size_t i = 0; i < sum_ms_.size(); ++i) {
+    if (runs_[i] == 0) continue;
     OpTypeRow& r = rows[type_[i]];
     r.type = type_[i];
     ++r.calls;
@@ -76,6 +82,7 @@ std::string frame_stage(const std::string& layer) {
 std::vector<OpTypeRow> FrameProfile::by_stage() const {
   std::vector<OpTypeRow> out;
   for (size_t i = 0; i < sum_ms_.size(); ++i) {
+    if (runs_[i] == 0) continue;
     OpTypeRow& r = row_named(out, frame_stage(layer_[i]));
     ++r.calls;
     r.ms += sum_ms_[i] / std::max(frames_, 1);

@@ -38,7 +38,9 @@ OpTypeRow& row_named(std::vector<OpTypeRow>& rows, const std::string& name);
 
 class FrameProfile {
  public:
-  // One profiled frame: op_ms[i] is the time of graph.frame[i]; an op that is off (Op::off) did no work in it.
+  // One profiled frame: op_ms[i] is the time of graph.frame[i]. An op that is off (Op::off) did no work in it and
+  // counts 0 ms, whatever op_ms says (on the GPU, the cost of its event nodes); an op off in every frame so far
+  // is in no row.
   void add_frame(const std::vector<Op>& ops, const std::vector<float>& op_ms);
   int frames() const { return frames_; }
   double mean_frame_ms() const;
@@ -53,6 +55,7 @@ class FrameProfile {
   int frames_ = 0;
   std::vector<double> sum_ms_;        // per op, over frames
   std::vector<double> sum_flops_, sum_bytes_;  // per op, over the frames it was on in
+  std::vector<int> runs_;             // per op, the frames it was on in
   std::vector<float> last_ms_;        // last frame, for the trace
   std::vector<std::string> layer_, type_;
 };
