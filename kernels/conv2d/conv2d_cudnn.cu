@@ -188,10 +188,12 @@ void conv2d_cudnn(const Conv2dParams& p, const Conv2dCudnnPlan& plan, const Cuda
 
   const void* x = p.gn_stats ? conv2d_prepass(p, norm, plan.algo_workspace_bytes, ctx) : p.x;
   if (plan.fused) {
-    const void* bias = workspace + plan.bias_offset;
+    // cuDNN reads the bias in fp16: the copy made with the weights, else one staged in the workspace now.
+    void* staged = workspace + plan.bias_offset;
+    const void* bias = staged;
     if (p.bias && p.bias_act && aligned16(p.bias_act)) bias = p.bias_act;
-    else if (p.bias) cast({p.bias, workspace + plan.bias_offset, p.c_out, 1}, ctx);
-    else RTVD_CUDA_CHECK(cudaMemsetAsync(workspace + plan.bias_offset, 0, size_t(p.c_out) * sizeof(__half), ctx.stream));
+    else if (p.bias) cast({p.bias, staged, p.c_out, 1}, ctx);
+    else RTVD_CUDA_CHECK(cudaMemsetAsync(staged, 0, size_t(p.c_out) * sizeof(__half), ctx.stream));
     // z is y's own buffer, ignored, without a residual (alpha2 = 0).
     const float alpha1 = 1.0f, alpha2 = p.residual ? 1.0f : 0.0f;
     RTVD_CUDNN_CHECK(cudnnConvolutionBiasActivationForward(
