@@ -1,6 +1,9 @@
 // The bandwidth-bound ops, each production case of its table through its launcher, in GB/s against the copy
 // ceiling. Bytes are what the op must read and write at least once (fp16 activations, fp32 vectors and
 // sampler state); re-reads (a GroupNorm reads x twice) count once.
+#include <string>
+#include <utility>
+
 #include "bench/bench_table.cuh"
 #include "kernels/canny/canny.cuh"
 #include "kernels/canny/canny_cases.h"
@@ -13,6 +16,7 @@
 #include "kernels/embedding/embedding.cuh"
 #include "kernels/embedding/embedding_cases.h"
 #include "kernels/group_norm/group_norm.cuh"
+#include "kernels/group_norm/group_norm_sm90.cuh"
 #include "kernels/group_norm/group_norm_cases.h"
 #include "kernels/layer_norm/layer_norm.cuh"
 #include "kernels/layer_norm/layer_norm_cases.h"
@@ -24,14 +28,19 @@ namespace {
 
 // One row: `inputs` fp16 elements read, rotated through copies past L2, by run(i, input).
 template <class Run>
-void timed(Table& t, const char* op, const std::string& name, size_t inputs, double bytes, const Run& run) {
+void timed(Table& t, const char* op, const std::string& name, const char* impl, size_t inputs, double bytes,
+           const Run& run) {
   if (!t.wants(op)) return;
   Buffers b;
   const int copies = copies_for(inputs * 2);
   std::vector<const void*> xs;
   for (int i = 0; i < copies; ++i) xs.push_back(b.half_random(inputs));
   const CudaContext& ctx = t.host().ctx();
-  t.row(op, name, "custom", t.median_ms(ctx, [&](int i) { run(xs[i % copies], ctx); }), 0, bytes);
+  t.row(op, name, impl, t.median_ms(ctx, [&](int i) { run(xs[i % copies], ctx); }), 0, bytes);
+}
+template <class Run>
+void timed(Table& t, const char* op, const std::string& name, size_t inputs, double bytes, const Run& run) {
+  timed(t, op, name, "custom", inputs, bytes, run);
 }
 
 }  // namespace
@@ -43,9 +52,18 @@ void bench_memory_ops(Table& t) {
     float* stats = static_cast<float*>(b.raw(c.stats() * 4));
     const float* gamma = b.float_random(c.c);
     void* y = c.stats_only ? nullptr : b.raw(c.elements() * 2);
-    timed(t, "group_norm", c.name, c.elements(), c.elements() * (c.stats_only ? 2.0 : 4.0), [&](const void* x, const CudaContext& ctx) {
-      group_norm(group_norm_params(c, x, y, stats, gamma, gamma), ctx);
-    });
+    for (const auto& [kernel, impl] : {std::pair{GroupNormKernel::Grid, "grid"}, std::pair{GroupNormKernel::Cluster, "clusters"}}) {
+      std::string why;
+      if (kernel == GroupNormKernel::Cluster &&
+          !group_norm_cluster_can_run(group_norm_params(c, nullptr, y, stats, gamma, gamma), t.host().ctx(), &why)) {
+        t.refused("group_norm", c.name, impl, why);
+        continue;
+      }
+      timed(t, "group_norm", c.name, impl, c.elements(), c.elements() * (c.stats_only ? 2.0 : 4.0),
+            [&, kernel = kernel](const void* x, const CudaContext& ctx) {
+              group_norm(group_norm_params(c, x, y, stats, gamma, gamma), ctx, kernel);
+            });
+    }
   }
   for (const LayerNormCase& c : layer_norm_cases()) {
     if (!c.production) continue;

@@ -52,25 +52,41 @@ bool pdl_setting(const char* value);
 // Answered once per kernel.
 bool launches_programmatically(const void* kernel);
 
-// Launches kernel<<<grid, block, smem, stream>>>(args...); a failed launch throws, naming `op`.
+// Launches kernel<<<grid, block, smem, stream>>>(args...) in thread-block clusters of `cluster` blocks (sm_90+;
+// grid a multiple of it in each dimension; a cluster of one is an ordinary launch); a failed launch throws,
+// naming `op`.
 template <class... Params, class... Args>
-void launch_kernel(const char* op, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                   Args&&... args) {
-  cudaLaunchAttribute programmatic{};
-  programmatic.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  programmatic.val.programmaticStreamSerializationAllowed = 1;
+void launch_cluster_kernel(const char* op, void (*kernel)(Params...), dim3 grid, dim3 cluster, dim3 block, size_t smem,
+                           cudaStream_t stream, Args&&... args) {
+  cudaLaunchAttribute attrs[2]{};
+  unsigned count = 0;
+  if (launches_programmatically(reinterpret_cast<const void*>(kernel))) {
+    attrs[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attrs[count++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (cluster.x * cluster.y * cluster.z > 1) {
+    attrs[count].id = cudaLaunchAttributeClusterDimension;
+    attrs[count++].val.clusterDim = {cluster.x, cluster.y, cluster.z};
+  }
   cudaLaunchConfig_t config{};
   config.gridDim = grid;
   config.blockDim = block;
   config.dynamicSmemBytes = smem;
   config.stream = stream;
-  config.attrs = &programmatic;
-  config.numAttrs = launches_programmatically(reinterpret_cast<const void*>(kernel)) ? 1 : 0;
+  config.attrs = attrs;
+  config.numAttrs = count;
   const cudaError_t e = cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();  // the launch error is reported here, not again by the next check
     fail("launch of ", op, " failed: ", cudaGetErrorName(e), " (", cudaGetErrorString(e), ")");
   }
+}
+
+// The same without clusters.
+template <class... Params, class... Args>
+void launch_kernel(const char* op, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                   Args&&... args) {
+  launch_cluster_kernel(op, kernel, grid, dim3(1, 1, 1), block, smem, stream, std::forward<Args>(args)...);
 }
 
 }  // namespace rtvd

@@ -6,6 +6,7 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace rtvd {
 
@@ -36,16 +37,18 @@ __device__ __forceinline__ void load_vec(const __half* p, float (&f)[VEC]) {
   }
 }
 
-// fp32 -> VEC fp16, rounded to nearest: VEC 8 is one 16-byte access, 2 one 4-byte, 1 a plain store.
+// fp32 -> VEC fp16, rounded to nearest: VEC 8 is one 16-byte access, 4 one 8-byte, 2 one 4-byte, 1 a plain
+// store.
 template <int VEC>
 __device__ __forceinline__ void store_vec(__half* p, const float (&f)[VEC]) {
-  static_assert(VEC == 8 || VEC == 2 || VEC == 1, "fp16 vectors of 1, 2 or 8");
-  if constexpr (VEC == 8) {
-    uint4 raw;
+  static_assert(VEC == 8 || VEC == 4 || VEC == 2 || VEC == 1, "fp16 vectors of 1, 2, 4 or 8");
+  if constexpr (VEC == 8 || VEC == 4) {
+    using Raw = std::conditional_t<VEC == 8, uint4, uint2>;
+    Raw raw;
     auto* h = reinterpret_cast<__half2*>(&raw);
 #pragma unroll
-    for (int i = 0; i < 4; ++i) h[i] = __floats2half2_rn(f[2 * i], f[2 * i + 1]);
-    *reinterpret_cast<uint4*>(p) = raw;
+    for (int i = 0; i < VEC / 2; ++i) h[i] = __floats2half2_rn(f[2 * i], f[2 * i + 1]);
+    *reinterpret_cast<Raw*>(p) = raw;
   } else if constexpr (VEC == 2) {
     *reinterpret_cast<__half2*>(p) = __floats2half2_rn(f[0], f[1]);
   } else {

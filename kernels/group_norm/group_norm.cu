@@ -27,6 +27,7 @@
 #include <cstdint>
 
 #include "kernels/group_norm/group_norm.cuh"
+#include "kernels/group_norm/group_norm_sm90.cuh"
 #include "kernels/common/alignment.h"
 #include "kernels/common/device_math.cuh"
 #include "kernels/common/nvtx_range.h"
@@ -326,7 +327,7 @@ void run(const GroupNormParams& p, const CudaContext& ctx, Layout l, int threads
 
 size_t group_norm_workspace_bytes(int n) { return size_t(n) * kMergeSmemBytes; }  // chunks * groups * 8 <= it per image
 
-void group_norm(const GroupNormParams& p, const CudaContext& ctx) {
+void group_norm(const GroupNormParams& p, const CudaContext& ctx, GroupNormKernel kernel) {
   const NvtxRange range("group_norm");
   if (p.n < 0 || p.hw < 0 || p.c <= 0 || p.groups <= 0 || p.c % p.groups != 0)
     fail("group_norm: bad shape n ", p.n, " hw ", p.hw, " c ", p.c, " groups ", p.groups,
@@ -337,9 +338,12 @@ void group_norm(const GroupNormParams& p, const CudaContext& ctx) {
   if (p.groups > 1024) fail("group_norm: ", p.groups, " groups, max 1024");
   if (!p.x || !p.stats) fail("group_norm: x and stats must be set");
   if (p.y && (!p.gamma || !p.beta)) fail("group_norm: gamma and beta must be set when y is");
-  if (!ctx.grid_sync) fail("group_norm: ctx.grid_sync must be set (a zeroed word)");
   if (p.act != Activation::None && p.act != Activation::Silu)
     fail("group_norm: act must be None or Silu, not ", activation_name(p.act));
+
+  if (kernel == GroupNormKernel::Cluster || (kernel == GroupNormKernel::Auto && group_norm_cluster_can_run(p, ctx)))
+    return group_norm_cluster(p, ctx);
+  if (!ctx.grid_sync) fail("group_norm: ctx.grid_sync must be set (a zeroed word)");
 
   const int vec = p.c % 8 == 0 && aligned(p.x, 16) && aligned(p.y, 16) ? 8
                   : p.c % 2 == 0 && aligned(p.x, 4) && aligned(p.y, 4) ? 2

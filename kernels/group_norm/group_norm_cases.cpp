@@ -15,6 +15,10 @@ std::vector<GroupNormCase> make_cases() {
       {.name = "sd_32x32_640_stats", .hw = 1024, .c = 640, .stats_only = true, .production = true},
       {.name = "sd_16x16_1280_silu", .hw = 256, .c = 1280, .silu = true, .production = true},
       {.name = "sd_8x8_1280_stats", .hw = 64, .c = 1280, .stats_only = true, .production = true},
+      // batch 1 (the latency-mode frame): the widest input of each of three levels, normalised for a conv's pre-pass
+      {.name = "sd_b1_64x64_960_silu", .n = 1, .hw = 4096, .c = 960, .silu = true, .production = true},
+      {.name = "sd_b1_16x16_1280_silu", .n = 1, .hw = 256, .c = 1280, .silu = true, .production = true},
+      {.name = "sd_b1_8x8_2560_silu", .n = 1, .hw = 64, .c = 2560, .silu = true, .production = true},
 
       // ---- hostile
       {.name = "widest_concat", .n = 1, .hw = 64, .c = 2560, .silu = true, .hostile = "2560 channels"},

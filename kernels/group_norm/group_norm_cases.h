@@ -1,6 +1,6 @@
 // group_norm's cases: the one table that the correctness tests (tests/ops/group_norm_test.cpp) and the kernel
-// benchmark both run. Production shapes (the SD U-Net's levels at batch 2, 32 groups: statistics alone, the
-// pre-pass of a conv with the GroupNorm prologue, or with the normalise + SiLU pass, also in place) and
+// benchmark both run. Production shapes (the SD U-Net's levels at batch 2 and 1, 32 groups: statistics alone,
+// the pre-pass of a conv with the GroupNorm prologue, or with the normalise + SiLU pass, also in place) and
 // hostile ones (c % 8 != 0, odd c, a single pixel, a ragged last chunk, a mean far from zero, a variance of
 // the order of eps). Plain C++.
 #pragma once

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <ostream>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
@@ -17,6 +19,7 @@
 #include "support/test_util.h"
 #if RTVD_HAS_CUDA
 #include "kernels/group_norm/group_norm.cuh"
+#include "kernels/group_norm/group_norm_sm90.cuh"
 #include "support/cuda_test_util.h"
 #endif
 
@@ -83,8 +86,9 @@ INSTANTIATE_TEST_SUITE_P(Cases, GroupNormCpu, testing::ValuesIn(group_norm_cases
 
 class GroupNormCuda : public test::OnCuda<GroupNormCase> {};
 
-// In place, x is read after other blocks wrote y. Both launch plans: the single launch, and with
-// CudaContext::shares_gpu (a branch of the frame's graph beside it) statistics and normalisation apart.
+// In place, x is read after other blocks wrote y. Both kernels (the cluster one where it can run), and the grid
+// kernel's both launch plans: the single launch, and with CudaContext::shares_gpu (a branch of the frame's graph
+// beside it) statistics and normalisation apart.
 TEST_P(GroupNormCuda, MatchesCpu) {
   SCOPED_TRACE(test::seed_trace(rng));
   const GroupNormCase& c = GetParam();
@@ -92,14 +96,19 @@ TEST_P(GroupNormCuda, MatchesCpu) {
   NormData d(c, rng);
   std::vector<float> x_ref = test::half_tensor(d.x).host, y_ref(c.elements()), stats_ref(c.stats());  // fp16's x
   group_norm_cpu(group_norm_params(c, x_ref.data(), y_ref.data(), stats_ref.data(), d.gamma.data(), d.beta.data()));
-  for (const bool shares_gpu : {false, true}) {
-    SCOPED_TRACE(shares_gpu ? "shares_gpu" : "alone");
+  const GroupNormParams shape = group_norm_params(c, nullptr, nullptr, nullptr, nullptr, nullptr);
+  const bool clusters = group_norm_cluster_can_run(shape, host_->ctx());
+  for (const auto& [kernel, shares_gpu] : {std::pair{GroupNormKernel::Grid, false}, std::pair{GroupNormKernel::Grid, true},
+                                           std::pair{GroupNormKernel::Cluster, false}}) {
+    if (kernel == GroupNormKernel::Cluster && !clusters) continue;
+    SCOPED_TRACE(kernel == GroupNormKernel::Cluster ? "clusters" : shares_gpu ? "grid, shares_gpu" : "grid");
     const test::HalfTensor x = test::half_tensor(d.x);
     const DeviceMemory gamma = test::to_device_float(d.gamma), beta = test::to_device_float(d.beta);
     const DeviceMemory y = test::poisoned_half(c.elements()), stats = test::poisoned_float(c.stats());
     CudaContext ctx = host_->with_workspace(group_norm_workspace_bytes(c.n));
     ctx.shares_gpu = shares_gpu;
-    group_norm(group_norm_params(c, x.get(), y.get(), stats.as<float>(), gamma.as<float>(), beta.as<float>()), ctx);
+    group_norm(group_norm_params(c, x.get(), y.get(), stats.as<float>(), gamma.as<float>(), beta.as<float>()), ctx,
+               kernel);
     RTVD_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
     EXPECT_LE(rel_l2(test::from_device_float(stats, c.stats()), stats_ref), 1e-4);
     if (!c.stats_only) {
@@ -108,6 +117,26 @@ TEST_P(GroupNormCuda, MatchesCpu) {
                 2e-3);
     }
   }
+}
+
+// The cluster kernel takes the U-Nets' norms (every SD level at batch 1 and 2, SDXL's 128x128 level) and
+// leaves the autoencoders' 512x512 ones to the grid kernel, which Auto then runs.
+TEST(GroupNormClusters, TakeTheUNetsNormsAndLeaveTheAutoencoders) {
+  RTVD_SKIP_WITHOUT_CUDA();
+  CudaHost host;
+  GroupNormParams p;
+  p.n = 1, p.hw = 1, p.c = 32, p.groups = 32;
+  if (std::string why; !group_norm_cluster_can_run(p, host.ctx(), &why)) GTEST_SKIP() << why;  // not an sm_90a build and GPU
+  for (const auto& [n, hw, c] : {std::tuple{1, 4096, 960}, std::tuple{2, 4096, 320}, std::tuple{1, 64, 2560},
+                                 std::tuple{2, 16384, 960}, std::tuple{8, 4096, 640}}) {
+    p.n = n, p.hw = hw, p.c = c;
+    std::string why;
+    EXPECT_TRUE(group_norm_cluster_can_run(p, host.ctx(), &why)) << n << "x" << hw << "x" << c << ": " << why;
+  }
+  p.n = 1, p.hw = 512 * 512, p.c = 128;
+  std::string why;
+  EXPECT_FALSE(group_norm_cluster_can_run(p, host.ctx(), &why));
+  EXPECT_NE(why.find("shared memory"), std::string::npos) << why;
 }
 
 INSTANTIATE_TEST_SUITE_P(Production, GroupNormCuda, testing::ValuesIn(test::production_cases(group_norm_cases())),
