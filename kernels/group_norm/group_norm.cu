@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 
 #include "kernels/group_norm/group_norm.cuh"
 #include "kernels/group_norm/group_norm_sm90.cuh"
@@ -341,8 +342,11 @@ void group_norm(const GroupNormParams& p, const CudaContext& ctx, GroupNormKerne
   if (p.act != Activation::None && p.act != Activation::Silu)
     fail("group_norm: act must be None or Silu, not ", activation_name(p.act));
 
-  if (kernel == GroupNormKernel::Cluster || (kernel == GroupNormKernel::Auto && group_norm_cluster_can_run(p, ctx)))
-    return group_norm_cluster(p, ctx);
+  if (kernel != GroupNormKernel::Grid) {
+    std::string why;
+    if (group_norm_cluster(p, ctx, &why)) return;
+    if (kernel == GroupNormKernel::Cluster) fail("group_norm (clusters): ", why);
+  }
   if (!ctx.grid_sync) fail("group_norm: ctx.grid_sync must be set (a zeroed word)");
 
   const int vec = p.c % 8 == 0 && aligned(p.x, 16) && aligned(p.y, 16) ? 8

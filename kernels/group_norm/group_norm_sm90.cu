@@ -41,9 +41,10 @@ constexpr int kMaxCluster = 8;                  // the portable cluster size
 constexpr size_t kMaxSlabBytes = 160 << 10;     // a block's pixels x cpg fp16, in shared memory
 
 struct Plan {
-  int cluster = 0;  // S blocks per (image, group); 0: no slab fits
-  int vec = 1;      // channels per access
-  size_t smem = 0;  // the largest slab, then the group's (scale, shift) per channel
+  int cluster = 0;     // S blocks per (image, group); 0: no slab fits
+  int vec = 1;         // channels per access
+  size_t table = 0;    // bytes of shared memory before the group's (scale, shift) table: the largest slab
+  size_t smem = 0;     // the slab, then the table
 };
 
 int vector_width(const GroupNormParams& p) {
@@ -57,8 +58,6 @@ size_t slab_bytes(const GroupNormParams& p, int cluster) {
   return sizeof(__half) * size_t((p.hw + cluster - 1) / cluster) * (p.c / p.groups);
 }
 
-Plan plan(const GroupNormParams& p, const CudaContext& ctx);
-
 #if RTVD_HAS_SM90A
 
 namespace cg = cooperative_groups;
@@ -70,6 +69,7 @@ struct Args {
   const float* gamma;
   const float* beta;
   int hw, c, groups;
+  int table;  // Plan::table
   float eps;
   bool silu;
 };
@@ -116,7 +116,7 @@ __global__ void __launch_bounds__(kThreads) group_norm_cluster_kernel(const Args
   const int2 pixels = pixel_range(a.hw, rank, clusters);
   const int count = (pixels.y - pixels.x) * vectors;  // this block's accesses
   auto* slab = reinterpret_cast<RawT*>(smem);
-  float* ch_scale = reinterpret_cast<float*>(smem + (size_t((a.hw + clusters - 1) / clusters) * cpg * sizeof(__half) + 15) / 16 * 16);
+  float* ch_scale = reinterpret_cast<float*>(smem + a.table);
   float* ch_shift = ch_scale + cpg;
   const int64_t base = (int64_t(image) * a.hw + pixels.x) * a.c + g * cpg;  // element (first pixel, channel 0)
   auto offset = [&](int e) { return base + int64_t(e / vectors) * a.c + (e % vectors) * VEC; };
@@ -203,7 +203,7 @@ void launch(const GroupNormParams& p, const Plan& pl, const CudaContext& ctx) {
   const auto kernel = group_norm_cluster_kernel<VEC>;
   RTVD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(pl.smem)));
   Args a{static_cast<const __half*>(p.x), static_cast<__half*>(p.y), p.stats, p.gamma, p.beta, p.hw, p.c, p.groups,
-         p.eps, p.act == Activation::Silu};
+         int(pl.table), p.eps, p.act == Activation::Silu};
   launch_cluster_kernel("group_norm (clusters)", kernel, dim3(pl.cluster, p.groups, p.n), dim3(pl.cluster, 1, 1),
                         kThreads, pl.smem, ctx.stream, a);
 }
@@ -231,9 +231,10 @@ Plan plan(const GroupNormParams& p, const CudaContext& ctx) {
   const int64_t pairs = int64_t(p.n) * p.groups;
   for (int s = 1; s <= kMaxCluster && (s == 1 || s <= p.hw); s *= 2) {
     if (slab_bytes(p, s) > kMaxSlabBytes) continue;
-    const size_t smem = align_up(slab_bytes(p, s), 16) + 2 * sizeof(float) * (p.c / p.groups);
+    const size_t table = align_up(slab_bytes(p, s), 16), smem = table + 2 * sizeof(float) * (p.c / p.groups);
     if (pl.cluster != 0 && pairs * s > resident_blocks(pl.vec, smem, ctx)) break;
     pl.cluster = s;
+    pl.table = table;
     pl.smem = smem;
   }
 #else
@@ -242,30 +243,36 @@ Plan plan(const GroupNormParams& p, const CudaContext& ctx) {
   return pl;
 }
 
-}  // namespace
-
-bool group_norm_cluster_can_run(const GroupNormParams& p, const CudaContext& ctx, std::string* why) {
+// The plan for p, or cluster 0 and *why.
+Plan checked_plan(const GroupNormParams& p, const CudaContext& ctx, std::string* why) {
   const char* unmet = nullptr;
+  Plan pl;
   if (!RTVD_HAS_SM90A || ctx.sm_version != 90) unmet = "needs sm_90a kernels and an sm_90 GPU";
   else if (p.groups > 65535 || p.n > 65535) unmet = "groups and n must fit the grid (65535)";
   else if (p.hw > (1 << 27)) unmet = "hw must be at most 2^27 (its pixel ranges in 32 bits)";
-  else if (plan(p, ctx).cluster == 0) unmet = "one group's pixels over 8 blocks must fit 160 KiB of shared memory each";
+  else if ((pl = plan(p, ctx)).cluster == 0) unmet = "one group's pixels over 8 blocks must fit 160 KiB of shared memory each";
   if (unmet && why) *why = unmet;
-  return !unmet;
+  return pl;
 }
 
-void group_norm_cluster(const GroupNormParams& p, const CudaContext& ctx) {
-  std::string why;
-  if (!group_norm_cluster_can_run(p, ctx, &why)) fail("group_norm (clusters): ", why);
+}  // namespace
+
+bool group_norm_cluster_can_run(const GroupNormParams& p, const CudaContext& ctx, std::string* why) {
+  return checked_plan(p, ctx, why).cluster != 0;
+}
+
+bool group_norm_cluster(const GroupNormParams& p, const CudaContext& ctx, std::string* why) {
+  const Plan pl = checked_plan(p, ctx, why);
+  if (pl.cluster == 0) return false;
 #if RTVD_HAS_SM90A
-  const Plan pl = plan(p, ctx);
   switch (pl.vec) {
-    case 8: return launch<8>(p, pl, ctx);
-    case 4: return launch<4>(p, pl, ctx);
-    case 2: return launch<2>(p, pl, ctx);
-    default: return launch<1>(p, pl, ctx);
+    case 8: launch<8>(p, pl, ctx); break;
+    case 4: launch<4>(p, pl, ctx); break;
+    case 2: launch<2>(p, pl, ctx); break;
+    default: launch<1>(p, pl, ctx); break;
   }
 #endif
+  return true;
 }
 
 }  // namespace rtvd

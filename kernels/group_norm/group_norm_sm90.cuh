@@ -13,7 +13,8 @@ namespace rtvd {
 // pixels split over at most 8 blocks fit 160 KiB of shared memory per block. Else false, and *why says what
 // is unmet.
 bool group_norm_cluster_can_run(const GroupNormParams& p, const CudaContext& ctx, std::string* why = nullptr);
-// Requires group_norm_cluster_can_run (else rtvd::Error); p already checked by group_norm().
-void group_norm_cluster(const GroupNormParams& p, const CudaContext& ctx);
+// Runs p on clusters where group_norm_cluster_can_run, and says so; else false (*why set) and nothing runs.
+// p already checked by group_norm().
+bool group_norm_cluster(const GroupNormParams& p, const CudaContext& ctx, std::string* why = nullptr);
 
 }  // namespace rtvd
