@@ -31,6 +31,7 @@ binary, e.g. with tests/data's tiny models:
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -55,8 +56,19 @@ NOT_BUILT = "not built"  # a row whose flag this binary does not know
 
 
 def start(command, env, log):
-    """A process in the background, its output to log."""
-    return subprocess.Popen(command, cwd=ROOT, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT)
+    """A process in the background, its output to log, in a process group of its own (stop() ends its children
+    too: torch.compile's worker processes)."""
+    return subprocess.Popen(command, cwd=ROOT, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+
+def stop(process):
+    """Ends a process of start() and every process it started."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait()
 
 
 def load(path):
@@ -339,7 +351,10 @@ class PerfRun:
 
     def torch_runs(self, commands):
         """PyTorch processes ({key: command}, each with --ready/--go/--lock added), all built and compiled at once
-        so that torch.compile's minutes overlap, then timed one at a time; each one's JSON into raw[key]."""
+        so that torch.compile's minutes overlap, then timed one at a time; each one's JSON into raw[key]. Those not
+        ready when the deadline leaves a minute are stopped before the others are timed: still compiling (and
+        autotuning on the GPU), they would weigh on every timing, their own included (a run whose deadline cut
+        five torch.compile processes short timed them 1.4x slower than alone)."""
         sync = os.path.join(self.work, "sync")
         subprocess.run(["rm", "-rf", sync])
         os.makedirs(sync)
@@ -355,13 +370,15 @@ class PerfRun:
                                            for k, p in workers.items()):
             time.sleep(1)
         not_ready = [k for k, p in workers.items() if p.poll() is None and not os.path.exists(os.path.join(sync, k))]
-        self.mark("pytorch ready" + (f" but {', '.join(not_ready)}" if not_ready else ""))
+        self.mark("pytorch ready" + (f" but {', '.join(not_ready)}, stopped" if not_ready else ""))
+        for key in not_ready:
+            stop(workers[key])
         open(go, "w").close()
         for key, p in workers.items():
             try:
                 p.wait(timeout=max(1, self.left() - 5))
             except subprocess.TimeoutExpired:
-                p.kill()
+                stop(p)
             self.doc["raw"][key] = load(os.path.join(self.work, f"{key}.json")) if p.returncode == 0 else None
             if p.returncode != 0:
                 with open(os.path.join(self.work, "logs", f"{key}.log")) as f:
