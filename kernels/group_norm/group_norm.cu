@@ -344,7 +344,9 @@ void group_norm(const GroupNormParams& p, const CudaContext& ctx, GroupNormKerne
 
   // Normalising several 64x64 images or larger, the grid kernel is faster in the U-Net's graph (SD 2.1 at
   // batch 2: 5.205 -> 5.145 ms; at batch 1 the clusters stay 0.4% faster; docs/perf-notes.md session 21).
-  const bool grid_first = kernel == GroupNormKernel::Auto && p.y && p.n >= 2 && p.hw >= 64 * 64 && ctx.grid_sync;
+  // Not where the GPU is shared (a ControlNet's branch beside the U-Net): there the grid kernel takes two launches.
+  const bool grid_first = kernel == GroupNormKernel::Auto && p.y && p.n >= 2 && p.hw >= 64 * 64 && ctx.grid_sync &&
+                          !ctx.shares_gpu;
   if (kernel != GroupNormKernel::Grid && !grid_first) {
     std::string why;
     if (group_norm_cluster(p, ctx, &why)) return;

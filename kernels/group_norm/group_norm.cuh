@@ -23,7 +23,8 @@
 namespace rtvd {
 
 enum class GroupNormKernel {
-  Auto,     // the grid when normalising n >= 2 images of hw >= 64 * 64, else clusters where they can run, else the grid
+  Auto,     // the grid when normalising n >= 2 images of hw >= 64 * 64 on an unshared GPU, else clusters where
+            // they can run, else the grid
   Grid,     // group_norm.cu
   Cluster,  // group_norm_sm90.cu; rtvd::Error where it can't run
 };
