@@ -342,10 +342,11 @@ void group_norm(const GroupNormParams& p, const CudaContext& ctx, GroupNormKerne
   if (p.act != Activation::None && p.act != Activation::Silu)
     fail("group_norm: act must be None or Silu, not ", activation_name(p.act));
 
-  // Normalising several 64x64 images or larger, the grid kernel is faster in the U-Net's graph (SD 2.1 at
-  // batch 2: 5.205 -> 5.145 ms; at batch 1 the clusters stay 0.4% faster; docs/perf-notes.md session 21).
-  // Not where the GPU is shared (a ControlNet's branch beside the U-Net): there the grid kernel takes two launches.
-  const bool grid_first = kernel == GroupNormKernel::Auto && p.y && p.n >= 2 && p.hw >= 64 * 64 && ctx.grid_sync &&
+  // Normalising a batch of 64x64 latents (SD's 512x512 frames), the grid kernel is faster in the U-Net's graph
+  // (SD 2.1 at batch 2: 5.205 -> 5.145 ms; at batch 1 the clusters stay 0.4% faster; docs/perf-notes.md session
+  // 21). Larger latents were not measured, and keep the clusters (which read x once where the grid reads it
+  // twice); so does a shared GPU (a ControlNet's branch beside the U-Net), where the grid takes two launches.
+  const bool grid_first = kernel == GroupNormKernel::Auto && p.y && p.n >= 2 && p.hw == 64 * 64 && ctx.grid_sync &&
                           !ctx.shares_gpu;
   if (kernel != GroupNormKernel::Grid && !grid_first) {
     std::string why;

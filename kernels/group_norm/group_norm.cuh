@@ -2,7 +2,7 @@
 // normalise + affine + activation pass. With y null only the statistics are written (the pre-pass of a conv
 // with a fused GroupNorm prologue). Two kernels (GroupNormKernel): thread-block clusters, one per (image,
 // group) (group_norm_sm90.cuh: sm_90, where a group's pixels fit 8 blocks' shared memory: the U-Nets' norms,
-// but for batches of 64x64 images and larger, which normalise faster on the grid), else one grid over whole
+// but for batches of 64x64 images, which normalise faster on the grid), else one grid over whole
 // rows of x whose blocks meet at a grid-wide counter, from sums shifted by a value of the group
 // (group_norm.cu says why that keeps the variance from cancelling). The rest of this comment is the grid
 // kernel's.
@@ -23,7 +23,7 @@
 namespace rtvd {
 
 enum class GroupNormKernel {
-  Auto,     // the grid when normalising n >= 2 images of hw >= 64 * 64 on an unshared GPU, else clusters where
+  Auto,     // the grid when normalising n >= 2 images of hw == 64 * 64 on an unshared GPU, else clusters where
             // they can run, else the grid
   Grid,     // group_norm.cu
   Cluster,  // group_norm_sm90.cu; rtvd::Error where it can't run
