@@ -10,6 +10,11 @@
 
 namespace rtvd {
 
+// The bits of VEC consecutive fp16 values as one access moves them: uint4 (8), uint2 (4), uint32_t (2), __half (1).
+template <int VEC>
+using HalfBits = std::conditional_t<VEC == 8, uint4, std::conditional_t<VEC == 4, uint2, std::conditional_t<VEC == 2, uint32_t, __half>>>;
+static_assert(sizeof(HalfBits<8>) == 16 && sizeof(HalfBits<4>) == 8 && sizeof(HalfBits<2>) == 4);
+
 // VEC fp16 -> fp32: VEC 8 is one 16-byte access, 4 one 8-byte, 2 one 4-byte, 1 a plain load. The 4-wide
 // form reads its uint2 as .x and .y, as denoise_blend's loader did: that keeps its SASS as it was (reading
 // the uint2 as a __half2 array, like the 8-wide form, did not).
@@ -43,12 +48,11 @@ template <int VEC>
 __device__ __forceinline__ void store_vec(__half* p, const float (&f)[VEC]) {
   static_assert(VEC == 8 || VEC == 4 || VEC == 2 || VEC == 1, "fp16 vectors of 1, 2, 4 or 8");
   if constexpr (VEC == 8 || VEC == 4) {
-    using Raw = std::conditional_t<VEC == 8, uint4, uint2>;
-    Raw raw;
+    HalfBits<VEC> raw;
     auto* h = reinterpret_cast<__half2*>(&raw);
 #pragma unroll
     for (int i = 0; i < VEC / 2; ++i) h[i] = __floats2half2_rn(f[2 * i], f[2 * i + 1]);
-    *reinterpret_cast<Raw*>(p) = raw;
+    *reinterpret_cast<HalfBits<VEC>*>(p) = raw;
   } else if constexpr (VEC == 2) {
     *reinterpret_cast<__half2*>(p) = __floats2half2_rn(f[0], f[1]);
   } else {

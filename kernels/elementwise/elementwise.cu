@@ -6,7 +6,6 @@
 
 #include <cstdint>
 #include <nvtx3/nvtx3.hpp>
-#include <type_traits>
 
 #include "kernels/elementwise/elementwise.cuh"
 #include "kernels/common/alignment.h"
@@ -19,11 +18,6 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr uint32_t kMaxItems = 1u << 31;  // threads per launch, so that 32-bit indices cannot wrap
-
-// The unit one thread moves: 8 halves in one 16-byte access, or a single half.
-template <int VEC>
-using Chunk = std::conditional_t<VEC == 8, uint4, __half>;
-static_assert(sizeof(Chunk<8>) == 8 * sizeof(__half));
 
 __device__ __forceinline__ uint32_t thread_index() { return blockIdx.x * kThreads + threadIdx.x; }
 
@@ -73,9 +67,9 @@ __global__ void __launch_bounds__(kThreads) upsample2x_kernel(const __half* __re
   const uint32_t pixel = i / vectors_per_pixel, vec = i - pixel * vectors_per_pixel;
   const uint32_t row = pixel / w, ix = pixel - row * w;
   const size_t c = size_t(vectors_per_pixel) * VEC;
-  const Chunk<VEC> v = reinterpret_cast<const Chunk<VEC>*>(x)[i];
+  const HalfBits<VEC> v = reinterpret_cast<const HalfBits<VEC>*>(x)[i];
   const size_t out_row = 2 * size_t(w) * c;  // elements per output row
-  Chunk<VEC>* out = reinterpret_cast<Chunk<VEC>*>(y + 2 * size_t(row) * out_row + 2 * size_t(ix) * c) + vec;
+  HalfBits<VEC>* out = reinterpret_cast<HalfBits<VEC>*>(y + 2 * size_t(row) * out_row + 2 * size_t(ix) * c) + vec;
   const size_t pixel_step = c / VEC, row_step = out_row / VEC;  // in chunks
   out[0] = v;
   out[pixel_step] = v;
@@ -92,9 +86,9 @@ __global__ void __launch_bounds__(kThreads) concat_kernel(const __half* __restri
   const uint32_t i = thread_index();
   if (i >= items) return;
   const uint32_t vy = va + vb, pixel = i / vy, vec = i - pixel * vy;
-  const auto* src = vec < va ? reinterpret_cast<const Chunk<VEC>*>(a) + size_t(pixel) * va + vec
-                             : reinterpret_cast<const Chunk<VEC>*>(b) + size_t(pixel) * vb + (vec - va);
-  reinterpret_cast<Chunk<VEC>*>(y)[i] = *src;
+  const auto* src = vec < va ? reinterpret_cast<const HalfBits<VEC>*>(a) + size_t(pixel) * va + vec
+                             : reinterpret_cast<const HalfBits<VEC>*>(b) + size_t(pixel) * vb + (vec - va);
+  reinterpret_cast<HalfBits<VEC>*>(y)[i] = *src;
 }
 
 // Flat y = out_scale * act(in_scale * x + in_shift) (+ residual), laid out as silu_kernel: `vectors` threads

@@ -74,15 +74,8 @@ struct Args {
   bool silu;
 };
 
-// The VEC fp16 of one access, as raw bits.
-template <int VEC> struct Raw;
-template <> struct Raw<8> { using T = uint4; };
-template <> struct Raw<4> { using T = uint2; };
-template <> struct Raw<2> { using T = uint32_t; };
-template <> struct Raw<1> { using T = __half; };
-
 template <int VEC>
-__device__ __forceinline__ void to_floats(typename Raw<VEC>::T raw, float (&f)[VEC]) {
+__device__ __forceinline__ void to_floats(HalfBits<VEC> raw, float (&f)[VEC]) {
   load_vec<VEC>(reinterpret_cast<const __half*>(&raw), f);
 }
 
@@ -106,7 +99,7 @@ __device__ __forceinline__ int2 pixel_range(int hw, int rank, int clusters) {
 template <int VEC>
 __global__ void __launch_bounds__(kThreads) group_norm_cluster_kernel(const Args a) {
   start_after_prior_kernels();
-  using RawT = typename Raw<VEC>::T;
+  using RawT = HalfBits<VEC>;
   extern __shared__ __align__(16) unsigned char smem[];
   __shared__ float warp_totals[kWarps];
   __shared__ float2 block_moments;  // (mean, sum of squared deviations) of the slab: read by the whole cluster
