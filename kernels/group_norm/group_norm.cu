@@ -324,12 +324,8 @@ void run(const GroupNormParams& p, const CudaContext& ctx, Layout l, int threads
   launch<VEC>(p, ctx, l, threads, phase1_smem, true);
 }
 
-}  // namespace
-
-size_t group_norm_workspace_bytes(int n) { return size_t(n) * kMergeSmemBytes; }  // chunks * groups * 8 <= it per image
-
-void group_norm(const GroupNormParams& p, const CudaContext& ctx, GroupNormKernel kernel) {
-  const NvtxRange range("group_norm");
+// Throws rtvd::Error for params no kernel takes.
+void check(const GroupNormParams& p) {
   if (p.n < 0 || p.hw < 0 || p.c <= 0 || p.groups <= 0 || p.c % p.groups != 0)
     fail("group_norm: bad shape n ", p.n, " hw ", p.hw, " c ", p.c, " groups ", p.groups,
          " (c must be a positive multiple of groups)");
@@ -341,20 +337,10 @@ void group_norm(const GroupNormParams& p, const CudaContext& ctx, GroupNormKerne
   if (p.y && (!p.gamma || !p.beta)) fail("group_norm: gamma and beta must be set when y is");
   if (p.act != Activation::None && p.act != Activation::Silu)
     fail("group_norm: act must be None or Silu, not ", activation_name(p.act));
+}
 
-  // Normalising a batch of 64x64 latents (SD's 512x512 frames), the grid kernel is faster in the U-Net's graph
-  // (SD 2.1 at batch 2: 5.205 -> 5.145 ms; at batch 1 the clusters stay 0.4% faster; docs/perf-notes.md session
-  // 21). Larger latents were not measured, and keep the clusters (which read x once where the grid reads it
-  // twice); so does a shared GPU (a ControlNet's branch beside the U-Net), where the grid takes two launches.
-  const bool grid_first = kernel == GroupNormKernel::Auto && p.y && p.n >= 2 && p.hw == 64 * 64 && ctx.grid_sync &&
-                          !ctx.shares_gpu;
-  if (kernel != GroupNormKernel::Grid && !grid_first) {
-    std::string why;
-    if (group_norm_cluster(p, ctx, &why)) return;
-    if (kernel == GroupNormKernel::Cluster) fail("group_norm (clusters): ", why);
-  }
-  if (!ctx.grid_sync) fail("group_norm: ctx.grid_sync must be set (a zeroed word)");
-
+// The grid kernel over p, whole (apply_only false) or its normalise pass alone.
+void run_grid(const GroupNormParams& p, const CudaContext& ctx, bool apply_only) {
   const int vec = p.c % 8 == 0 && aligned(p.x, 16) && aligned(p.y, 16) ? 8
                   : p.c % 2 == 0 && aligned(p.x, 4) && aligned(p.y, 4) ? 2
                                                                          : 1;
@@ -371,10 +357,41 @@ void group_norm(const GroupNormParams& p, const CudaContext& ctx, GroupNormKerne
   const size_t phase1_smem = 2 * size_t(l.rows) * p.c * sizeof(float);
 
   switch (vec) {
-    case 8: run<8>(p, ctx, l, threads, phase1_smem); break;
-    case 2: run<2>(p, ctx, l, threads, phase1_smem); break;
-    default: run<1>(p, ctx, l, threads, phase1_smem); break;
+    case 8: return apply_only ? launch<8>(p, ctx, l, threads, phase1_smem, true) : run<8>(p, ctx, l, threads, phase1_smem);
+    case 2: return apply_only ? launch<2>(p, ctx, l, threads, phase1_smem, true) : run<2>(p, ctx, l, threads, phase1_smem);
+    default: return apply_only ? launch<1>(p, ctx, l, threads, phase1_smem, true) : run<1>(p, ctx, l, threads, phase1_smem);
   }
+}
+
+}  // namespace
+
+size_t group_norm_workspace_bytes(int n) { return size_t(n) * kMergeSmemBytes; }  // chunks * groups * 8 <= it per image
+
+void group_norm(const GroupNormParams& p, const CudaContext& ctx, GroupNormKernel kernel) {
+  const NvtxRange range("group_norm");
+  check(p);
+  if (p.n == 0) return;
+
+  // Normalising a batch of 64x64 latents (SD's 512x512 frames), the grid kernel is faster in the U-Net's graph
+  // (SD 2.1 at batch 2: 5.205 -> 5.145 ms; at batch 1 the clusters stay 0.4% faster; docs/perf-notes.md session
+  // 21). Larger latents were not measured, and keep the clusters (which read x once where the grid reads it
+  // twice); so does a shared GPU (a ControlNet's branch beside the U-Net), where the grid takes two launches.
+  const bool grid_first = kernel == GroupNormKernel::Auto && p.y && p.n >= 2 && p.hw == 64 * 64 && ctx.grid_sync &&
+                          !ctx.shares_gpu;
+  if (kernel != GroupNormKernel::Grid && !grid_first) {
+    std::string why;
+    if (group_norm_cluster(p, ctx, &why)) return;
+    if (kernel == GroupNormKernel::Cluster) fail("group_norm (clusters): ", why);
+  }
+  if (!ctx.grid_sync) fail("group_norm: ctx.grid_sync must be set (a zeroed word)");
+  run_grid(p, ctx, false);
+}
+
+void group_norm_apply(const GroupNormParams& p, const CudaContext& ctx) {
+  const NvtxRange range("group_norm (apply)");
+  check(p);
+  if (!p.y) fail("group_norm_apply: y must be set");
+  if (p.n > 0) run_grid(p, ctx, true);
 }
 
 }  // namespace rtvd

@@ -2,7 +2,7 @@
 // seed is in the failure message); outputs and statistics poisoned with NaN.
 //   GroupNormCpu: group_norm_cpu against a naive two-pass definition (float64); rel L2 <= 1e-5.
 //   GroupNormCuda (CUDA builds, skipping without a device): group_norm against group_norm_cpu on the same fp16
-//     values: statistics (fp32) rel L2 <= 1e-4, y (fp16) <= 2e-3.
+//     values: statistics (fp32) rel L2 <= 1e-4, y (fp16) <= 2e-3; and group_norm_apply from given statistics.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -117,6 +117,30 @@ TEST_P(GroupNormCuda, MatchesCpu) {
                 2e-3);
     }
   }
+}
+
+// group_norm_apply: y from the statistics given in stats (group_norm_cpu's of the same x, as x's producer would
+// have written them), the statistics left as they are; a statistics-only case has no y and is refused.
+TEST_P(GroupNormCuda, ApplyGivenStatistics) {
+  SCOPED_TRACE(test::seed_trace(rng));
+  const GroupNormCase& c = GetParam();
+  SCOPED_TRACE(describe(c));
+  NormData d(c, rng);
+  std::vector<float> x_ref = test::half_tensor(d.x).host, y_ref(c.elements()), stats_ref(c.stats());
+  group_norm_cpu(group_norm_params(c, x_ref.data(), y_ref.data(), stats_ref.data(), d.gamma.data(), d.beta.data()));
+  const test::HalfTensor x = test::half_tensor(d.x);
+  const DeviceMemory gamma = test::to_device_float(d.gamma), beta = test::to_device_float(d.beta);
+  const DeviceMemory y = test::poisoned_half(c.elements()), stats = test::to_device_float(stats_ref);
+  const GroupNormParams p = group_norm_params(c, x.get(), y.get(), stats.as<float>(), gamma.as<float>(), beta.as<float>());
+  if (c.stats_only) {
+    EXPECT_THROW(group_norm_apply(p, ctx()), Error);
+    return;
+  }
+  group_norm_apply(p, ctx());
+  sync();
+  EXPECT_LE(rel_l2(c.in_place ? x.read(c.elements()) : test::from_device_half(y, c.elements()), c.in_place ? x_ref : y_ref),
+            2e-3);
+  EXPECT_EQ(test::max_abs_diff(test::from_device_float(stats, c.stats()), stats_ref), 0.0);
 }
 
 // The cluster kernel takes the U-Nets' norms (every SD level at batch 1 and 2, SDXL's 128x128 level) and
