@@ -25,6 +25,7 @@
 #include "kernels/attention/attention_softmax.cuh"
 #include "kernels/attention/attention_traits.cuh"
 #include "kernels/common/alignment.h"
+#include "kernels/common/device_math.cuh"
 #include "kernels/common/launch.cuh"
 #include "kernels/common/nvtx_range.h"
 #include "kernels/common/sm80_ptx.cuh"
@@ -257,20 +258,6 @@ void launch(const AttentionParams& p, const CudaContext& ctx) {
 constexpr int kFallbackThreads = 128;
 constexpr int kFallbackMaxKeys = 12288;  // 48 KiB of fp32 scores
 
-__device__ float block_reduce(float v, bool is_max, float* scratch) {
-  for (int o = 16; o > 0; o >>= 1) {
-    const float other = __shfl_xor_sync(0xffffffffu, v, o);
-    v = is_max ? fmaxf(v, other) : v + other;
-  }
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  __syncthreads();  // scratch may still be read from the previous reduction
-  if (lane == 0) scratch[warp] = v;
-  __syncthreads();
-  v = scratch[0];
-  for (int w = 1; w < kFallbackThreads / 32; ++w) v = is_max ? fmaxf(v, scratch[w]) : v + scratch[w];
-  return v;
-}
-
 __global__ void __launch_bounds__(kFallbackThreads) attention_fallback_kernel(const AttentionParams p) {
   start_after_prior_kernels();
   extern __shared__ float scores[];  // (kv_len)
@@ -288,13 +275,13 @@ __global__ void __launch_bounds__(kFallbackThreads) attention_fallback_kernel(co
     scores[j] = dot * p.scale;
     local_max = fmaxf(local_max, scores[j]);
   }
-  const float row_max = block_reduce(local_max, true, scratch);
+  const float row_max = block_reduce<kFallbackThreads / 32>(local_max, true, scratch);
   float local_sum = 0.0f;
   for (int j = threadIdx.x; j < keys; j += kFallbackThreads) {
     scores[j] = expf(scores[j] - row_max);
     local_sum += scores[j];
   }
-  const float inv_sum = 1.0f / block_reduce(local_sum, false, scratch);  // its barriers publish scores[]
+  const float inv_sum = 1.0f / block_reduce<kFallbackThreads / 32>(local_sum, false, scratch);  // its barriers publish scores[]
   for (int d = threadIdx.x; d < p.head_dim; d += kFallbackThreads) {
     float acc = 0.0f;
     for (int j = 0; j < keys; ++j) acc += scores[j] * __half2float(v[int64_t(j) * p.v_stride + d]);

@@ -79,18 +79,6 @@ __device__ __forceinline__ void to_floats(HalfBits<VEC> raw, float (&f)[VEC]) {
   load_vec<VEC>(reinterpret_cast<const __half*>(&raw), f);
 }
 
-// The block's total of v, the same in every thread (a fixed order: lanes by shuffles, then warps in turn).
-__device__ __forceinline__ float block_sum(float v, float* warp_totals) {
-  v = warp_sum(v);
-  __syncthreads();  // warp_totals' previous use is over
-  if (threadIdx.x % 32 == 0) warp_totals[threadIdx.x / 32] = v;
-  __syncthreads();
-  float t = 0.0f;
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) t += warp_totals[w];
-  return t;
-}
-
 // Pixels [x, y) of block `rank` of `clusters` (hw * clusters fits an int: group_norm_cluster_can_run).
 __device__ __forceinline__ int2 pixel_range(int hw, int rank, int clusters) {
   return make_int2(hw * rank / clusters, hw * (rank + 1) / clusters);
@@ -132,7 +120,7 @@ __global__ void __launch_bounds__(kThreads) group_norm_cluster_kernel(const Args
       }
   }
   const float block_count = float(count) * VEC;  // elements
-  s = block_sum(s, warp_totals);
+  s = block_reduce<kWarps>(s, false, warp_totals);
   const float block_mean = count > 0 ? s / block_count : 0.0f;
   // The squared deviations from the slab's mean, from what each thread staged itself.
   float q = 0.0f;
@@ -142,7 +130,7 @@ __global__ void __launch_bounds__(kThreads) group_norm_cluster_kernel(const Args
 #pragma unroll
     for (int k = 0; k < VEC; ++k) q = fmaf(f[k] - block_mean, f[k] - block_mean, q);
   }
-  q = block_sum(q, warp_totals);
+  q = block_reduce<kWarps>(q, false, warp_totals);
   if (threadIdx.x == 0) block_moments = make_float2(block_mean, q);
   cluster.sync();
 
