@@ -281,7 +281,8 @@ __global__ void __launch_bounds__(kFallbackThreads) attention_fallback_kernel(co
     scores[j] = expf(scores[j] - row_max);
     local_sum += scores[j];
   }
-  const float inv_sum = 1.0f / block_reduce<kFallbackThreads / 32>(local_sum, false, scratch);  // its barriers publish scores[]
+  // block_reduce's barriers publish scores[].
+  const float inv_sum = 1.0f / block_reduce<kFallbackThreads / 32>(local_sum, false, scratch);
   for (int d = threadIdx.x; d < p.head_dim; d += kFallbackThreads) {
     float acc = 0.0f;
     for (int j = 0; j < keys; ++j) acc += scores[j] * __half2float(v[int64_t(j) * p.v_stride + d]);

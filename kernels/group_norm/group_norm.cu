@@ -312,12 +312,13 @@ void launch(const GroupNormParams& p, const CudaContext& ctx, Layout l, int thre
   }
 }
 
-// Beside other streams' kernels (CudaContext::shares_gpu) no grid may wait to be resident whole (two such grids, or
-// one and another's waiting blocks, could hold every SM and wait for each other): with y, the statistics-only
-// launch (only its images' chunk-0 blocks wait) and then the apply pass as a launch of its own.
+// The whole norm, or with apply_only its normalise pass alone (group_norm_apply). Beside other streams' kernels
+// (CudaContext::shares_gpu) no grid may wait to be resident whole (two such grids, or one and another's waiting
+// blocks, could hold every SM and wait for each other): with y, the statistics-only launch (only its images'
+// chunk-0 blocks wait) and then the apply pass as a launch of its own.
 template <int VEC>
-void run(const GroupNormParams& p, const CudaContext& ctx, Layout l, int threads, size_t phase1_smem) {
-  if (!p.y || !ctx.shares_gpu) return launch<VEC>(p, ctx, l, threads, phase1_smem, false);
+void run(const GroupNormParams& p, const CudaContext& ctx, Layout l, int threads, size_t phase1_smem, bool apply_only) {
+  if (apply_only || !p.y || !ctx.shares_gpu) return launch<VEC>(p, ctx, l, threads, phase1_smem, apply_only);
   GroupNormParams stats_only = p;
   stats_only.y = nullptr;
   launch<VEC>(stats_only, ctx, l, threads, phase1_smem, false);
@@ -339,7 +340,7 @@ void check(const GroupNormParams& p) {
     fail("group_norm: act must be None or Silu, not ", activation_name(p.act));
 }
 
-// The grid kernel over p, whole (apply_only false) or its normalise pass alone.
+// The grid kernel over p (run()), its layout for p's channels and alignment.
 void run_grid(const GroupNormParams& p, const CudaContext& ctx, bool apply_only) {
   const int vec = p.c % 8 == 0 && aligned(p.x, 16) && aligned(p.y, 16) ? 8
                   : p.c % 2 == 0 && aligned(p.x, 4) && aligned(p.y, 4) ? 2
@@ -357,9 +358,9 @@ void run_grid(const GroupNormParams& p, const CudaContext& ctx, bool apply_only)
   const size_t phase1_smem = 2 * size_t(l.rows) * p.c * sizeof(float);
 
   switch (vec) {
-    case 8: return apply_only ? launch<8>(p, ctx, l, threads, phase1_smem, true) : run<8>(p, ctx, l, threads, phase1_smem);
-    case 2: return apply_only ? launch<2>(p, ctx, l, threads, phase1_smem, true) : run<2>(p, ctx, l, threads, phase1_smem);
-    default: return apply_only ? launch<1>(p, ctx, l, threads, phase1_smem, true) : run<1>(p, ctx, l, threads, phase1_smem);
+    case 8: return run<8>(p, ctx, l, threads, phase1_smem, apply_only);
+    case 2: return run<2>(p, ctx, l, threads, phase1_smem, apply_only);
+    default: return run<1>(p, ctx, l, threads, phase1_smem, apply_only);
   }
 }
 

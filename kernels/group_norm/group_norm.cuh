@@ -31,9 +31,9 @@ enum class GroupNormKernel {
 
 void group_norm(const GroupNormParams& p, const CudaContext& ctx, GroupNormKernel kernel = GroupNormKernel::Auto);
 
-// y = act(x scale + shift) from the statistics already in p.stats (written by x's producer: conv2d's y_stats),
-// one launch of the grid kernel's normalise pass: no block waits, no workspace. Needs y; otherwise as
-// group_norm's requirements.
+// y = act(x scale + shift) from the statistics already in p.stats (written by a statistics-only group_norm: the
+// pre-pass of a conv's GroupNorm prologue, conv2d_prepass.cuh), one launch of the grid kernel's normalise pass: no
+// block waits, no workspace. Needs y; otherwise as group_norm's requirements.
 void group_norm_apply(const GroupNormParams& p, const CudaContext& ctx);
 
 // The most of ctx.workspace that group_norm uses for n images.
