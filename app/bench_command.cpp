@@ -180,10 +180,13 @@ int bench_command(const std::vector<std::string>& args) {
   const double plain_ms = plain.median;
   engine.backend().set_profiling(true);
   FrameProfile profile;
+  std::vector<double> gpu_ms;  // the frame's graph, timed by events around its launch: the frames without op events
   const double profiled_ms = frame_ms(engine, source, warmup, frames, [&] {
     const std::vector<float> ms = engine.backend().frame_op_ms();
     if (!ms.empty()) profile.add_frame(engine.plan().graph.frame, ms);
+    else if (const float gpu = engine.backend().frame_gpu_ms(); gpu > 0) gpu_ms.push_back(gpu);
   }).median;
+  const double gpu_frame_ms = gpu_ms.empty() ? 0.0 : median(gpu_ms);
   const std::vector<OpTypeRow> stages_alone = time_stages_alone(engine);  // before profiling's graphs go
   engine.backend().set_profiling(false);
   const Ceilings ceilings = engine.backend().measure_ceilings();
@@ -212,6 +215,11 @@ int bench_command(const std::vector<std::string>& args) {
   if (cache_error) std::printf("%s\n", cache_error->line().c_str());
   // Two medians of separate runs: where profiling costs less than they vary, the second can be the lower.
   const double difference = 100.0 * (profiled_ms / plain_ms - 1.0), overhead = std::max(0.0, difference);
+  if (gpu_frame_ms > 0 && engine.backend().is_cuda())
+    std::printf("the GPU's time of a call's graph: %s ms median per frame; the rest of the frame, %s ms, is the host's "
+                "and the copies' to and from the GPU\n",
+                three_digits(gpu_frame_ms / engine.plan().group).c_str(),
+                three_digits(plain_ms - gpu_frame_ms / engine.plan().group).c_str());
   std::printf("with per-op profiling: %s ms (overhead %s)\n\n%s", three_digits(profiled_ms).c_str(),
               difference >= 0 ? cat(three_digits(difference), "%").c_str()
                               : cat("none measurable: this median is ", three_digits(-difference),
@@ -240,6 +248,7 @@ int bench_command(const std::vector<std::string>& args) {
         {"batch", engine.plan().batch}, {"frames", frames}, {"frame_ms_median", plain_ms}, {"frame_ms_mean", plain.mean},
         {"frames_per_second", 1e3 / plain_ms}, {"profiled_frame_ms_median", profiled_ms},
         {"profiler_overhead_percent", overhead},
+        {"gpu_frame_ms_median", engine.backend().is_cuda() ? gpu_frame_ms / engine.plan().group : 0.0},
         {"ceilings", ceilings_json(ceilings)},
         {"ops_per_frame", ops}, {"stages_per_frame", stages}, {"slowest_layers", slowest}};
     if (s.skip_similar > 0)
