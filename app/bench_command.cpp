@@ -72,15 +72,20 @@ struct FrameMs {
 };
 
 // Milliseconds per frame over `frames` frames, after `warmup` untimed ones, each from the source's next image
-// (null source: the noise walk) and read back; the images are made and after_call runs outside the timed region.
+// (null source: the noise walk) and read back; the images are made (at one frame per call into the engine's
+// source_frame(), as render's sources decode into it) and after_call runs outside the timed region.
 // Timed by calls of the plan: a stream batch's call takes a group of frames in (and gives as many out), its time
 // shared by them.
 template <class F>
 FrameMs frame_ms(Engine& engine, BenchSource* source, int warmup, int frames, F&& after_call) {
   const int group = engine.plan().group;
   const auto call = [&] {  // the call's time in ms
-    const std::vector<const std::vector<uint8_t>*> images =
+    std::vector<const std::vector<uint8_t>*> images =
         source ? source->next(group) : std::vector<const std::vector<uint8_t>*>(size_t(group), nullptr);
+    if (group == 1 && images[0]) {  // one frame per call: made in the engine's buffer, as render's sources decode
+      engine.source_frame() = *images[0];
+      images[0] = &engine.source_frame();
+    }
     const auto s = std::chrono::steady_clock::now();
     for (const std::vector<uint8_t>* image : images) {
       if (image) engine.step(*image);

@@ -106,7 +106,7 @@ int render_command(const std::vector<std::string>& args) {
     recorder->write(engine.take_image());
     if (recorder->frames_written() == 1) startup.lap("first frame");  // computed, on the host and written
   };
-  std::vector<uint8_t> image;  // the source's frame in 8-bit RGB, sent to the device as it is
+  std::vector<uint8_t>& image = engine.source_frame();  // the source's frame in 8-bit RGB, sent from where it is
   const auto start = std::chrono::steady_clock::now();
   int done = 0;
   bool source_ended = false;

@@ -307,11 +307,23 @@ void Engine::step_from(const void* image, size_t values, Backend::InputFormat fo
   gather_source(image, values, format, slot);
   if (slot + 1 == plan_.group) {
     const int64_t call = stepped() / plan_.group;
-    if (!run_call(call, context_kept)) return;  // see Engine::skipped()
-    make_noise(call + 1);                       // while the GPU runs this call
+    const bool ran = run_call(call, context_kept);
+    if (ran) make_noise(call + 1);  // while the GPU runs this call
+    if (source_in_place_) backend_->wait_inputs_read();  // the caller may write source_frame() again
+    if (!ran) return;  // see Engine::skipped()
   }
   ++frame_;
   image_current_ = false;
+}
+
+std::vector<uint8_t>& Engine::source_frame() {
+  const size_t bytes = size_t(width_) * height_ * model_.image_channels();
+  if (source_frame_.capacity() < bytes) {
+    source_pin_.release();
+    source_frame_.reserve(bytes);
+  }
+  source_pin_.keep(*backend_, source_frame_);
+  return source_frame_;
 }
 
 // img2img: the frame's source, checked; a stream batch gathers its group's sources for one write.
@@ -442,7 +454,10 @@ void Engine::write_inputs(int64_t call) {
     c.resize(values * size_t(plan_.group));
     std::memcpy(backend_->input_buffer(plan_.control_images[k], c.size(), Format::F32), c.data(), c.size() * sizeof(float));
   }
-  if (img2img_) {
+  source_in_place_ = img2img_ && plan_.group == 1 && source_ == source_frame_.data();
+  if (source_in_place_) {
+    backend_->input_from(plan_.image, source_, source_frame_.size(), source_format_);
+  } else if (img2img_) {
     const int group = plan_.group;
     const size_t values = size_t(width_) * height_ * model_.image_channels() * group;
     void* image = backend_->input_buffer(plan_.image, values, source_format_);
@@ -474,9 +489,9 @@ void Engine::read_image() {
   image_.width = width_;
   image_.height = height_;
   const size_t read = bytes + sizeof(int32_t);  // the flag follows the pixels (add_frame_output)
-  if (image_.pixels.capacity() < read) image_pin_.reset();  // unpinned before the vector frees it
+  if (image_.pixels.capacity() < read) image_pin_.release();
   image_.pixels.resize(read);
-  if (!image_pin_) image_pin_ = backend_->pin_host(image_.pixels.data(), image_.pixels.capacity());
+  image_pin_.keep(*backend_, image_.pixels);
   backend_->read(output_rgba(), image_.pixels.data(), read);
   int32_t flag = 0;
   std::memcpy(&flag, image_.pixels.data() + bytes, sizeof flag);

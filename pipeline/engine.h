@@ -91,6 +91,11 @@ class Engine {
   // The same with the source as 8-bit RGB (height, width, 3), as the frame sources decode it (FrameSource::next):
   // a quarter of the bytes to send, each byte b becoming b / 127.5 - 1 on the device, the float path's value.
   void step(const std::vector<uint8_t>& rgb8);
+  // A buffer for that 8-bit source frame, for FrameSource::next to decode into: step(source_frame()) sends it to
+  // the device from where it is (page-locked on the GPU), with no copy on the host, one frame per call (a
+  // stream batch gathers its group's frames by copying them). It holds a frame's bytes without growing, so a
+  // source that fills it in place keeps it where it is. step() returns once the device has read it.
+  std::vector<uint8_t>& source_frame();
   // Whether a frame has come out since the plan started: latency() steps after the first.
   bool has_output() const { return stepped() > plan_.latency(); }
   int latency() const { return plan_.latency(); }
@@ -160,11 +165,14 @@ class Engine {
   const void* source_ = nullptr;  // the frame's source (img2img, one frame per call), in source_format_
   Backend::InputFormat source_format_ = Backend::InputFormat::F32;
   std::vector<uint8_t> sources_;  // a stream batch's group of source images, gathered until the group is whole
+  std::vector<uint8_t> source_frame_;
+  Backend::VectorPin source_pin_;  // source_frame_'s buffer page-locked (after it: freed first)
+  bool source_in_place_ = false;  // the last call's source went from source_frame_ itself (write_inputs)
   std::vector<std::vector<float>> control_images_;  // per ControlNet: set_control_image's, or empty
   std::vector<float> kept_history_;  // a stream batch's blend history kept across a re-plan, written back when
                                      // its first frame comes out (the calls before it present nothing)
   ImageRgba8 image_, taken_;
-  std::unique_ptr<Backend::HostPin> image_pin_;  // image_.pixels' buffer page-locked (after image_: freed first)
+  Backend::VectorPin image_pin_;  // image_.pixels' buffer page-locked (after image_: freed first)
   int64_t image_frame_ = 0;  // image_'s frame
   struct Queued {
     int64_t frame;

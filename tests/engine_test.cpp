@@ -144,6 +144,43 @@ TEST_P(EngineSourceBytes, UploadsAheadOfTheDeviceGiveTheFramesOfWaitedOnes) {
   EXPECT_NE(expected[0].pixels, expected[1].pixels) << "each frame has its own source";
 }
 
+// Frames decoded into the engine's own source buffer (source_frame(), sent from where it is) equal frames
+// stepped from vectors of the caller's, with the buffer rewritten for the next frame as soon as step() returns
+// and the readbacks taken two frames late, as the render loop does: each frame reads its own bytes (on the GPU
+// the copy runs from the buffer itself, and a step that returned before the copy read it shows as a wrong
+// frame). A stream batch gathers the buffer's frames as any others. The buffer stays where it is.
+TEST_P(EngineSourceBytes, FromTheSourceFrameGiveTheFramesOfTheCallersVectors) {
+  const std::vector<std::vector<uint8_t>> frames = random_frames(12);
+  for (int stream_batch : {1, 2}) {
+    SCOPED_TRACE(testing::Message() << "stream batch " << stream_batch);
+    s.stream_batch = stream_batch;
+    Engine waited(o), in_place(o);
+    waited.configure(s, true);
+    in_place.configure(s, true);
+    std::vector<ImageRgba8> expected, taken;
+    for (const auto& f : frames) {
+      waited.step(f);
+      if (waited.has_output()) expected.push_back(waited.image());
+    }
+    std::vector<uint8_t>& buffer = in_place.source_frame();
+    const uint8_t* where = buffer.data();
+    ASSERT_GE(buffer.capacity(), frames[0].size());
+    for (const auto& f : frames) {
+      buffer = f;  // as a source's next() fills it
+      in_place.step(buffer);
+      std::fill(buffer.begin(), buffer.end(), uint8_t(0xA5));  // the caller's next write, at once
+      if (!in_place.has_output()) continue;
+      in_place.queue_image();
+      if (in_place.queued_images() == 2) taken.push_back(in_place.take_image());
+    }
+    while (in_place.queued_images() > 0) taken.push_back(in_place.take_image());
+    EXPECT_EQ(in_place.source_frame().data(), where);
+    ASSERT_EQ(taken.size(), expected.size());
+    ASSERT_GE(taken.size(), size_t(10));
+    for (size_t i = 0; i < taken.size(); ++i) EXPECT_EQ(taken[i].pixels, expected[i].pixels) << "frame " << i;
+  }
+}
+
 class EngineNonFinite : public EngineOnDevice {};
 
 // A frame that is not finite (here: NaN written into the blend history, as a model output of NaN would leave

@@ -119,7 +119,6 @@ class App {
   RollingProfile profile_;
   std::map<std::string, std::string> implementations_;
   std::vector<Message> messages_;  // the last few, newest last
-  std::vector<uint8_t> image_;     // the source's frame, 8-bit RGB
   FrameSettings applied_;
   std::optional<std::pair<FrameSettings, bool>> rejected_;  // settings and img2img the engine refused
   bool applied_img2img_ = false, configured_ = false, profiling_ = false;
@@ -298,7 +297,7 @@ void App::generate(bool restart) {
     notify(e.what());
   }
   try {
-    if (has_input) engine_.step(image_);
+    if (has_input) engine_.step(engine_.source_frame());
     else engine_.step(nullptr);
   } catch (const Cancelled&) {
     return;  // a stop signal: the loop ends after this pass and the frame in progress is dropped
@@ -326,13 +325,13 @@ void App::generate(bool restart) {
   ++generated_;
 }
 
-// The source's next frame into image_. A video loops; a source that fails (a webcam unplugged, a file
+// The source's next frame into the engine's source_frame(). A video loops; a source that fails (a webcam unplugged, a file
 // that stops decoding) is replaced by the noise walk, and generation goes on.
 bool App::read_source_image() {
   try {
-    if (source_->next(engine_.width(), engine_.height(), image_)) return true;
+    if (source_->next(engine_.width(), engine_.height(), engine_.source_frame())) return true;
     source_->rewind();
-    if (source_->next(engine_.width(), engine_.height(), image_)) return true;
+    if (source_->next(engine_.width(), engine_.height(), engine_.source_frame())) return true;
     switch_to_noise(source_->describe() + " gives no frames");
   } catch (const Error& e) {
     switch_to_noise(e.what());

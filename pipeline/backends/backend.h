@@ -3,6 +3,7 @@
 // Everything that allocates happens in upload_weights() and prepare(); run_*, write and read never do.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -46,13 +47,32 @@ class Backend {
   virtual void write(Ref tensor, const void* host, size_t count) = 0;
   virtual void read(Ref tensor, void* host, size_t count) = 0;
   // Page-locks host memory in place until the handle is destroyed, which must come before the memory is freed,
-  // so that read() into it runs at the copy engine's rate (on an H200 a 1 MB read into pageable memory took
-  // 123 us, into page-locked memory 27). Null where reads gain nothing from it (the CPU's). Not for the frame
-  // loop: it costs like an allocation, once per buffer.
+  // so that read() into it and input_from() out of it run at the copy engine's rate (on an H200 a 1 MB read
+  // into pageable memory took 123 us, into page-locked memory 27). Null where copies gain nothing from it (the
+  // CPU's), and where the memory can't be locked (a page of it already is, with other memory): copies then
+  // go through the driver's staging, as for any memory. Not for the frame loop: it costs like an allocation,
+  // once per buffer.
   struct HostPin {
     virtual ~HostPin() = default;
   };
   virtual std::unique_ptr<HostPin> pin_host(void*, size_t) { return nullptr; }
+  // A host vector's buffer page-locked for as long as it stays where it is, asked once per buffer.
+  class VectorPin {
+   public:
+    // Before the vector may move its buffer (grows past its capacity): unlocked while it is still allocated.
+    void release() { pin_.reset(), asked_for_ = nullptr; }
+    // After it may have: locks the buffer if it is not the one last asked for.
+    void keep(Backend& backend, std::vector<uint8_t>& v) {
+      if (v.data() == asked_for_) return;
+      pin_.reset();
+      pin_ = backend.pin_host(v.data(), v.capacity());
+      asked_for_ = v.data();
+    }
+
+   private:
+    std::unique_ptr<HostPin> pin_;
+    const void* asked_for_ = nullptr;
+  };
 
   // A frame's inputs (Engine::write_inputs), without a stop on the host or a copy on the frame's path:
   // input_buffer() gives host memory for the first `count` elements of an F32 tensor, to be filled as floats or
@@ -62,7 +82,14 @@ class Backend {
   // of its own while the frame before computes (CudaInputs, backends/cuda/input_uploads.h).
   enum class InputFormat { F32, Rgb8 };
   virtual void* input_buffer(Ref tensor, size_t count, InputFormat format) = 0;
+  // The same for memory the caller filled: the `count` elements are read from `host` itself when
+  // commit_inputs() sends them, not copied into the backend's memory first. The GPU copies from `host`
+  // directly where it is page-locked (pin_host: Engine::source_frame), else through the driver's staging. The
+  // caller keeps the bytes as they are until wait_inputs_read() returns.
+  virtual void input_from(Ref tensor, const void* host, size_t count, InputFormat format) = 0;
   virtual void commit_inputs() = 0;
+  // Returns once every input committed so far has been read from the caller's memory.
+  virtual void wait_inputs_read() = 0;
 
   // Frames for the host without stalling the loop. begin_readback() queues a copy of the tensor's first
   // `bytes` (as stored: U8 tensors) after the work queued so far, into one of two host buffers, on a

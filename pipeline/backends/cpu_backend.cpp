@@ -161,10 +161,19 @@ class CpuBackend final : public Backend {
     rgb8_target_ = {rgb8_input_.data(), data, int64_t(count)};
     return rgb8_input_.data();
   }
+  void input_from(Ref tensor, const void* host, size_t count, InputFormat format) override {
+    if (format == InputFormat::F32) {
+      std::memcpy(input_buffer(tensor, count, format), host, count * sizeof(float));
+      return;
+    }
+    rgb8_target_ = {static_cast<const uint8_t*>(host), static_cast<float*>(resolve(graph(), memory_, tensor)),
+                    int64_t(count)};
+  }
   void commit_inputs() override {
     rgb8_to_float_cpu(rgb8_target_);
     rgb8_target_ = {};
   }
+  void wait_inputs_read() override {}  // commit_inputs() read them
 
   void read(Ref tensor, void* host, size_t count) override {
     const Elem e = graph().tensors.at(tensor.id).elem;

@@ -44,9 +44,7 @@ struct Overloaded : F... {
 // Host memory the caller owns, page-locked in place while this lives (Backend::pin_host).
 class RegisteredHost final : public Backend::HostPin {
  public:
-  RegisteredHost(void* host, size_t bytes) : host_(host) {
-    RTVD_CUDA_CHECK(cudaHostRegister(host, bytes, cudaHostRegisterDefault));
-  }
+  explicit RegisteredHost(void* host) : host_(host) {}
   RegisteredHost(const RegisteredHost&) = delete;
   RegisteredHost& operator=(const RegisteredHost&) = delete;
   ~RegisteredHost() override { cudaHostUnregister(host_); }  // destructor: nothing to report to
@@ -180,7 +178,13 @@ class CudaBackend final : public Backend {
     const bool rgb8 = format == InputFormat::Rgb8;
     return inputs_.buffer(resolve(graph(), memory_, tensor), count * (rgb8 ? 1 : sizeof(float)), rgb8);
   }
+  void input_from(Ref tensor, const void* host, size_t count, InputFormat format) override {
+    if (graph().tensors.at(tensor.id).elem != Elem::F32) fail("cuda backend: frame input ", tensor.id, " is not F32");
+    const bool rgb8 = format == InputFormat::Rgb8;
+    inputs_.from(resolve(graph(), memory_, tensor), host, count * (rgb8 ? 1 : sizeof(float)), rgb8);
+  }
   void commit_inputs() override { inputs_.commit(host_.stream()); }
+  void wait_inputs_read() override { inputs_.wait_read(); }
 
   void read(Ref tensor, void* host, size_t count) override {
     read_tensor(resolve(graph(), memory_, tensor), graph().tensors.at(tensor.id).elem, host, count, host_.stream(),
@@ -188,7 +192,12 @@ class CudaBackend final : public Backend {
   }
 
   std::unique_ptr<HostPin> pin_host(void* host, size_t bytes) override {
-    return std::make_unique<RegisteredHost>(host, bytes);
+    if (!host || bytes == 0) return nullptr;
+    if (cudaHostRegister(host, bytes, cudaHostRegisterDefault) != cudaSuccess) {
+      cudaGetLastError();  // not sticky: a range that overlaps locked memory, or no memory left to lock
+      return nullptr;
+    }
+    return std::make_unique<RegisteredHost>(host);
   }
 
   void begin_readback(Ref tensor, size_t bytes) override {

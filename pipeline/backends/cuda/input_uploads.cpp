@@ -46,17 +46,30 @@ void* CudaInputs::buffer(void* device, size_t bytes, bool rgb8) {
   return slot.get() + offset;
 }
 
+void CudaInputs::from(void* device, const void* host, size_t bytes, bool rgb8) {
+  inputs_.push_back({device, 0, bytes, rgb8, host});
+}
+
 void CudaInputs::commit(cudaStream_t stream) {
   if (inputs_.empty()) return;
-  if (staging_.bytes() < used_) {  // its readers and writers in flight first
+  size_t staged = used_;  // staging: the slot's bytes, then each of the caller's memory
+  for (Input& in : inputs_)
+    if (in.host) in.offset = staged, staged = aligned(staged + in.bytes);
+  if (staging_.bytes() < staged) {  // its readers and writers in flight first
     RTVD_CUDA_CHECK(cudaStreamSynchronize(upload_stream_));
     RTVD_CUDA_CHECK(cudaEventSynchronize(consumed_));
     staging_ = DeviceMemory();
-    staging_ = DeviceMemory(used_, "frame input staging");
+    staging_ = DeviceMemory(staged, "frame input staging");
   }
   // Staging is free once the last frame's reads of it are done (at that frame's start, not its end).
   RTVD_CUDA_CHECK(cudaStreamWaitEvent(upload_stream_, consumed_, 0));
-  RTVD_CUDA_CHECK(cudaMemcpyAsync(staging_.get(), slots_[slot_].get(), used_, cudaMemcpyHostToDevice, upload_stream_));
+  if (used_ > 0)
+    RTVD_CUDA_CHECK(
+        cudaMemcpyAsync(staging_.get(), slots_[slot_].get(), used_, cudaMemcpyHostToDevice, upload_stream_));
+  for (const Input& in : inputs_)
+    if (in.host)
+      RTVD_CUDA_CHECK(
+          cudaMemcpyAsync(staging_.get() + in.offset, in.host, in.bytes, cudaMemcpyHostToDevice, upload_stream_));
   RTVD_CUDA_CHECK(cudaEventRecord(uploaded_[slot_], upload_stream_));
   RTVD_CUDA_CHECK(cudaStreamWaitEvent(stream, uploaded_[slot_], 0));
   for (const Input& in : inputs_) {
@@ -70,5 +83,7 @@ void CudaInputs::commit(cudaStream_t stream) {
   slot_ ^= 1;
   slot_free_ = false;
 }
+
+void CudaInputs::wait_read() { RTVD_CUDA_CHECK(cudaEventSynchronize(uploaded_[slot_ ^ 1])); }
 
 }  // namespace rtvd
