@@ -7,6 +7,7 @@
 #include "kernels/conv2d/conv2d.cuh"
 #include "kernels/conv2d/conv2d_narrow.cuh"
 #include "kernels/conv2d/conv2d_sm90.cuh"
+#include "kernels/conv2d/conv2d_stem.cuh"
 #if RTVD_HAS_CUDNN
 #include "kernels/conv2d/conv2d_cudnn.cuh"
 #endif
@@ -43,6 +44,20 @@ Conv2dCandidate narrow_candidate() {
   c.run = [](const Conv2dParams& q, const CudaContext& ctx, const GroupNormParams* norm) {
     if (norm) fail("conv2d: custom narrow applies the GroupNorm prologue as it loads: no norm to fuse");
     conv2d_narrow(q, ctx);
+  };
+  return c;
+}
+
+Conv2dCandidate stem_candidate() {
+  Conv2dCandidate c;
+  c.name = "custom stem";
+  c.can_implement = [](const Conv2dParams& q, const CudaContext& ctx, std::string* why) {
+    return conv2d_stem_can_implement(q, ctx, why);
+  };
+  c.workspace_bytes = [](const Conv2dParams&, const CudaContext&) { return size_t(0); };
+  c.run = [](const Conv2dParams& q, const CudaContext& ctx, const GroupNormParams* norm) {
+    if (norm) fail("conv2d: custom stem takes no GroupNorm prologue: no norm to fuse");
+    conv2d_stem(q, ctx);
   };
   return c;
 }
@@ -124,7 +139,8 @@ std::vector<Conv2dCandidate> conv2d_candidates(const Conv2dParams& p, const Cuda
   budget.workspace_bytes = kSplitKBudget;
   const Conv2dConfig preferred = conv2d_choose_config(p, budget);  // checks p first: invalid params throw here
   std::vector<Conv2dCandidate> out;
-  // Few output channels: the kernel made for them first (the tiles below are mostly empty there).
+  // Few input or output channels: the kernels made for them first (the tiles below are mostly empty there).
+  if (conv2d_stem_can_implement(p, ctx)) out.push_back(stem_candidate());
   if (conv2d_narrow_can_implement(p, ctx)) out.push_back(narrow_candidate());
   // Where the wgmma kernel applies it beat every mma.sync config measured, by 1.5-2x: its best-ranked tiles,
   // and of the others only the preferred config.

@@ -1,5 +1,5 @@
-// conv2d's candidates (kernels/common/candidate.cuh), best-ranked first: the narrow kernel where c_out <= 8
-// (conv2d_narrow.cuh), the wgmma/TMA kernel's four best-ranked tiles (sm_90a builds on an H100), the mma.sync
+// conv2d's candidates (kernels/common/candidate.cuh), best-ranked first: the stem kernel where c_in <= 3
+// (conv2d_stem.cuh), the narrow kernel where c_out <= 8 (conv2d_narrow.cuh), the wgmma/TMA kernel's six best-ranked tiles (sm_90a builds on an H100), the mma.sync
 // implicit GEMM's config for the shape (and, where no wgmma tile applies, every other config and split-K
 // factor), the direct kernel where the implicit GEMM can't load the input, and cuDNN with our epilogue pass
 // and with its own fused epilogue (where the epilogue is of its form). conv2d() (conv2d.cuh) runs the first

@@ -53,6 +53,11 @@ std::vector<Conv2dCase> make_cases() {
        .act = kRelu, .production = true},
       {.name = "taesd_512x512_64_res_relu", .n = 1, .h = 512, .w = 512, .c_in = 64, .c_out = 64, .residual = true,
        .act_after_residual = true, .bias = kChannel, .act = kRelu, .production = true},
+      // Their first convs, from 3 channels (the stem kernel's): TAESD's encoder's and the SD VAE's conv_in.
+      {.name = "taesd_conv_in_512x512_3_64", .n = 1, .h = 512, .w = 512, .c_in = 3, .c_out = 64, .bias = kChannel,
+       .production = true},
+      {.name = "vae_conv_in_512x512_3_128", .n = 1, .h = 512, .w = 512, .c_in = 3, .c_out = 128, .bias = kChannel,
+       .production = true},
       // Their last convs, to 3 channels (the narrow kernel's): the SD VAE's conv_out with the GroupNorm
       // prologue, TAESD's decoder's last.
       {.name = "vae_conv_out_512x512_128_3_gn", .n = 1, .h = 512, .w = 512, .c_in = 128, .c_out = 3, .bias = kChannel,
@@ -87,9 +92,17 @@ std::vector<Conv2dCase> make_cases() {
 
       // ---- first and last layers: 3 and 4 channels
       {.name = "c3_first_layer", .n = 1, .h = 7, .w = 5, .c_in = 3, .c_out = 8,
-       .hostile = "c_in 3: the direct kernel"},
+       .hostile = "c_in 3: the stem kernel, and the direct one"},
       {.name = "c3_s2_film_res", .n = 1, .h = 9, .w = 7, .c_in = 3, .c_out = 16, .stride = 2, .residual = true,
        .scale = kImage, .bias = kImage, .act = kSilu, .hostile = "c_in 3, stride 2: the direct kernel"},
+      {.name = "stem_c3_72_film_res_silu", .h = 9, .w = 70, .c_in = 3, .c_out = 72, .residual = true,
+       .scale = kImage, .bias = kImage, .act = kSilu,
+       .hostile = "c_in 3 to 72: a second pass of 8 channels, rows past one 64-pixel tile, a last row tile of one"},
+      {.name = "stem_c1_pad_end_in_place", .n = 1, .h = 5, .w = 6, .c_in = 1, .c_out = 16, .pad_end = 2,
+       .residual = true, .act_after_residual = true, .bias = kChannel, .act = kRelu, .in_place = true,
+       .hostile = "c_in 1, one more row and column of zeros after the input, y is the residual"},
+      {.name = "stem_c2_pad0_misaligned", .h = 6, .w = 7, .c_in = 2, .c_out = 8, .pad = 0, .bias = kChannel,
+       .x_misalign_bytes = 2, .hostile = "c_in 2, no padding, x 2 bytes past a 16-byte boundary"},
       {.name = "c4_direct", .h = 10, .w = 12, .c_in = 4, .c_out = 32, .bias = kChannel, .act = kSilu,
        .hostile = "c_in 4: the direct kernel"},
       {.name = "c4_direct_gn", .h = 6, .w = 5, .c_in = 4, .c_out = 8, .act = kSilu, .gn_groups = 2,

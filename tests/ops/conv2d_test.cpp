@@ -5,7 +5,7 @@
 //   Conv2dCpu: conv2d_cpu against a direct convolution written from the math alone (float64), on every
 //     case the naive loops can afford; rel L2 <= 1e-5 (fp32 BLAS against float64).
 //   Conv2dCuda (CUDA builds, skipping without a device): every candidate (kernels/conv2d/conv2d_candidates.cuh)
-//     that can run a case, one test per kind of implementation (Wgmma, Narrow, Igemm, Direct, Cudnn), and the
+//     that can run a case, one test per kind of implementation (Wgmma, Stem, Narrow, Igemm, Direct, Cudnn), and the
 //     entry point conv2d() (Default), against conv2d_cpu on the same fp16-rounded inputs: rel L2 <= 2e-3 (fp16
 //     storage of y, fp32 accumulation in a different order).
 #include <gtest/gtest.h>
@@ -27,6 +27,7 @@
 #include "kernels/conv2d/conv2d_candidates.cuh"
 #include "kernels/conv2d/conv2d_narrow.cuh"
 #include "kernels/conv2d/conv2d_sm90.cuh"
+#include "kernels/conv2d/conv2d_stem.cuh"
 #include "support/cuda_test_util.h"
 #endif
 
@@ -151,6 +152,12 @@ TEST_P(Conv2dCuda, Wgmma) {
   }
 }
 
+// The stem kernel (c_in <= 3, 3x3, stride 1).
+TEST_P(Conv2dCuda, Stem) {
+  SCOPED_TRACE(test::seed_trace(rng));
+  check_kind(GpuProblem(GetParam(), rng), is_stem, "stem");
+}
+
 // The narrow kernel (c_out <= 8, 1x1 or 3x3, stride 1).
 TEST_P(Conv2dCuda, Narrow) {
   SCOPED_TRACE(test::seed_trace(rng));
@@ -176,7 +183,8 @@ TEST_P(Conv2dCuda, Cudnn) {
   check_kind(GpuProblem(GetParam(), rng), is_cudnn, "cuDNN");
 }
 
-// The entry point conv2d(): the default candidate (the narrow kernel for c_out <= 8, the wgmma kernel where it
+// The entry point conv2d(): the default candidate (the stem kernel for c_in <= 3 where it applies, the narrow
+// kernel for c_out <= 8, the wgmma kernel where it
 // applies, else the implicit GEMM for c_in % 8 == 0 and an aligned x, else the direct kernel), the same bits
 // every run.
 TEST_P(Conv2dCuda, Default) {
@@ -187,7 +195,7 @@ TEST_P(Conv2dCuda, Default) {
   const Conv2dParams p = pr.params(probe.get());
   const std::vector<Conv2dCandidate> all = conv2d_candidates(p, host_->ctx());
   for (const Conv2dCandidate& cand : all) {
-    EXPECT_EQ(is_narrow(cand) + is_wgmma(cand) + is_igemm(cand) + is_direct(cand) + is_cudnn(cand), 1)
+    EXPECT_EQ(is_stem(cand) + is_narrow(cand) + is_wgmma(cand) + is_igemm(cand) + is_direct(cand) + is_cudnn(cand), 1)
         << cand.name << ": every candidate is tested under exactly one kind";
   }
   const bool fast = c.c_in % 8 == 0 && c.x_misalign_bytes == 0;
@@ -195,9 +203,13 @@ TEST_P(Conv2dCuda, Default) {
   EXPECT_EQ(conv2d_choose_config(p, host_->ctx()).kernel == Conv2dKernel::Direct, !fast);
   const Conv2dCandidate& def = default_candidate(all, p, host_->ctx(), KernelFamily::Custom, "conv2d");
   SCOPED_TRACE("default candidate " + def.name);
+  const bool stem = c.c_in <= 3 && c.k == 3 && c.stride == 1 && c.c_out % 8 == 0 && c.gn_groups == 0;
+  EXPECT_EQ(conv2d_stem_can_implement(p, host_->ctx()), stem);
   const bool narrow = c.c_out <= 8 && (c.k == 1 || c.k == 3) && c.stride == 1 && fast;
   EXPECT_EQ(conv2d_narrow_can_implement(p, host_->ctx()), narrow);
-  if (narrow) {
+  if (stem) {
+    EXPECT_TRUE(is_stem(def)) << "where the stem kernel applies, conv2d() runs it";
+  } else if (narrow) {
     EXPECT_TRUE(is_narrow(def)) << "where the narrow kernel applies, conv2d() runs it";
   } else if (conv2d_sm90_can_implement(p, host_->ctx())) {
     EXPECT_TRUE(is_wgmma(def)) << "where the wgmma kernel applies, conv2d() runs it";

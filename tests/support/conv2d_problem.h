@@ -187,6 +187,7 @@ inline void expect_close(const std::vector<float>& got, const std::vector<float>
 inline bool named(const Conv2dCandidate& c, const char* part) {
   return c.provider == Provider::Rtvd && c.name.find(part) != std::string::npos;
 }
+inline bool is_stem(const Conv2dCandidate& c) { return named(c, "stem"); }
 inline bool is_narrow(const Conv2dCandidate& c) { return named(c, "narrow"); }
 inline bool is_wgmma(const Conv2dCandidate& c) { return named(c, "wgmma"); }
 inline bool is_igemm(const Conv2dCandidate& c) { return named(c, "igemm"); }
