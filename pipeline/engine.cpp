@@ -309,7 +309,7 @@ void Engine::step_from(const void* image, size_t values, Backend::InputFormat fo
     const int64_t call = stepped() / plan_.group;
     const bool ran = run_call(call, context_kept);
     if (ran) make_noise(call + 1);  // while the GPU runs this call
-    if (source_in_place_) backend_->wait_inputs_read();  // the caller may write source_frame() again
+    if (source_in_place()) backend_->wait_inputs_read();  // the caller may write source_frame() again
     if (!ran) return;  // see Engine::skipped()
   }
   ++frame_;
@@ -454,8 +454,7 @@ void Engine::write_inputs(int64_t call) {
     c.resize(values * size_t(plan_.group));
     std::memcpy(backend_->input_buffer(plan_.control_images[k], c.size(), Format::F32), c.data(), c.size() * sizeof(float));
   }
-  source_in_place_ = img2img_ && plan_.group == 1 && source_ == source_frame_.data();
-  if (source_in_place_) {
+  if (source_in_place()) {
     backend_->input_from(plan_.image, source_, source_frame_.size(), source_format_);
   } else if (img2img_) {
     const int group = plan_.group;

@@ -167,7 +167,6 @@ class Engine {
   std::vector<uint8_t> sources_;  // a stream batch's group of source images, gathered until the group is whole
   std::vector<uint8_t> source_frame_;
   Backend::VectorPin source_pin_;  // source_frame_'s buffer page-locked (after it: freed first)
-  bool source_in_place_ = false;  // the last call's source went from source_frame_ itself (write_inputs)
   std::vector<std::vector<float>> control_images_;  // per ControlNet: set_control_image's, or empty
   std::vector<float> kept_history_;  // a stream batch's blend history kept across a re-plan, written back when
                                      // its first frame comes out (the calls before it present nothing)
@@ -192,6 +191,8 @@ class Engine {
   void step_from(const void* image, size_t values, Backend::InputFormat format);
   void gather_source(const void* image, size_t values, Backend::InputFormat format, int slot);
   size_t source_value_bytes() const { return source_format_ == Backend::InputFormat::Rgb8 ? 1 : sizeof(float); }
+  // Whether the call's source is sent from source_frame_ itself (write_inputs), one frame per call.
+  bool source_in_place() const { return img2img_ && plan_.group == 1 && source_ == source_frame_.data(); }
   bool run_call(int64_t call, bool context_kept);
   void write_inputs(int64_t call);
   // A call's noise (write_inputs) and what it was made for: the call's frame numbers and the plan's shape.

@@ -34,30 +34,18 @@ Conv2dCandidate wgmma_candidate(const Conv2dParams& p, const Conv2dSm90Tile& til
   return c;
 }
 
-Conv2dCandidate narrow_candidate() {
+// A kernel of ours for a few channels in or out (the stem, the narrow kernel): no workspace, and no norm handed
+// over (the narrow kernel applies the GroupNorm prologue as it loads; the stem takes none).
+Conv2dCandidate few_channels_candidate(const char* name,
+                                       bool (*can_implement)(const Conv2dParams&, const CudaContext&, std::string*),
+                                       void (*run)(const Conv2dParams&, const CudaContext&)) {
   Conv2dCandidate c;
-  c.name = "custom narrow";
-  c.can_implement = [](const Conv2dParams& q, const CudaContext& ctx, std::string* why) {
-    return conv2d_narrow_can_implement(q, ctx, why);
-  };
+  c.name = name;
+  c.can_implement = can_implement;
   c.workspace_bytes = [](const Conv2dParams&, const CudaContext&) { return size_t(0); };
-  c.run = [](const Conv2dParams& q, const CudaContext& ctx, const GroupNormParams* norm) {
-    if (norm) fail("conv2d: custom narrow applies the GroupNorm prologue as it loads: no norm to fuse");
-    conv2d_narrow(q, ctx);
-  };
-  return c;
-}
-
-Conv2dCandidate stem_candidate() {
-  Conv2dCandidate c;
-  c.name = "custom stem";
-  c.can_implement = [](const Conv2dParams& q, const CudaContext& ctx, std::string* why) {
-    return conv2d_stem_can_implement(q, ctx, why);
-  };
-  c.workspace_bytes = [](const Conv2dParams&, const CudaContext&) { return size_t(0); };
-  c.run = [](const Conv2dParams& q, const CudaContext& ctx, const GroupNormParams* norm) {
-    if (norm) fail("conv2d: custom stem takes no GroupNorm prologue: no norm to fuse");
-    conv2d_stem(q, ctx);
+  c.run = [run, name = c.name](const Conv2dParams& q, const CudaContext& ctx, const GroupNormParams* norm) {
+    if (norm) fail("conv2d: ", name, " takes no handed-over GroupNorm: no norm to fuse");
+    run(q, ctx);
   };
   return c;
 }
@@ -140,8 +128,10 @@ std::vector<Conv2dCandidate> conv2d_candidates(const Conv2dParams& p, const Cuda
   const Conv2dConfig preferred = conv2d_choose_config(p, budget);  // checks p first: invalid params throw here
   std::vector<Conv2dCandidate> out;
   // Few input or output channels: the kernels made for them first (the tiles below are mostly empty there).
-  if (conv2d_stem_can_implement(p, ctx)) out.push_back(stem_candidate());
-  if (conv2d_narrow_can_implement(p, ctx)) out.push_back(narrow_candidate());
+  if (conv2d_stem_can_implement(p, ctx))
+    out.push_back(few_channels_candidate("custom stem", conv2d_stem_can_implement, conv2d_stem));
+  if (conv2d_narrow_can_implement(p, ctx))
+    out.push_back(few_channels_candidate("custom narrow", conv2d_narrow_can_implement, conv2d_narrow));
   // Where the wgmma kernel applies it beat every mma.sync config measured, by 1.5-2x: its best-ranked tiles,
   // and of the others only the preferred config.
   const std::vector<Conv2dSm90Tile> tiles =

@@ -145,13 +145,7 @@ __global__ void __launch_bounds__(kThreads) conv2d_stem_kernel(const __grid_cons
           for (int j = 0; j < 8; ++j) r[j] = __half2float(residual[offset + j]);
         float out[8];
 #pragma unroll
-        for (int j = 0; j < 8; ++j) {  // conv2d.h's epilogue
-          float a = fmaf(v[j], scale[j], bias[j]);
-          if (p.act_after_residual) a += r[j];
-          if (p.act == Activation::Silu) a = fast_silu(a);
-          else if (p.act == Activation::Relu) a = fmaxf(a, 0.0f);
-          out[j] = p.act_after_residual ? a : a + r[j];
-        }
+        for (int j = 0; j < 8; ++j) out[j] = finish_output(p, fmaf(v[j], scale[j], bias[j]), r[j]);
         if (vec) {
           store_vec<8>(y + offset, out);
         } else {

@@ -147,15 +147,21 @@ __device__ __forceinline__ float2 gn_fold(const Conv2dParams& p, int img, int c)
   return make_float2(a, __ldg(p.gn_beta + c) - __ldg(stats) * a);
 }
 
+// The rest of conv2d.h's epilogue after scale and bias, in fp32: act(a) + residual, or act(a + residual) with
+// act_after_residual (residual 0 without one).
+__device__ __forceinline__ float finish_output(const Conv2dParams& p, float a, float residual) {
+  if (p.act_after_residual) a += residual;
+  if (p.act == Activation::Silu) a = fast_silu(a);
+  else if (p.act == Activation::Relu) a = fmaxf(a, 0.0f);
+  return p.act_after_residual ? a : a + residual;
+}
+
 // y's value from the accumulator and the residual (0 without one), in fp32: conv2d.h's epilogue,
 // act(acc * scale[img, c] + bias[img, c]) + residual, or act(... + residual) with act_after_residual.
 __device__ __forceinline__ float output_value(const Conv2dParams& p, int img, int c, float acc, float residual) {
   if (p.scale) acc *= __ldg(p.scale + int64_t(img) * p.scale_batch_stride + c);
   if (p.bias) acc += __ldg(p.bias + int64_t(img) * p.bias_batch_stride + c);
-  if (p.act_after_residual) acc += residual;
-  if (p.act == Activation::Silu) acc = fast_silu(acc);
-  else if (p.act == Activation::Relu) acc = fmaxf(acc, 0.0f);
-  return p.act_after_residual ? acc : acc + residual;
+  return finish_output(p, acc, residual);
 }
 
 // y[m, c + j] = output_value(acc[j], residual[m, c + j]) for j < count (<= 8), rounded once to fp16.
