@@ -219,8 +219,11 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocksPerSm) conv2d_igemm_
   }
 }
 
-// Split-K: y = epilogue(sum of the split_k partial tiles), summed in split order (deterministic).
+// Split-K: y = epilogue(sum of the split_k partial tiles), summed in split order (deterministic). The parts are
+// loaded kLoadsInFlight at a time before they are added: a layer this small waits on each round trip to L2, and
+// a loop of one load per part would make it wait split_k times.
 __global__ void conv2d_splitk_reduce_kernel(const __grid_constant__ IgemmArgs a) {
+  constexpr int kLoadsInFlight = 8;
   start_after_prior_kernels();
   const int chunks_n = (a.g.n + 7) / 8;
   const int64_t chunks = int64_t(a.g.m) * chunks_n, split_stride = int64_t(a.g.m) * a.partial_pitch;
@@ -228,9 +231,20 @@ __global__ void conv2d_splitk_reduce_kernel(const __grid_constant__ IgemmArgs a)
     const int m = int(idx / chunks_n), c = int(idx % chunks_n) * 8;
     const float* src = a.partials + int64_t(m) * a.partial_pitch + c;
     float v[8] = {};
-    for (int s = 0; s < a.split_k; ++s, src += split_stride) {
-      const float4 lo = reinterpret_cast<const float4*>(src)[0], hi = reinterpret_cast<const float4*>(src)[1];
-      v[0] += lo.x, v[1] += lo.y, v[2] += lo.z, v[3] += lo.w, v[4] += hi.x, v[5] += hi.y, v[6] += hi.z, v[7] += hi.w;
+    for (int s0 = 0; s0 < a.split_k; s0 += kLoadsInFlight) {
+      float4 lo[kLoadsInFlight], hi[kLoadsInFlight];
+#pragma unroll
+      for (int s = 0; s < kLoadsInFlight; ++s)
+        if (s0 + s < a.split_k) {
+          const auto* part = reinterpret_cast<const float4*>(src + (s0 + s) * split_stride);
+          lo[s] = part[0], hi[s] = part[1];
+        }
+#pragma unroll
+      for (int s = 0; s < kLoadsInFlight; ++s)
+        if (s0 + s < a.split_k) {
+          v[0] += lo[s].x, v[1] += lo[s].y, v[2] += lo[s].z, v[3] += lo[s].w;
+          v[4] += hi[s].x, v[5] += hi[s].y, v[6] += hi[s].z, v[7] += hi[s].w;
+        }
     }
     store_outputs8(a.p, a.g.hw_out, m, c, std::min(8, a.g.n - c), v, a.vec_store);
   }
