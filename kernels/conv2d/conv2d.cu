@@ -54,7 +54,6 @@ struct IgemmArgs {
 // Grid (M tiles, N tiles, split_k). Block tile T::kBM output pixels x T::kBN output channels.
 template <class T, bool kGn>
 __global__ void __launch_bounds__(T::kThreads, T::kMinBlocksPerSm) conv2d_igemm_kernel(const __grid_constant__ IgemmArgs a) {
-  start_after_prior_kernels();
   extern __shared__ __align__(128) uint8_t smem[];  // kStages x (A tile, B tile); then the GroupNorm table
   const Conv2dParams& p = a.p;
   const auto* x = static_cast<const __half*>(p.x);       // (n, h, w, c_in)
@@ -79,6 +78,8 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocksPerSm) conv2d_igemm_
     return t.r < p.kh && unsigned(a_ih0[i] + t.r) < unsigned(p.h) && unsigned(a_iw0[i] + t.s) < unsigned(p.w);
   };
 
+  // The index math above reads only the params: it overlaps the kernels ahead. Memory from here on.
+  start_after_prior_kernels();
   const int img_first = m0 / a.g.hw_out;
   const auto* gn_table = reinterpret_cast<const float4*>(smem + T::kPipeBytes);  // (gn_images, c_in) x (a, b)
   if constexpr (kGn) {
