@@ -19,7 +19,8 @@
 //   after the wait keeps at most two kernels in flight: the next one's blocks take what this one's last
 //   wave leaves free (a trigger counts once every block has issued it, so all of this kernel's blocks are
 //   resident by then: a kernel whose blocks wait for each other, as group_norm's do, cannot be starved).
-// start_after_prior_kernels() does both, as each kernel's first statement.
+// start_after_prior_kernels() does both, as each kernel's first statement, or after index math that reads
+// nothing but the kernel's params (conv2d's implicit GEMM: that math then overlaps the kernels ahead).
 // Library kernels (cuBLASLt, cuDNN) and memsets are ordinary stream operations: what follows them starts
 // when they have completed, and they start when what precedes them has completed.
 #pragma once
@@ -31,9 +32,9 @@
 
 namespace rtvd {
 
-// The first statement of every kernel launched here, in every thread: waits for the kernels ahead (their
-// writes visible), then lets the next kernel be scheduled. griddepcontrol exists from sm_90 on; below it
-// nothing is launched programmatically and there is nothing to wait for.
+// Every kernel launched here calls it in every thread, before its first global memory access: waits for the
+// kernels ahead (their writes visible), then lets the next kernel be scheduled. griddepcontrol exists from
+// sm_90 on; below it nothing is launched programmatically and there is nothing to wait for.
 __device__ __forceinline__ void start_after_prior_kernels() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
