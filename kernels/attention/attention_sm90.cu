@@ -106,7 +106,6 @@ template <class T>
 __global__ void __launch_bounds__(T::kThreads, 1)
     flash_attention_sm90_kernel(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap k_map,
                                 const __grid_constant__ CUtensorMap v_map, const __grid_constant__ AttentionParams p) {
-  start_after_prior_kernels();
   extern __shared__ unsigned char smem[];
   const uint32_t q_smem = (smem_address(smem) + 1023) & ~1023u;  // swizzled tiles need 1024-byte alignment
   const uint32_t k_smem = q_smem + T::kQBytes;                    // kStages tiles
@@ -133,8 +132,14 @@ __global__ void __launch_bounds__(T::kThreads, 1)
       mbarrier_init(v_empty(s), kConsumerWarps);
     }
     mbarrier_init_fence();
+  } else if (warp == kConsumerWarps && lane == 0) {
+    prefetch_tensor_map(q_map);
+    prefetch_tensor_map(k_map);
+    prefetch_tensor_map(v_map);
   }
+  // Up to here only the params, the tensor maps and shared memory: the kernels ahead may still be running.
   __syncthreads();
+  start_after_prior_kernels();
 
   if (warp >= kConsumerWarps) {  // the producer warpgroup: its first lane issues every copy
     producer_setmaxnreg();

@@ -71,7 +71,6 @@ template <class T>
 __global__ void __launch_bounds__(T::kThreads, 1)
     conv2d_sm90_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap w_map,
                        const __grid_constant__ Conv2dParams p, float* partials, int partial_pitch) {
-  start_after_prior_kernels();
   extern __shared__ unsigned char smem[];
   const uint32_t stages = (smem_address(smem) + 1023) & ~1023u;  // swizzled tiles need 1024-byte alignment
   const uint32_t barriers = stages + T::kStages * T::kStageBytes;
@@ -89,14 +88,20 @@ __global__ void __launch_bounds__(T::kThreads, 1)
   const int steps = int(int64_t(total_steps) * (blockIdx.z + 1) / gridDim.z) - k_begin;
   constexpr int kConsumerWarps = 4 * T::kConsumers;
 
+  // Until the PDL wait, only what no kernel ahead writes: the params, the tensor maps, shared memory. So the
+  // index math, the barriers and the maps' fetch overlap the kernels ahead.
   if (threadIdx.x == 0) {
     for (int s = 0; s < T::kStages; ++s) {
       mbarrier_init(full(s), 1);
       mbarrier_init(empty(s), kConsumerWarps);
     }
     mbarrier_init_fence();
+  } else if (warp == kConsumerWarps && lane == 0) {
+    prefetch_tensor_map(x_map);
+    prefetch_tensor_map(w_map);
   }
   __syncthreads();
+  start_after_prior_kernels();
 
   if (warp >= kConsumerWarps) {  // the producer warpgroup: its first lane issues every copy
     producer_setmaxnreg();
