@@ -19,8 +19,10 @@
 //   after the wait keeps at most two kernels in flight: the next one's blocks take what this one's last
 //   wave leaves free (a trigger counts once every block has issued it, so all of this kernel's blocks are
 //   resident by then: a kernel whose blocks wait for each other, as group_norm's do, cannot be starved).
-// start_after_prior_kernels() does both, as each kernel's first statement, or after index math that reads
-// nothing but the kernel's params (conv2d's implicit GEMM: that math then overlaps the kernels ahead).
+// start_after_prior_kernels() does both, as each kernel's first statement, or after work that touches only
+// the kernel's params, its tensor maps and shared memory (index math, barrier initialisation, tensor-map
+// prefetch: conv2d's implicit GEMM, the wgmma conv and the wgmma attention), which then overlaps the kernels
+// ahead.
 // Library kernels (cuBLASLt, cuDNN) and memsets are ordinary stream operations: what follows them starts
 // when they have completed, and they start when what precedes them has completed.
 #pragma once
