@@ -62,12 +62,13 @@ __device__ __forceinline__ void consumer_setmaxnreg() {
 
 // ---- TMA ----
 
-// The box of `map` at coordinates (c0, c1) or (c0 .. c3) -> shared memory at dst, completing its bytes on
-// bar. Coordinates outside the tensor (negative included) read as zeros.
 // Fetches a tensor map (a __grid_constant__ kernel param) into the descriptor cache ahead of its first copy.
 __device__ __forceinline__ void prefetch_tensor_map(const CUtensorMap& map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&map)) : "memory");
 }
+
+// The box of `map` at coordinates (c0, c1) or (c0 .. c3) -> shared memory at dst, completing its bytes on
+// bar. Coordinates outside the tensor (negative included) read as zeros.
 __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap& map, uint32_t bar, int c0, int c1) {
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n" ::"r"(
