@@ -34,12 +34,6 @@
 namespace rtvd {
 namespace {
 
-constexpr int kThreads = 512;
-constexpr int kWarps = kThreads / 32;
-constexpr int kLoads = 8;                       // accesses in flight per thread
-constexpr int kMaxCluster = 8;                  // the portable cluster size
-constexpr size_t kMaxSlabBytes = 160 << 10;     // a block's pixels x cpg fp16, in shared memory
-
 struct Plan {
   int cluster = 0;     // S blocks per (image, group); 0: no slab fits
   int vec = 1;         // channels per access
@@ -54,11 +48,17 @@ int vector_width(const GroupNormParams& p) {
   return 1;
 }
 
+#if RTVD_HAS_SM90A  // the kernel, and what only its plan and launch use
+
+constexpr int kThreads = 512;
+constexpr int kWarps = kThreads / 32;
+constexpr int kLoads = 8;                       // accesses in flight per thread
+constexpr int kMaxCluster = 8;                  // the portable cluster size
+constexpr size_t kMaxSlabBytes = 160 << 10;     // a block's pixels x cpg fp16, in shared memory
+
 size_t slab_bytes(const GroupNormParams& p, int cluster) {
   return sizeof(__half) * size_t((p.hw + cluster - 1) / cluster) * (p.c / p.groups);
 }
-
-#if RTVD_HAS_SM90A
 
 namespace cg = cooperative_groups;
 
