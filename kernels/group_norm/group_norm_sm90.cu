@@ -12,9 +12,9 @@
 // arrival counter, then every block merging every chunk's partials), 11-19 us a call at SD's sizes of which
 // an empty launch is 3 (bench kernels, H200); its 61 calls were 0.88 ms of the 3.93 ms batch-1 SD 2.1 U-Net
 // (the forward with them left out, docs/perf-notes.md session 20). Here the grid is crossed by the cluster's
-// barrier alone. S is the largest cluster (at most 8, the portable size) whose grid is one wave; it runs
-// where a slab fits a block's shared memory: the U-Nets' norms at every level; the autoencoders' larger ones
-// take group_norm.cu's.
+// barrier alone. S is the largest cluster (at most 8, the portable size) whose grid has at most one block per
+// SM; it runs where a slab fits a block's shared memory: the U-Nets' norms at every level; the autoencoders'
+// larger ones take group_norm.cu's.
 #include "kernels/group_norm/group_norm_sm90.cuh"
 
 #include <algorithm>
@@ -189,22 +189,12 @@ void launch(const GroupNormParams& p, const Plan& pl, const CudaContext& ctx) {
                         kThreads, pl.smem, ctx.stream, a);
 }
 
-// Blocks of the VEC kernel that the SMs hold at once with `smem` bytes of dynamic shared memory each.
-int resident_blocks(int vec, size_t smem, const CudaContext& ctx) {
-  const auto kernel = vec == 8 ? group_norm_cluster_kernel<8>
-                      : vec == 4 ? group_norm_cluster_kernel<4>
-                      : vec == 2 ? group_norm_cluster_kernel<2>
-                                 : group_norm_cluster_kernel<1>;
-  RTVD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-  int per_sm = 0;
-  RTVD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
-  return per_sm * std::max(ctx.sm_count, 1);
-}
-
 #endif  // RTVD_HAS_SM90A
 
-// S: the largest cluster whose grid is one wave (more blocks, each with less to load), else the smallest
-// whose slab fits; 0 when none does.
+// S: the largest cluster whose grid has at most one block per SM (more blocks, each with less to load), else
+// the smallest whose slab fits; 0 when none does. Not the largest whose grid is one wave (two blocks an SM):
+// inside the U-Net's graph, where each norm's blocks start as the conv ahead of it retires (PDL), one block
+// per SM was 3.4% faster at batch 1 (S 8 -> 4) and 1.9% at batch 2 (4 -> 2) (docs/perf-notes.md, session 25).
 Plan plan(const GroupNormParams& p, const CudaContext& ctx) {
   Plan pl;
   pl.vec = vector_width(p);
@@ -212,8 +202,8 @@ Plan plan(const GroupNormParams& p, const CudaContext& ctx) {
   const int64_t pairs = int64_t(p.n) * p.groups;
   for (int s = 1; s <= kMaxCluster && (s == 1 || s <= p.hw); s *= 2) {
     if (slab_bytes(p, s) > kMaxSlabBytes) continue;
+    if (pl.cluster != 0 && pairs * s > std::max(ctx.sm_count, 1)) break;
     const size_t table = align_up(slab_bytes(p, s), 16), smem = table + 2 * sizeof(float) * (p.c / p.groups);
-    if (pl.cluster != 0 && pairs * s > resident_blocks(pl.vec, smem, ctx)) break;
     pl.cluster = s;
     pl.table = table;
     pl.smem = smem;
