@@ -192,7 +192,7 @@ void launch(const GroupNormParams& p, const Plan& pl, const CudaContext& ctx) {
 #endif  // RTVD_HAS_SM90A
 
 // S: the largest cluster whose grid has at most one block per SM (more blocks, each with less to load), else
-// the smallest whose slab fits; 0 when none does. Not the largest whose grid is one wave (two blocks an SM):
+// the smallest whose slab fits; 0 when none does. Not the largest whose grid is one wave (256 blocks at batch 1):
 // inside the U-Net's graph, where each norm's blocks start as the conv ahead of it retires (PDL), one block
 // per SM was 3.4% faster at batch 1 (S 8 -> 4) and 1.9% at batch 2 (4 -> 2) (docs/perf-notes.md, session 25).
 Plan plan(const GroupNormParams& p, const CudaContext& ctx) {
