@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
-# On the GPU machine: the same end-to-end benchmarks with two rtvd binaries in one run, alternating
-# (A, B, A, B, ...) so that clocks and neighbours weigh on both alike; for before/after comparisons of a
-# change that must not move performance:
-#   tools/device-compare.sh A_RTVD B_RTVD [rounds]      (3 rounds by default)
+# On the GPU machine: the same end-to-end benchmarks with two or more rtvd binaries in one run, alternating
+# (A, B, C, A, B, C, ...) so that clocks and neighbours weigh on all alike; for before/after comparisons of a
+# change, or of several variants of one:
+#   tools/device-compare.sh A_RTVD B_RTVD [C_RTVD ...] [rounds]      (3 rounds by default)
 #   BENCHES=$'name:args\nname:args' tools/device-compare.sh ...   (other benchmarks, one "name:rtvd args" a line)
 # Each binary keeps its own tuning cache, warmed by one untimed run first. Benchmarks: rtvd bench unet
 # --config sd21 at batch 2 and 1, rtvd bench frames. Prints per benchmark the median over rounds of each
-# binary's median and B's difference from A; writes $OUT/compare.json.
+# binary's median and each one's difference from A; writes $OUT/compare.json.
 set -uo pipefail
-a=$(realpath "$1") b=$(realpath "$2") rounds=${3:-3}
+rounds=3
+if [[ $# -ge 3 && ${!#} =~ ^[0-9]+$ ]]; then rounds=${!#}; set -- "${@:1:$#-1}"; fi
+if [[ $# -lt 2 ]]; then echo "usage: tools/device-compare.sh A_RTVD B_RTVD [C_RTVD ...] [rounds]" >&2; exit 2; fi
+bins=()
+for bin in "$@"; do bins+=("$(realpath "$bin")"); done
+labels=(a b c d e f g h i j k l m n o p q r s t u v w x y z)
+(( ${#bins[@]} <= ${#labels[@]} )) || { echo "device-compare: at most ${#labels[@]} binaries" >&2; exit 2; }
 OUT=${OUT:-/tmp/rtvd-out}
 work=$(mktemp -d)
-mkdir -p "$OUT" "$work/cache_a" "$work/cache_b"
+mkdir -p "$OUT"
+for ((i = 0; i < ${#bins[@]}; ++i)); do mkdir -p "$work/cache_${labels[i]}"; done
 benches=("unet_b2:bench unet --config sd21 --batch 2 --device cuda"
          "unet_b1:bench unet --config sd21 --batch 1 --device cuda"
          "frames:bench frames --device cuda --frames 2000")
@@ -24,29 +31,40 @@ run() {  # binary cache name args... -> the JSON's median ms on stdout
 }
 for entry in "${benches[@]}"; do
   name=${entry%%:*} args=${entry#*:}
-  run "$a" "$work/cache_a" warm $args >/dev/null
-  run "$b" "$work/cache_b" warm $args >/dev/null
+  for ((i = 0; i < ${#bins[@]}; ++i)); do run "${bins[i]}" "$work/cache_${labels[i]}" warm $args >/dev/null; done
   for ((r = 0; r < rounds; ++r)); do
-    echo "$name a $(run "$a" "$work/cache_a" "${name}_a$r" $args)" >>"$work/results"
-    echo "$name b $(run "$b" "$work/cache_b" "${name}_b$r" $args)" >>"$work/results"
+    for ((i = 0; i < ${#bins[@]}; ++i)); do
+      w=${labels[i]}
+      echo "$name $w $(run "${bins[i]}" "$work/cache_$w" "${name}_$w$r" $args)" >>"$work/results"
+    done
   done
 done
-python3 - "$work/results" "$OUT/compare.json" "$a" "$b" <<'PY'
-import datetime, json, os, statistics, subprocess, sys
+python3 - "$work/results" "$OUT/compare.json" "${bins[@]}" <<'PY'
+import datetime, json, os, statistics, string, subprocess, sys
 rows = [l.split() for l in open(sys.argv[1])]
+binaries = dict(zip(string.ascii_lowercase, sys.argv[3:]))
 def commit(binary):  # tools/device-bundle.sh writes .commit beside the binary
     path = os.path.join(os.path.dirname(binary), ".commit")
     return open(path).read().strip() if os.path.exists(path) else "unknown"
 gpu, driver = subprocess.check_output(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], text=True).strip().split(", ")
-out = {"bench": "compare", "gpu": gpu, "driver": driver, "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-       "a": {"binary": sys.argv[3], "commit": commit(sys.argv[3])}, "b": {"binary": sys.argv[4], "commit": commit(sys.argv[4])},
-       "benchmarks": {}}
-print(f"{'benchmark':10} {'A ms':>9} {'B ms':>9} {'B vs A':>8}   (median of rounds; each a median of its runs)")
+out = {"bench": "compare", "gpu": gpu, "driver": driver, "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+out.update({w: {"binary": b, "commit": commit(b)} for w, b in binaries.items()})
+out["benchmarks"] = {}
+others = [w for w in binaries if w != "a"]
+print(f"{'benchmark':10} " + " ".join(f"{w.upper() + ' ms':>9}" for w in binaries) + " " +
+      " ".join(f"{w.upper() + ' vs A':>8}" for w in others) + "   (median of rounds; each a median of its runs)")
 for name in dict.fromkeys(r[0] for r in rows):
-    ms = {w: [float(r[2]) for r in rows if r[0] == name and r[1] == w] for w in "ab"}
+    ms = {w: [float(r[2]) for r in rows if r[0] == name and r[1] == w] for w in binaries}
     med = {w: statistics.median(v) for w, v in ms.items()}
-    diff = 100 * (med["b"] / med["a"] - 1)
-    out["benchmarks"][name] = {"a_ms": ms["a"], "b_ms": ms["b"], "a_median": med["a"], "b_median": med["b"], "b_vs_a_percent": diff}
-    print(f"{name:10} {med['a']:9.4f} {med['b']:9.4f} {diff:+7.2f}%")
+    bench = {}
+    for w in binaries:
+        bench[f"{w}_ms"] = ms[w]
+    for w in binaries:
+        bench[f"{w}_median"] = med[w]
+    diff = {w: 100 * (med[w] / med["a"] - 1) for w in others}
+    for w in others:
+        bench[f"{w}_vs_a_percent"] = diff[w]
+    out["benchmarks"][name] = bench
+    print(f"{name:10} " + " ".join(f"{med[w]:9.4f}" for w in binaries) + " " + " ".join(f"{diff[w]:+7.2f}%" for w in others))
 json.dump(out, open(sys.argv[2], "w"), indent=2)
 PY
