@@ -4,7 +4,10 @@
 # change, or of several variants of one:
 #   tools/device-compare.sh A_RTVD B_RTVD [C_RTVD ...] [rounds]      (3 rounds by default)
 #   BENCHES=$'name:args\nname:args' tools/device-compare.sh ...   (other benchmarks, one "name:rtvd args" a line)
-# Each binary keeps its own tuning cache, warmed by one untimed run first. Benchmarks: rtvd bench unet
+# Each binary keeps its own tuning cache, warmed by one untimed run first; with SHARE_CACHE=1 all use A's, so
+# that where their kernels' names are the same every binary runs A's choices, and only what the change does
+# differs (the tuner's choices alone move the default model's frame by ~1% between binaries); a binary still
+# tunes the layers whose cached choice it lacks. Benchmarks: rtvd bench unet
 # --config sd21 at batch 2 and 1, rtvd bench frames. Prints per benchmark the median over rounds of each
 # binary's median and each one's difference from A; writes $OUT/compare.json.
 set -uo pipefail
@@ -18,7 +21,8 @@ labels=(a b c d e f g h i j k l m n o p q r s t u v w x y z)
 OUT=${OUT:-/tmp/rtvd-out}
 work=$(mktemp -d)
 mkdir -p "$OUT"
-for ((i = 0; i < ${#bins[@]}; ++i)); do mkdir -p "$work/cache_${labels[i]}"; done
+cache() { [[ ${SHARE_CACHE:-0} == 1 ]] && echo "$work/cache_a" || echo "$work/cache_$1"; }  # label -> tuning cache
+for ((i = 0; i < ${#bins[@]}; ++i)); do mkdir -p "$(cache "${labels[i]}")"; done
 benches=("unet_b2:bench unet --config sd21 --batch 2 --device cuda"
          "unet_b1:bench unet --config sd21 --batch 1 --device cuda"
          "frames:bench frames --device cuda --frames 2000")
@@ -31,11 +35,11 @@ run() {  # binary cache name args... -> the JSON's median ms on stdout
 }
 for entry in "${benches[@]}"; do
   name=${entry%%:*} args=${entry#*:}
-  for ((i = 0; i < ${#bins[@]}; ++i)); do run "${bins[i]}" "$work/cache_${labels[i]}" warm $args >/dev/null; done
+  for ((i = 0; i < ${#bins[@]}; ++i)); do run "${bins[i]}" "$(cache "${labels[i]}")" warm $args >/dev/null; done
   for ((r = 0; r < rounds; ++r)); do
     for ((i = 0; i < ${#bins[@]}; ++i)); do
       w=${labels[i]}
-      echo "$name $w $(run "${bins[i]}" "$work/cache_$w" "${name}_$w$r" $args)" >>"$work/results"
+      echo "$name $w $(run "${bins[i]}" "$(cache "$w")" "${name}_$w$r" $args)" >>"$work/results"
     done
   done
 done
@@ -48,6 +52,9 @@ def commit(binary):  # tools/device-bundle.sh writes .commit beside the binary
     return open(path).read().strip() if os.path.exists(path) else "unknown"
 gpu, driver = subprocess.check_output(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], text=True).strip().split(", ")
 out = {"bench": "compare", "gpu": gpu, "driver": driver, "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+if os.environ.get("SHARE_CACHE") == "1":
+    out["tuning_cache"] = "shared: every binary ran A's choices where it has them"
+
 out.update({w: {"binary": b, "commit": commit(b)} for w, b in binaries.items()})
 out["benchmarks"] = {}
 others = [w for w in binaries if w != "a"]
