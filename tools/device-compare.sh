@@ -54,7 +54,6 @@ gpu, driver = subprocess.check_output(["nvidia-smi", "--query-gpu=name,driver_ve
 out = {"bench": "compare", "gpu": gpu, "driver": driver, "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
 if os.environ.get("SHARE_CACHE") == "1":
     out["tuning_cache"] = "shared: every binary ran A's choices where it has them"
-
 out.update({w: {"binary": b, "commit": commit(b)} for w, b in binaries.items()})
 out["benchmarks"] = {}
 others = [w for w in binaries if w != "a"]
@@ -63,15 +62,9 @@ print(f"{'benchmark':10} " + " ".join(f"{w.upper() + ' ms':>9}" for w in binarie
 for name in dict.fromkeys(r[0] for r in rows):
     ms = {w: [float(r[2]) for r in rows if r[0] == name and r[1] == w] for w in binaries}
     med = {w: statistics.median(v) for w, v in ms.items()}
-    bench = {}
-    for w in binaries:
-        bench[f"{w}_ms"] = ms[w]
-    for w in binaries:
-        bench[f"{w}_median"] = med[w]
     diff = {w: 100 * (med[w] / med["a"] - 1) for w in others}
-    for w in others:
-        bench[f"{w}_vs_a_percent"] = diff[w]
-    out["benchmarks"][name] = bench
+    out["benchmarks"][name] = {**{f"{w}_ms": v for w, v in ms.items()}, **{f"{w}_median": v for w, v in med.items()},
+                               **{f"{w}_vs_a_percent": v for w, v in diff.items()}}
     print(f"{name:10} " + " ".join(f"{med[w]:9.4f}" for w in binaries) + " " + " ".join(f"{diff[w]:+7.2f}%" for w in others))
 json.dump(out, open(sys.argv[2], "w"), indent=2)
 PY
