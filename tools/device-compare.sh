@@ -7,9 +7,10 @@
 # Each binary keeps its own tuning cache, warmed by one untimed run first; with SHARE_CACHE=1 all use A's, so
 # that where their kernels' names are the same every binary runs A's choices, and only what the change does
 # differs (the tuner's choices alone move the default model's frame by ~1% between binaries); a binary still
-# tunes the layers whose cached choice it lacks. Benchmarks: rtvd bench unet
-# --config sd21 at batch 2 and 1, rtvd bench frames. Prints per benchmark the median over rounds of each
-# binary's median and each one's difference from A; writes $OUT/compare.json.
+# tunes the layers whose cached choice it lacks. With TIMING_ONLY=1 a run whose output was not finite still
+# counts (rtvd bench unet writes its JSON, then exits 1): for variants that skip work on purpose. Benchmarks:
+# rtvd bench unet --config sd21 at batch 2 and 1, rtvd bench frames. Prints per benchmark the median over rounds
+# of each binary's median and each one's difference from A; writes $OUT/compare.json.
 set -uo pipefail
 rounds=3
 if [[ $# -ge 3 && ${!#} =~ ^[0-9]+$ ]]; then rounds=${!#}; set -- "${@:1:$#-1}"; fi
@@ -28,10 +29,19 @@ benches=("unet_b2:bench unet --config sd21 --batch 2 --device cuda"
          "frames:bench frames --device cuda --frames 2000")
 if [[ -n ${BENCHES:-} ]]; then mapfile -t benches <<<"$BENCHES"; fi
 run() {  # binary cache name args... -> the JSON's median ms on stdout
-  local bin=$1 cache=$2 name=$3
+  local bin=$1 cache=$2 name=$3 rc=0
   shift 3
-  RTVD_CACHE_DIR=$cache "$bin" "$@" --json "$work/$name.json" >"$work/$name.log" 2>&1 || { tail -3 "$work/$name.log" >&2; echo nan; return; }
-  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d.get("ms_median", d.get("frame_ms_median")))' "$work/$name.json"
+  rm -f "$work/$name.json"
+  RTVD_CACHE_DIR=$cache "$bin" "$@" --json "$work/$name.json" >"$work/$name.log" 2>&1 || rc=$?
+  # A failed run counts only with TIMING_ONLY=1, and only as rtvd bench unet fails after writing its JSON: its
+  # output not finite (a variant built to be timed, not used: ops left out, a transform skipped).
+  python3 -c 'import json,os,sys
+rc, path, timing_only = int(sys.argv[1]), sys.argv[2], os.environ.get("TIMING_ONLY") == "1"
+d = json.load(open(path)) if os.path.exists(path) else {}
+ok = rc == 0 or (timing_only and d.get("output_finite") is False)
+print(d.get("ms_median", d.get("frame_ms_median")) if ok and d else "nan")' "$rc" "$work/$name.json" ||
+    echo nan
+  [[ $rc == 0 ]] || tail -3 "$work/$name.log" >&2
 }
 for entry in "${benches[@]}"; do
   name=${entry%%:*} args=${entry#*:}
@@ -54,6 +64,8 @@ gpu, driver = subprocess.check_output(["nvidia-smi", "--query-gpu=name,driver_ve
 out = {"bench": "compare", "gpu": gpu, "driver": driver, "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
 if os.environ.get("SHARE_CACHE") == "1":
     out["tuning_cache"] = "shared: every binary ran A's choices where it has them"
+if os.environ.get("TIMING_ONLY") == "1":
+    out["timing_only"] = "runs whose output was not finite were counted (variants built to be timed, not used)"
 out.update({w: {"binary": b, "commit": commit(b)} for w, b in binaries.items()})
 out["benchmarks"] = {}
 others = [w for w in binaries if w != "a"]
