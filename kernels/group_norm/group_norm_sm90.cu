@@ -55,6 +55,7 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kLoads = 8;                       // accesses in flight per thread
 constexpr int kMaxCluster = 8;                  // the portable cluster size
 constexpr size_t kMaxSlabBytes = 160 << 10;     // a block's pixels x cpg fp16, in shared memory
+constexpr size_t kMinSlabBytes = 4 << 10;       // below it, another block per group costs more than it saves
 
 size_t slab_bytes(const GroupNormParams& p, int cluster) {
   return sizeof(__half) * size_t((p.hw + cluster - 1) / cluster) * (p.c / p.groups);
@@ -191,10 +192,14 @@ void launch(const GroupNormParams& p, const Plan& pl, const CudaContext& ctx) {
 
 #endif  // RTVD_HAS_SM90A
 
-// S: the largest cluster whose grid has at most one block per SM (more blocks, each with less to load), else
-// the smallest whose slab fits; 0 when none does. Not the largest whose grid is one wave (256 blocks at batch 1):
-// inside the U-Net's graph, where each norm's blocks start as the conv ahead of it retires (PDL), one block
-// per SM was 3.4% faster at batch 1 (S 8 -> 4) and 1.9% at batch 2 (4 -> 2) (docs/perf-notes.md, session 25).
+// S: the largest cluster whose grid has at most one block per SM (more blocks, each with less to load) and whose
+// blocks each hold at least 4 KB of their group, else the smallest whose slab fits; 0 when none does. Not the
+// largest whose grid is one wave (256 blocks at batch 1): inside the U-Net's graph, where each norm's blocks start
+// as the conv ahead of it retires (PDL), one block per SM was 3.4% faster at batch 1 (S 8 -> 4) and 1.9% at batch
+// 2 (4 -> 2) (docs/perf-notes.md, session 25). The 4 KB floor, measured and not profiled: with it the default
+// model's frame (8 channels a group at 32x32: S 8 -> 4, at 16x16 4 -> 1) was 2.7% faster and the SD 2.1 U-Net 0.6%
+// at batch 1 (8x8: S 4 -> 1); 8 KB measured the same (session 27). Likely cause: so small a block spends more on
+// its launch and its cluster's exchange than it saves in loads.
 Plan plan(const GroupNormParams& p, const CudaContext& ctx) {
   Plan pl;
   pl.vec = vector_width(p);
@@ -203,6 +208,7 @@ Plan plan(const GroupNormParams& p, const CudaContext& ctx) {
   for (int s = 1; s <= kMaxCluster && (s == 1 || s <= p.hw); s *= 2) {
     if (slab_bytes(p, s) > kMaxSlabBytes) continue;
     if (pl.cluster != 0 && pairs * s > std::max(ctx.sm_count, 1)) break;
+    if (pl.cluster != 0 && slab_bytes(p, s) < kMinSlabBytes) break;
     const size_t table = align_up(slab_bytes(p, s), 16), smem = table + 2 * sizeof(float) * (p.c / p.groups);
     pl.cluster = s;
     pl.table = table;
