@@ -11,7 +11,7 @@ tools/compare_unet.py does) and diffusers' source (../shared/reference/). Steps:
      kernels`, the embedded default model's `rtvd bench frames`, and PyTorch's SDPA backends at the same
      attention shapes (tools/reference/bench_torch_attention.py), each alone on the machine.
   2. rtvd on the checkpoint, `bench frames` with TAESD: the real-time frame (img2img, 1 step) one at a time
-     (latency mode), with --stream-batch 2 and 4 (throughput mode), with --feature-cache 3 on a moving source
+     (latency mode), with --stream-batch 2, 3 and 4 (throughput mode), with --feature-cache 3 on a moving source
      (--moving: a pan over a picture; the run also gives the cached frames' error against the uncached ones), with
      --skip-similar 0.999 on a static source (one fixed image) and on the moving one; LCM's 4-step txt2img frame
      one at a time and with --stream-batch 4; `bench unet` at batch 1 and 2. A flag the binary does not know makes
@@ -19,7 +19,7 @@ tools/compare_unet.py does) and diffusers' source (../shared/reference/). Steps:
   3. PyTorch (tools/reference/bench_torch_sd.py), every piece in a process of its own, all started together so
      that torch.compile's minutes overlap, after rtvd's timings: each builds, compiles and warms up, then they
      are timed one at a time. torch.compile (mode "reduce-overhead") and eager in one CUDA graph, each for the
-     frame at 1, 2 and 4 frames per call (throughput mode's K-frame batching) and the U-Net at batch 1 and 2.
+     frame at 1, 2, 3 and 4 frames per call (throughput mode's K-frame batching) and the U-Net at batch 1 and 2.
 Prints the table (markdown, for the README) and writes $OUT/perf_table.json (GPU, driver, commit, date, each row
 with its target, and every benchmark's own JSON) for docs/bench/; the JSON is rewritten after every step, so a run
 cut short keeps what it measured. --device cpu runs the rtvd half on a machine without a GPU (a check of this
@@ -44,12 +44,13 @@ TORCH = "tools/reference/bench_torch_sd.py"
 # (key, what, mode, batch): the PyTorch processes of step 3; compile ones first, as they take longest. frame's batch
 # is its frames per call.
 TORCH_RUNS = [("frame_compile", "frame", "compile", 1), ("frame_b4_compile", "frame", "compile", 4),
-              ("frame_b2_compile", "frame", "compile", 2), ("unet_b1_compile", "unet", "compile", 1),
-              ("unet_b2_compile", "unet", "compile", 2), ("frame_graph", "frame", "graph", 1),
-              ("frame_b4_graph", "frame", "graph", 4), ("frame_b2_graph", "frame", "graph", 2),
+              ("frame_b3_compile", "frame", "compile", 3), ("frame_b2_compile", "frame", "compile", 2),
+              ("unet_b1_compile", "unet", "compile", 1), ("unet_b2_compile", "unet", "compile", 2),
+              ("frame_graph", "frame", "graph", 1), ("frame_b4_graph", "frame", "graph", 4),
+              ("frame_b3_graph", "frame", "graph", 3), ("frame_b2_graph", "frame", "graph", 2),
               ("unet_b1_graph", "unet", "graph", 1), ("unet_b2_graph", "unet", "graph", 2)]
 CONV_CASES = ["sd_64x64_320_film_silu", "sd_32x32_640_film_silu", "sd_16x16_1280_film_silu"]
-STREAM_BATCHES = (2, 4)
+STREAM_BATCHES = (2, 3, 4)  # K = 3: the most frames in flight within the target's 2 frames of added latency
 SKIP_SIMILAR = "0.999"  # the GUI's default threshold
 FEATURE_CACHE = "3"     # frames between refreshes of the deep features
 NOT_BUILT = "not built"  # a row whose flag this binary does not know
