@@ -82,13 +82,24 @@ std::string attention_shape_key(const AttentionParams& p) {
 }
 
 std::vector<AttentionCandidate> attention_candidates(const AttentionParams& p, const CudaContext&) {
-  AttentionCandidate wgmma = make("custom flash wgmma", Provider::Rtvd, attention_sm90_can_implement, attention_sm90);
+  AttentionCandidate wgmma = make("custom flash wgmma", Provider::Rtvd, attention_sm90_can_implement,
+                                  [](const AttentionParams& q, const CudaContext& ctx) { attention_sm90(q, ctx, 192); });
+  // The same kernel with 128 or 64 query rows per block: where 192-row blocks leave SMs idle (batch 1 at 32x32 and
+  // 16x16: 60 and 40 blocks on 132 SMs), smaller ones spread the same work over more SMs.
+  AttentionCandidate wgmma128 = make("custom flash wgmma 128 rows", Provider::Rtvd, attention_sm90_can_implement,
+                                     [](const AttentionParams& q, const CudaContext& ctx) { attention_sm90(q, ctx, 128); });
+  AttentionCandidate wgmma64 = make("custom flash wgmma 64 rows", Provider::Rtvd, attention_sm90_can_implement,
+                                    [](const AttentionParams& q, const CudaContext& ctx) { attention_sm90(q, ctx, 64); });
   AttentionCandidate mma = make(
       "custom flash", Provider::Rtvd, [](const AttentionParams& q, const CudaContext&, std::string* why) { return attention_can_implement(q, why); },
       attention_mma);
   // Each flash kernel is timed only where it may win: the wgmma one from 256 keys, the mma.sync one below
   // (or wherever the wgmma one can't run).
   wgmma.worth_timing = [](const AttentionParams& q, const CudaContext&) { return q.kv_len >= kSm90MinKeys; };
+  // The smaller blocks only where 192-row ones are less than a wave.
+  wgmma128.worth_timing = wgmma64.worth_timing = [](const AttentionParams& q, const CudaContext& ctx) {
+    return q.kv_len >= kSm90MinKeys && int64_t(q.q_len + 191) / 192 * q.heads * q.batch < ctx.sm_count;
+  };
   mma.worth_timing = [](const AttentionParams& q, const CudaContext& ctx) {
     return q.kv_len < kSm90MinKeys || !attention_sm90_can_implement(q, ctx);
   };
@@ -99,8 +110,8 @@ std::vector<AttentionCandidate> attention_candidates(const AttentionParams& p, c
   gemm.workspace_bytes = [](const AttentionParams& q, const CudaContext&) { return attention_gemm_workspace_bytes(q); };
   gemm.worth_timing = [](const AttentionParams& q, const CudaContext&) { return !attention_can_implement(q); };
   std::vector<AttentionCandidate> out;
-  if (p.kv_len >= kSm90MinKeys) out = {wgmma, mma, gemm};
-  else out = {mma, wgmma, gemm};
+  if (p.kv_len >= kSm90MinKeys) out = {wgmma, wgmma128, wgmma64, mma, gemm};
+  else out = {mma, wgmma, wgmma128, wgmma64, gemm};
   out.push_back(make(
       "custom fallback", Provider::Rtvd,
       [](const AttentionParams& q, const CudaContext&, std::string* why) { return attention_fallback_can_implement(q, why); },

@@ -52,8 +52,9 @@ using attention_detail::pack_half2;
 using attention_detail::rescale_rows;
 using attention_detail::softmax_update;
 
+template <int Consumers>
 struct Sm90Tile {
-  static constexpr int kConsumers = 3;              // warpgroups of 64 query rows
+  static constexpr int kConsumers = Consumers;     // warpgroups of 64 query rows
   static constexpr int kBlockM = 64 * kConsumers;  // query rows per block
   static constexpr int kBlockN = 128;              // keys per K/V tile
   static constexpr int kStages = 3;                // K/V tiles in flight
@@ -286,14 +287,18 @@ bool attention_sm90_can_implement(const AttentionParams& p, const CudaContext& c
   return false;
 }
 
-void attention_sm90(const AttentionParams& p, const CudaContext& ctx) {
+void attention_sm90(const AttentionParams& p, const CudaContext& ctx, int query_rows) {
   std::string why;
   if (!attention_sm90_can_implement(p, ctx, &why))
     fail("attention_sm90: ", why, " (batch ", p.batch, ", heads ", p.heads, ", head_dim ", p.head_dim, ", q_len ",
          p.q_len, ", kv_len ", p.kv_len, ")");
+  if (query_rows != 192 && query_rows != 128 && query_rows != 64)
+    fail("attention_sm90: query_rows must be 192, 128 or 64, got ", query_rows);
   const NvtxRange range("attention_sm90");
 #if RTVD_HAS_SM90A
-  launch_instance<Sm90Tile>(p, ctx);
+  if (query_rows == 192) launch_instance<Sm90Tile<3>>(p, ctx);
+  else if (query_rows == 128) launch_instance<Sm90Tile<2>>(p, ctx);
+  else launch_instance<Sm90Tile<1>>(p, ctx);
 #endif
 }
 

@@ -12,7 +12,8 @@ namespace rtvd {
 // attention_can_implement() checks: an sm_90 GPU and head_dim 64.
 bool attention_sm90_can_implement(const AttentionParams& p, const CudaContext& ctx, std::string* why = nullptr);
 
-// o = softmax(q k^T * scale) v on ctx.stream. Throws rtvd::Error where attention_sm90_can_implement() is false.
-void attention_sm90(const AttentionParams& p, const CudaContext& ctx);
+// o = softmax(q k^T * scale) v on ctx.stream, query_rows (192, 128 or 64: three, two or one consumer warpgroups)
+// per block. Throws rtvd::Error where attention_sm90_can_implement() is false or query_rows is none of those.
+void attention_sm90(const AttentionParams& p, const CudaContext& ctx, int query_rows);
 
 }  // namespace rtvd
