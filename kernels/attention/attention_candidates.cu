@@ -17,6 +17,7 @@ namespace {
 // Below this many keys the mma.sync kernel is as fast or faster (a single K/V tile leaves the wgmma kernel's
 // pipeline nothing to overlap; H100: 77 keys 0.015 against 0.020 ms).
 constexpr int kSm90MinKeys = 256;
+constexpr int kSm90Rows = 192;  // the wgmma kernel's query rows per block, but in its smaller-block candidates
 
 AttentionCandidate make(const char* name, Provider provider,
                         bool (*can)(const AttentionParams&, const CudaContext&, std::string*),
@@ -83,7 +84,7 @@ std::string attention_shape_key(const AttentionParams& p) {
 
 std::vector<AttentionCandidate> attention_candidates(const AttentionParams& p, const CudaContext&) {
   AttentionCandidate wgmma = make("custom flash wgmma", Provider::Rtvd, attention_sm90_can_implement,
-                                  [](const AttentionParams& q, const CudaContext& ctx) { attention_sm90(q, ctx, 192); });
+                                  [](const AttentionParams& q, const CudaContext& ctx) { attention_sm90(q, ctx, kSm90Rows); });
   // The same kernel with 128 or 64 query rows per block: where 192-row blocks leave SMs idle (batch 1 at 32x32 and
   // 16x16: 60 and 40 blocks on 132 SMs), smaller ones spread the same work over more SMs.
   AttentionCandidate wgmma128 = make("custom flash wgmma 128 rows", Provider::Rtvd, attention_sm90_can_implement,
@@ -98,7 +99,7 @@ std::vector<AttentionCandidate> attention_candidates(const AttentionParams& p, c
   wgmma.worth_timing = [](const AttentionParams& q, const CudaContext&) { return q.kv_len >= kSm90MinKeys; };
   // The smaller blocks only where 192-row ones are less than a wave.
   wgmma128.worth_timing = wgmma64.worth_timing = [](const AttentionParams& q, const CudaContext& ctx) {
-    return q.kv_len >= kSm90MinKeys && int64_t(q.q_len + 191) / 192 * q.heads * q.batch < ctx.sm_count;
+    return q.kv_len >= kSm90MinKeys && int64_t(q.q_len + kSm90Rows - 1) / kSm90Rows * q.heads * q.batch < ctx.sm_count;
   };
   mma.worth_timing = [](const AttentionParams& q, const CudaContext& ctx) {
     return q.kv_len < kSm90MinKeys || !attention_sm90_can_implement(q, ctx);
