@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tools/device-compare.sh with stand-ins for rtvd and nvidia-smi: which runs count (a binary that wrote no JSON
-# never; one whose output was not finite only with TIMING_ONLY=1), the medians and the JSON's keys, the usage.
+# never; one whose output was not finite only with TIMING_ONLY=1), the medians and the JSON's keys, which tuning
+# choices each binary runs (its own; A's with SHARE_CACHE=1; A's but for the RETUNE layers), the usage.
 # Skips (77) without python3, which the script needs for its medians.
 set -uo pipefail
 root=$1
@@ -48,6 +49,38 @@ check "B against A" -20.0 "$(field "$t/timing/compare.json" 'round(d["benchmarks
 check "C never counted" "[nan, nan]" "$(field "$t/timing/compare.json" 'd["benchmarks"]["unet_b1"]["c_ms"]')"
 check "timing_only key" True "$(field "$t/timing/compare.json" '"timing_only" in d')"
 check "GPU from nvidia-smi" "Stand-in GPU" "$(field "$t/timing/compare.json" 'd["gpu"]')"
+
+# The tuning caches: stand-ins d and e tune (write their own name as the choice of) every layer their cache
+# lacks, an attention layer and a conv, and log which choices they then ran with.
+for v in d e; do
+  cat >"$t/rtvd_$v" <<STUB
+#!/usr/bin/env bash
+while [[ \$# -gt 0 ]]; do [[ \$1 == --json ]] && json=\$2; shift; done
+python3 - "\$RTVD_CACHE_DIR/autotune.json" >>"$t/choices_\$LOG" <<'PY'
+import json, os, sys
+path = sys.argv[1]
+d = json.load(open(path)) if os.path.exists(path) else {"version": 7, "layers": {}}
+for layer in ("attention 1x5x64 q4096", "conv2d 1x64x64x320"):
+    d["layers"].setdefault("GPU sm_90|" + layer, {"impl": "$v", "ms": 1.0})
+json.dump(d, open(path, "w"))
+print("$v", " ".join(d["layers"]["GPU sm_90|" + l]["impl"] for l in ("attention 1x5x64 q4096", "conv2d 1x64x64x320")))
+PY
+echo '{"ms_median": 1.0, "output_finite": true}' >"\$json"
+STUB
+done
+chmod +x "$t"/rtvd_d "$t"/rtvd_e
+tuned() {  # log env... -> the choices e ran with last: "<attention's> <conv's>"
+  local log=$1
+  shift
+  env PATH="$t/bin:$PATH" OUT="$t/$log" LOG=$log BENCHES='unet_b1:bench unet' "$@" bash "$root/tools/device-compare.sh" \
+    "$t/rtvd_d" "$t/rtvd_e" 1 >"$t/$log.log" 2>&1
+  grep '^e ' "$t/choices_$log" | tail -1 | cut -d' ' -f2-
+}
+check "own caches: e runs its own choices" "e e" "$(tuned own)"
+check "SHARE_CACHE: e runs d's choices" "d d" "$(tuned shared SHARE_CACHE=1)"
+check "SHARE_CACHE with RETUNE: e tunes attention, runs d's conv" "e d" "$(tuned retune SHARE_CACHE=1 RETUNE='^attention')"
+check "RETUNE in the JSON" "^attention" "$(field "$t/retune/compare.json" 'd.get("retune")')"
+check "RETUNE alone is ignored: own caches" "e e" "$(tuned retune_alone RETUNE='^attention')"
 
 env PATH="$t/bin:$PATH" OUT="$t/one" bash "$root/tools/device-compare.sh" "$t/rtvd_a" >"$t/one.log" 2>&1
 check "one binary: usage, exit 2" 2 $?

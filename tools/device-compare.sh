@@ -7,7 +7,11 @@
 # Each binary keeps its own tuning cache, warmed by one untimed run first; with SHARE_CACHE=1 all use A's, so
 # that where their kernels' names are the same every binary runs A's choices, and only what the change does
 # differs (the tuner's choices alone move the default model's frame by ~1% between binaries); a binary still
-# tunes the layers whose cached choice it lacks. With TIMING_ONLY=1 a run whose output was not finite still
+# tunes the layers whose cached choice it lacks. SHARE_CACHE=1 with RETUNE=REGEX (as '^attention'): each other
+# binary starts from a copy of A's choices, once A has tuned each benchmark, without the layers whose key (the op's
+# shape key, as "attention 1x5x64 q4096 ...") matches REGEX, and tunes those itself: for a change that adds or
+# alters candidates of one op, measured with every other layer on A's choices (with A's cache alone a binary
+# would never time the new candidates). With TIMING_ONLY=1 a run whose output was not finite still
 # counts (rtvd bench unet writes its JSON, then exits 1): for variants that skip work on purpose. Benchmarks:
 # rtvd bench unet --config sd21 at batch 2 and 1, rtvd bench frames. Prints per benchmark the median over rounds
 # of each binary's median and each one's difference from A; writes $OUT/compare.json.
@@ -22,7 +26,25 @@ labels=(a b c d e f g h i j k l m n o p q r s t u v w x y z)
 OUT=${OUT:-/tmp/rtvd-out}
 work=$(mktemp -d)
 mkdir -p "$OUT"
-cache() { [[ ${SHARE_CACHE:-0} == 1 ]] && echo "$work/cache_a" || echo "$work/cache_$1"; }  # label -> tuning cache
+retune=${RETUNE:-}
+[[ ${SHARE_CACHE:-0} == 1 ]] || retune=""
+cache() {  # label -> tuning cache
+  [[ ${SHARE_CACHE:-0} == 1 && ( -z $retune || $1 == a ) ]] && echo "$work/cache_a" || echo "$work/cache_$1"
+}
+seed() {  # label: A's choices into its cache, but for the layers whose key matches $retune and those it has
+  python3 - "$(cache a)/autotune.json" "$(cache "$1")/autotune.json" "$retune" <<'PY'
+import json, os, re, sys
+src, dst, retune = sys.argv[1:4]
+if not os.path.exists(src):
+    sys.exit(0)
+a = json.load(open(src))
+b = json.load(open(dst)) if os.path.exists(dst) else {"version": a.get("version"), "layers": {}}
+for key, choice in a.get("layers", {}).items():  # keys: "<device>|<layer>"
+    if not re.search(retune, key.split("|", 1)[-1]):
+        b["layers"].setdefault(key, choice)
+json.dump(b, open(dst, "w"), indent=1)
+PY
+}
 for ((i = 0; i < ${#bins[@]}; ++i)); do mkdir -p "$(cache "${labels[i]}")"; done
 benches=("unet_b2:bench unet --config sd21 --batch 2 --device cuda"
          "unet_b1:bench unet --config sd21 --batch 1 --device cuda"
@@ -45,7 +67,10 @@ print(d.get("ms_median", d.get("frame_ms_median")) if ok and d else "nan")' "$rc
 }
 for entry in "${benches[@]}"; do
   name=${entry%%:*} args=${entry#*:}
-  for ((i = 0; i < ${#bins[@]}; ++i)); do run "${bins[i]}" "$(cache "${labels[i]}")" warm $args >/dev/null; done
+  for ((i = 0; i < ${#bins[@]}; ++i)); do
+    if [[ -n $retune && $i -gt 0 ]]; then seed "${labels[i]}"; fi
+    run "${bins[i]}" "$(cache "${labels[i]}")" warm $args >/dev/null
+  done
   for ((r = 0; r < rounds; ++r)); do
     for ((i = 0; i < ${#bins[@]}; ++i)); do
       w=${labels[i]}
@@ -62,7 +87,11 @@ def commit(binary):  # tools/device-bundle.sh writes .commit beside the binary
     return open(path).read().strip() if os.path.exists(path) else "unknown"
 gpu, driver = subprocess.check_output(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"], text=True).strip().split(", ")
 out = {"bench": "compare", "gpu": gpu, "driver": driver, "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
-if os.environ.get("SHARE_CACHE") == "1":
+if os.environ.get("SHARE_CACHE") == "1" and os.environ.get("RETUNE"):
+    out["tuning_cache"] = ("A's choices copied to every binary, but for the layers whose key matches RETUNE, "
+                           "which each binary tuned itself")
+    out["retune"] = os.environ["RETUNE"]
+elif os.environ.get("SHARE_CACHE") == "1":
     out["tuning_cache"] = "shared: every binary ran A's choices where it has them"
 if os.environ.get("TIMING_ONLY") == "1":
     out["timing_only"] = "runs whose output was not finite were counted (variants built to be timed, not used)"
