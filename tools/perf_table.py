@@ -41,16 +41,14 @@ from compare_unet import BUNDLE_DIR, ROOT, machine, sh, unpack_bundle  # noqa: E
 
 VOCAB = "assets/clip/bpe_simple_vocab_16e6.txt.gz"
 TORCH = "tools/reference/bench_torch_sd.py"
-# (key, what, mode, batch): the PyTorch processes of step 3; compile ones first, as they take longest. frame's batch
-# is its frames per call.
-TORCH_RUNS = [("frame_compile", "frame", "compile", 1), ("frame_b4_compile", "frame", "compile", 4),
-              ("frame_b3_compile", "frame", "compile", 3), ("frame_b2_compile", "frame", "compile", 2),
-              ("unet_b1_compile", "unet", "compile", 1), ("unet_b2_compile", "unet", "compile", 2),
-              ("frame_graph", "frame", "graph", 1), ("frame_b4_graph", "frame", "graph", 4),
-              ("frame_b3_graph", "frame", "graph", 3), ("frame_b2_graph", "frame", "graph", 2),
-              ("unet_b1_graph", "unet", "graph", 1), ("unet_b2_graph", "unet", "graph", 2)]
-CONV_CASES = ["sd_64x64_320_film_silu", "sd_32x32_640_film_silu", "sd_16x16_1280_film_silu"]
 STREAM_BATCHES = (2, 3, 4)  # K = 3: the most frames in flight within the target's 2 frames of added latency
+# (key, what, mode, batch): the PyTorch processes of step 3; compile ones first, as they take longest. frame's batch
+# is its frames per call: one, and each stream batch's, the largest first.
+TORCH_RUNS = [run for mode in ("compile", "graph") for run in
+              [(f"frame_{mode}" if k == 1 else f"frame_b{k}_{mode}", "frame", mode, k)
+               for k in (1, *sorted(STREAM_BATCHES, reverse=True))] +
+              [(f"unet_b{b}_{mode}", "unet", mode, b) for b in (1, 2)]]
+CONV_CASES = ["sd_64x64_320_film_silu", "sd_32x32_640_film_silu", "sd_16x16_1280_film_silu"]
 SKIP_SIMILAR = "0.999"  # the GUI's default threshold
 FEATURE_CACHE = "3"     # frames between refreshes of the deep features
 NOT_BUILT = "not built"  # a row whose flag this binary does not know
