@@ -19,6 +19,11 @@ namespace {
 constexpr int kSm90MinKeys = 256;
 constexpr int kSm90Rows = 192;  // the wgmma kernel's query rows per block, but in its smaller-block candidates
 
+template <int Rows>
+void run_sm90(const AttentionParams& p, const CudaContext& ctx) {
+  attention_sm90(p, ctx, Rows);
+}
+
 AttentionCandidate make(const char* name, Provider provider,
                         bool (*can)(const AttentionParams&, const CudaContext&, std::string*),
                         void (*run)(const AttentionParams&, const CudaContext&)) {
@@ -83,14 +88,11 @@ std::string attention_shape_key(const AttentionParams& p) {
 }
 
 std::vector<AttentionCandidate> attention_candidates(const AttentionParams& p, const CudaContext&) {
-  AttentionCandidate wgmma = make("custom flash wgmma", Provider::Rtvd, attention_sm90_can_implement,
-                                  [](const AttentionParams& q, const CudaContext& ctx) { attention_sm90(q, ctx, kSm90Rows); });
+  AttentionCandidate wgmma = make("custom flash wgmma", Provider::Rtvd, attention_sm90_can_implement, run_sm90<kSm90Rows>);
   // The same kernel with 128 or 64 query rows per block: where 192-row blocks leave SMs idle (batch 1 at 32x32 and
   // 16x16: 60 and 40 blocks on 132 SMs), smaller ones spread the same work over more SMs.
-  AttentionCandidate wgmma128 = make("custom flash wgmma 128 rows", Provider::Rtvd, attention_sm90_can_implement,
-                                     [](const AttentionParams& q, const CudaContext& ctx) { attention_sm90(q, ctx, 128); });
-  AttentionCandidate wgmma64 = make("custom flash wgmma 64 rows", Provider::Rtvd, attention_sm90_can_implement,
-                                    [](const AttentionParams& q, const CudaContext& ctx) { attention_sm90(q, ctx, 64); });
+  AttentionCandidate wgmma128 = make("custom flash wgmma 128 rows", Provider::Rtvd, attention_sm90_can_implement, run_sm90<128>);
+  AttentionCandidate wgmma64 = make("custom flash wgmma 64 rows", Provider::Rtvd, attention_sm90_can_implement, run_sm90<64>);
   AttentionCandidate mma = make(
       "custom flash", Provider::Rtvd, [](const AttentionParams& q, const CudaContext&, std::string* why) { return attention_can_implement(q, why); },
       attention_mma);
